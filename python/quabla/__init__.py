@@ -1,0 +1,34 @@
+"""Quabla: differentiable scientific computing for physics-informed neural networks.
+
+``import quabla as qb``. Arrays and math run on a C++20 core (``quabla._core``); this
+package adds the thin Python layer: NumPy export, compositions such as meshgrid, errors.
+"""
+from ._loader import preload_blas as _preload_blas
+
+_preload_blas()
+
+from . import _core  # noqa: E402
+from ._core import (  # noqa: E402,F401
+    Array, DType, float32, float64, bool_,
+    array, asarray, zeros, ones, full, zeros_like, ones_like, full_like, arange, linspace, eye,
+    sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh,
+    exp, expm1, exp2, log, log1p, log2, log10, sqrt, cbrt, erf, erfc, abs, absolute, sign,
+    floor, ceil, round, sigmoid, softplus, negative, stop_gradient, square, reciprocal, relu,
+    silu, gelu, nan_to_num, isnan, isinf, isfinite,
+    add, subtract, multiply, divide, true_divide, power, arctan2, atan2, hypot, fmod, mod,
+    remainder, maximum, minimum, logaddexp, clip,
+    greater, greater_equal, less, less_equal, equal, not_equal,
+    logical_and, logical_or, logical_xor, logical_not, where, astype,
+    sum, prod, max, min, amax, amin, any, all, mean, var, std, logsumexp, softmax,
+    log_softmax, norm, cumsum,
+    reshape, ravel, transpose, broadcast_to, squeeze, expand_dims, flip, tril, triu,
+    concat, concatenate, stack, split, matmul, dot,
+    set_num_threads, num_threads,
+)
+from .errors import QuablaError, TracerError, UnsupportedOperationError, RetraceWarning  # noqa: E402,F401
+from ._shapes import meshgrid  # noqa: E402,F401
+from . import _array_methods  # noqa: E402
+
+_array_methods.install()
+
+__version__ = "0.1.0"

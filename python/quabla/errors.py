@@ -1,0 +1,24 @@
+"""Quabla's exception and warning types (API.md §10)."""
+from ._core import QuablaError
+
+__all__ = ["QuablaError", "TracerError", "UnsupportedOperationError", "RetraceWarning"]
+
+
+class TracerError(QuablaError, TypeError):
+    """A traced value was used where a concrete value is needed (``if``, ``float()``, ``.numpy()``).
+
+    Use ``qb.where`` for elementwise choices and ``qb.cond`` for branches on traced values.
+    """
+
+
+class UnsupportedOperationError(QuablaError, ValueError, NotImplementedError):
+    """A backend cannot run an operation; raised when the program compiles, never silently."""
+
+    def __init__(self, message: str, op: str | None = None, device: str | None = None):
+        super().__init__(message)
+        self.op = op
+        self.device = device
+
+
+class RetraceWarning(UserWarning):
+    """A jit-compiled function was traced again (a new signature, or an evicted one)."""

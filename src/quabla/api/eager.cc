@@ -1,0 +1,76 @@
+#include "quabla/api/eager.h"
+
+#include <mutex>
+#include <unordered_map>
+
+#include "quabla/ir/errors.h"
+
+namespace qb {
+
+namespace {
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<const cpu::Executable>> programs;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache();  // never destroyed: eager calls may run during interpreter exit
+  return *c;
+}
+
+}  // namespace
+
+void append_signature(std::string& key, std::span<const Array> args) {
+  for (const Array& a : args) {
+    key += '|';
+    key += dtype_short_name(a.type.dtype);
+    for (auto d : a.type.shape) {
+      key += ',';
+      key += std::to_string(d);
+    }
+    if (a.type.weak) key += '~';
+  }
+}
+
+std::shared_ptr<const cpu::Executable> eager_program(const std::string& key, std::span<const Array> args,
+                                                     const BuildFn& build) {
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lk(c.mutex);
+    auto it = c.programs.find(key);
+    if (it != c.programs.end()) return it->second;
+  }
+  auto g = std::make_shared<Graph>();
+  Builder b(*g);
+  std::vector<ValueId> params;
+  for (const Array& a : args) params.push_back(b.param(a.type));
+  b.set_results(build(b, params));
+  verify(*g);
+  auto exe = std::make_shared<const cpu::Executable>(std::move(g));
+  std::lock_guard<std::mutex> lk(c.mutex);
+  return c.programs.emplace(key, std::move(exe)).first->second;
+}
+
+std::vector<Array> run_program(const cpu::Executable& exe, std::span<const Array> args) {
+  std::vector<BufferPtr> bufs;
+  bufs.reserve(args.size());
+  for (const Array& a : args) bufs.push_back(a.storage);
+  auto outs = exe.run(bufs);
+  const Graph& g = exe.graph();
+  std::vector<Array> result;
+  result.reserve(outs.size());
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    ValueType t = g.type(g.results[i]);
+    t.weak = false;
+    result.push_back(Array{std::move(outs[i]), std::move(t)});
+  }
+  return result;
+}
+
+std::size_t eager_cache_size() {
+  std::lock_guard<std::mutex> lk(cache().mutex);
+  return cache().programs.size();
+}
+
+}  // namespace qb

@@ -1,0 +1,81 @@
+// The user-level functions of API.md §1-§2 as graph builders: NumPy broadcasting, the
+// promotion rules (weak scalars, explicit float32/float64 mixing), argument checks with
+// messages that name the function, and compositions of primitives. Eager calls run these
+// as cached one-call programs (eager.h); tracing records the same functions, so jit and
+// eager cannot disagree.
+#pragma once
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "quabla/ir/builder.h"
+
+namespace qb::api {
+
+using V = ValueId;
+using Axes = std::optional<std::vector<std::int64_t>>;  // nullopt: every axis
+
+// ---- promotion and broadcasting
+// The common float dtype of a binary arithmetic call (API.md §1), or a TypeError/ValueError.
+DType arithmetic_dtype(std::string_view fname, const ValueType& a, const ValueType& b);
+V astype(Builder& b, V x, DType to);
+V broadcast_to(Builder& b, V x, std::span<const std::int64_t> shape, std::string_view fname = "broadcast_to");
+// Promotes (arithmetic rules) and broadcasts operands to one dtype and shape.
+std::vector<V> promote_broadcast(Builder& b, std::string_view fname, std::span<const V> xs, bool allow_bool);
+
+// ---- elementwise
+V unary(Builder& b, std::string_view fname, Op op, V x);          // float -> float
+V predicate(Builder& b, std::string_view fname, Op op, V x);      // isnan/isinf/isfinite
+V binary(Builder& b, std::string_view fname, Op op, V x, V y);    // float x float -> float
+V compare(Builder& b, std::string_view fname, Op op, V x, V y);   // -> bool
+V logical(Builder& b, std::string_view fname, Op op, V x, V y, bool strict_bool);
+V logical_not(Builder& b, V x, bool strict_bool);
+V where(Builder& b, V c, V x, V y);
+V integer_power(Builder& b, V x, std::int64_t n);  // exact repeated multiplication, n >= 0
+V power(Builder& b, V x, V y);
+V square(Builder& b, V x);
+V reciprocal(Builder& b, V x);
+V relu(Builder& b, V x);
+V silu(Builder& b, V x);
+V gelu(Builder& b, V x, bool approximate);
+V clip(Builder& b, V x, std::optional<V> lo, std::optional<V> hi);
+V mod(Builder& b, V x, V y);  // Python/NumPy remainder: the sign of the divisor
+V nan_to_num(Builder& b, V x, double nan, std::optional<double> posinf, std::optional<double> neginf);
+V scalar_constant(Builder& b, double value, DType dtype);
+
+// ---- reductions
+V reduce(Builder& b, std::string_view fname, Op op, V x, const Axes& axes, bool keepdims);
+V mean(Builder& b, V x, const Axes& axes, bool keepdims);
+V var(Builder& b, V x, const Axes& axes, double ddof, bool keepdims);
+V std_(Builder& b, V x, const Axes& axes, double ddof, bool keepdims);
+V logsumexp(Builder& b, V x, const Axes& axes, bool keepdims);
+V softmax(Builder& b, V x, std::int64_t axis);
+V log_softmax(Builder& b, V x, std::int64_t axis);
+V norm(Builder& b, V x, const Axes& axes, bool keepdims);
+V cumsum(Builder& b, V x, std::optional<std::int64_t> axis, bool reverse);
+
+// ---- shapes
+V reshape(Builder& b, V x, std::span<const std::int64_t> shape);
+V transpose(Builder& b, V x, const Axes& perm);
+V squeeze(Builder& b, V x, const Axes& axes);
+V expand_dims(Builder& b, V x, std::span<const std::int64_t> axes);
+V concat(Builder& b, std::span<const V> xs, std::int64_t axis, std::string_view fname = "concat");
+V stack(Builder& b, std::span<const V> xs, std::int64_t axis);
+std::vector<V> split(Builder& b, V x, std::span<const std::int64_t> indices, std::int64_t sections, std::int64_t axis);
+V tri_mask(Builder& b, V x, std::int64_t k, bool lower);  // tril (lower) / triu
+V flip(Builder& b, V x, const Axes& axes);
+
+// ---- products
+V matmul(Builder& b, V x, V y);
+V dot(Builder& b, V x, V y);
+
+// ---- indexing: one entry per index item after the binding has resolved it
+struct IndexItem {
+  enum Kind : std::uint8_t { Int, Slice, NewAxis, Ellipsis } kind;
+  std::int64_t start = 0, stop = 0, step = 1;  // Int: start is the index (may be negative)
+  bool has_start = false, has_stop = false;
+};
+V getitem(Builder& b, V x, std::span<const IndexItem> items);
+
+}  // namespace qb::api

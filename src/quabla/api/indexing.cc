@@ -1,0 +1,103 @@
+// NumPy basic indexing: integers, slices with any nonzero step, None and one Ellipsis.
+// Lowered to slice (positive strides), reverse (negative steps) and reshape.
+#include <algorithm>
+#include <string>
+
+#include "quabla/api/functions.h"
+#include "quabla/ir/errors.h"
+
+namespace qb::api {
+
+V getitem(Builder& b, V x, std::span<const IndexItem> items) {
+  const Shape xs = b.type(x).shape;
+  const int rank = static_cast<int>(xs.size());
+  int consuming = 0, ellipses = 0;
+  for (const auto& it : items) {
+    if (it.kind == IndexItem::Int || it.kind == IndexItem::Slice) ++consuming;
+    if (it.kind == IndexItem::Ellipsis) ++ellipses;
+  }
+  if (ellipses > 1) throw IndexError("an index can only have a single ellipsis ('...')");
+  if (consuming > rank) {
+    throw IndexError("too many indices for array: array is " + std::to_string(rank) + "-dimensional, but " +
+                     std::to_string(consuming) + " were indexed");
+  }
+  // Expand the ellipsis (or pad at the end) to full slices.
+  std::vector<IndexItem> full;
+  for (const auto& it : items) {
+    if (it.kind == IndexItem::Ellipsis) {
+      for (int i = 0; i < rank - consuming; ++i) full.push_back({IndexItem::Slice});
+    } else {
+      full.push_back(it);
+    }
+  }
+  if (!ellipses)
+    for (int i = 0; i < rank - consuming; ++i) full.push_back({IndexItem::Slice});
+
+  Attrs sl;
+  sl.starts.assign(rank, 0);
+  sl.limits = xs;
+  sl.strides.assign(rank, 1);
+  std::vector<std::int64_t> reversed;
+  Shape out_shape;
+  int axis = 0;
+  bool any_slice = false;
+  for (const auto& it : full) {
+    if (it.kind == IndexItem::NewAxis) {
+      out_shape.push_back(1);
+      continue;
+    }
+    const std::int64_t len = xs[axis];
+    if (it.kind == IndexItem::Int) {
+      const std::int64_t i = it.start < 0 ? it.start + len : it.start;
+      if (i < 0 || i >= len) {
+        throw IndexError("index " + std::to_string(it.start) + " is out of bounds for axis " + std::to_string(axis) +
+                         " with size " + std::to_string(len));
+      }
+      sl.starts[axis] = i;
+      sl.limits[axis] = i + 1;
+      any_slice = true;
+    } else {
+      // Python's slice.indices semantics.
+      const std::int64_t step = it.step;
+      if (step == 0) throw ValueError("slice step cannot be zero");
+      auto clampi = [&](std::int64_t v, bool present, std::int64_t dflt) {
+        if (!present) return dflt;
+        if (v < 0) v += len;
+        if (step > 0) return std::clamp<std::int64_t>(v, 0, len);
+        return std::clamp<std::int64_t>(v, -1, len - 1);
+      };
+      const std::int64_t start = clampi(it.start, it.has_start, step > 0 ? 0 : len - 1);
+      const std::int64_t stop = clampi(it.stop, it.has_stop, step > 0 ? len : -1);
+      const std::int64_t count = step > 0 ? std::max<std::int64_t>(0, (stop - start + step - 1) / step)
+                                          : std::max<std::int64_t>(0, (start - stop - step - 1) / (-step));
+      if (count == 0) {
+        throw ValueError("indexing axis " + std::to_string(axis) + " of shape " + shape_str(xs) +
+                         " gives an empty slice; zero-extent arrays are not supported");
+      }
+      if (step > 0) {
+        sl.starts[axis] = start;
+        sl.limits[axis] = start + (count - 1) * step + 1;
+        sl.strides[axis] = step;
+      } else {
+        // In reversed coordinates j = len - 1 - i the picks are increasing with stride -step.
+        reversed.push_back(axis);
+        sl.starts[axis] = len - 1 - start;
+        sl.limits[axis] = sl.starts[axis] + (count - 1) * (-step) + 1;
+        sl.strides[axis] = -step;
+      }
+      any_slice = any_slice || count != len || step != 1;
+      out_shape.push_back(count);
+    }
+    ++axis;
+  }
+  V r = x;
+  if (!reversed.empty()) {
+    Attrs rv;
+    rv.dims = reversed;
+    r = b.emit1(Op::Reverse, {r}, std::move(rv));
+  }
+  if (any_slice) r = b.emit1(Op::Slice, {r}, std::move(sl));
+  return reshape(b, r, out_shape);
+}
+
+}  // namespace qb::api

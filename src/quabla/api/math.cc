@@ -1,0 +1,180 @@
+// Elementwise functions of API.md §2.
+#include <cmath>
+#include <string>
+
+#include "quabla/api/functions.h"
+#include "quabla/ir/errors.h"
+
+namespace qb::api {
+
+namespace {
+
+std::string s(std::string_view v) { return std::string(v); }
+
+void require_float(Builder& b, std::string_view fname, V x) {
+  if (b.type(x).dtype == DType::bool_) {
+    throw TypeError(s(fname) + ": not defined for bool arrays; convert with .astype(qb.float32) or "
+                    ".astype(qb.float64) first");
+  }
+}
+
+}  // namespace
+
+V scalar_constant(Builder& b, double value, DType dtype) {
+  auto lit = std::make_shared<Literal>();
+  lit->type = ValueType{dtype, {}, false};
+  lit->data = Buffer::allocate(itemsize(dtype));
+  switch (dtype) {
+    case DType::f32: *lit->data->as<float>() = static_cast<float>(value); break;
+    case DType::f64: *lit->data->as<double>() = value; break;
+    case DType::bool_: *lit->data->as<std::uint8_t>() = value != 0; break;
+    case DType::i32: *lit->data->as<std::int32_t>() = static_cast<std::int32_t>(value); break;
+  }
+  return b.constant(std::move(lit));
+}
+
+namespace {
+// A scalar constant of x's dtype broadcast to x's shape.
+V like(Builder& b, V x, double value) {
+  const ValueType& t = b.type(x);
+  return broadcast_to(b, scalar_constant(b, value, t.dtype), t.shape);
+}
+}  // namespace
+
+V unary(Builder& b, std::string_view fname, Op op, V x) {
+  require_float(b, fname, x);
+  return b.emit1(op, {x});
+}
+
+V predicate(Builder& b, std::string_view fname, Op op, V x) {
+  // A bool (0 or 1) is finite and never NaN or infinite: test it as float.
+  if (b.type(x).dtype == DType::bool_) x = astype(b, x, DType::f32);
+  return b.emit1(op, {x});
+}
+
+V binary(Builder& b, std::string_view fname, Op op, V x, V y) {
+  const V xs[] = {x, y};
+  auto v = promote_broadcast(b, fname, xs, false);
+  return b.emit1(op, {v[0], v[1]});
+}
+
+V compare(Builder& b, std::string_view fname, Op op, V x, V y) {
+  const V xs[] = {x, y};
+  auto v = promote_broadcast(b, fname, xs, true);
+  return b.emit1(op, {v[0], v[1]});
+}
+
+V logical(Builder& b, std::string_view fname, Op op, V x, V y, bool strict_bool) {
+  for (V v : {x, y}) {
+    if (strict_bool && b.type(v).dtype != DType::bool_) {
+      throw TypeError(s(fname) + ": needs bool arrays, got " + s(dtype_name(b.type(v).dtype)) +
+                      "; compare first (x > 0) or convert with .astype(qb.bool_)");
+    }
+  }
+  V xb = astype(b, x, DType::bool_), yb = astype(b, y, DType::bool_);
+  const V xs[] = {xb, yb};
+  auto v = promote_broadcast(b, fname, xs, true);
+  return b.emit1(op, {v[0], v[1]});
+}
+
+V logical_not(Builder& b, V x, bool strict_bool) {
+  if (strict_bool && b.type(x).dtype != DType::bool_) {
+    throw TypeError("invert (~): needs a bool array, got " + s(dtype_name(b.type(x).dtype)) +
+                    "; use qb.logical_not or convert with .astype(qb.bool_)");
+  }
+  return b.emit1(Op::Not, {astype(b, x, DType::bool_)});
+}
+
+V where(Builder& b, V c, V x, V y) {
+  V cond = astype(b, c, DType::bool_);
+  const V xs[] = {x, y};
+  auto v = promote_broadcast(b, "where", xs, true);
+  Shape shape = broadcast_shapes(b.type(cond).shape, b.type(v[0]).shape, "where");
+  cond = broadcast_to(b, cond, shape, "where");
+  return b.emit1(Op::Select, {cond, broadcast_to(b, v[0], shape, "where"), broadcast_to(b, v[1], shape, "where")});
+}
+
+V integer_power(Builder& b, V x, std::int64_t n) {
+  require_float(b, "power", x);
+  if (n == 0) return like(b, x, 1.0);
+  // Square-and-multiply: exact products (each one correctly rounded), as JAX's integer_pow.
+  std::optional<V> acc;
+  V base = x;
+  while (n > 0) {
+    if (n & 1) acc = acc ? b.emit1(Op::Mul, {*acc, base}) : base;
+    n >>= 1;
+    if (n) base = b.emit1(Op::Mul, {base, base});
+  }
+  return *acc;
+}
+
+V power(Builder& b, V x, V y) { return binary(b, "power", Op::Pow, x, y); }
+
+V square(Builder& b, V x) {
+  require_float(b, "square", x);
+  return b.emit1(Op::Mul, {x, x});
+}
+
+V reciprocal(Builder& b, V x) {
+  require_float(b, "reciprocal", x);
+  return b.emit1(Op::Div, {like(b, x, 1.0), x});
+}
+
+V relu(Builder& b, V x) {
+  require_float(b, "relu", x);
+  return b.emit1(Op::Max, {x, like(b, x, 0.0)});
+}
+
+V silu(Builder& b, V x) {
+  require_float(b, "silu", x);
+  return b.emit1(Op::Mul, {x, b.emit1(Op::Logistic, {x})});
+}
+
+V gelu(Builder& b, V x, bool approximate) {
+  require_float(b, "gelu", x);
+  if (approximate) {
+    // 0.5 x (1 + tanh(z)) = x * logistic(2z), z = sqrt(2/pi) (x + 0.044715 x^3): the logistic
+    // form has no cancellation for negative x.
+    V x3 = b.emit1(Op::Mul, {b.emit1(Op::Mul, {x, x}), x});
+    V inner = b.emit1(Op::Add, {x, b.emit1(Op::Mul, {like(b, x, 0.044715), x3})});
+    V z2 = b.emit1(Op::Mul, {like(b, x, 2.0 * 0.79788456080286535588), inner});
+    return b.emit1(Op::Mul, {x, b.emit1(Op::Logistic, {z2})});
+  }
+  // 0.5 x erfc(-x / sqrt 2): exact form, accurate in the left tail.
+  V t = b.emit1(Op::Mul, {like(b, x, -0.70710678118654752440), x});
+  return b.emit1(Op::Mul, {b.emit1(Op::Mul, {like(b, x, 0.5), x}), b.emit1(Op::Erfc, {t})});
+}
+
+V clip(Builder& b, V x, std::optional<V> lo, std::optional<V> hi) {
+  require_float(b, "clip", x);
+  V r = x;
+  if (lo) r = binary(b, "clip", Op::Max, r, *lo);
+  if (hi) r = binary(b, "clip", Op::Min, r, *hi);
+  return r;
+}
+
+V mod(Builder& b, V x, V y) {
+  const V xs[] = {x, y};
+  auto v = promote_broadcast(b, "mod", xs, false);
+  V r = b.emit1(Op::Rem, {v[0], v[1]});
+  // Move a nonzero remainder whose sign differs from the divisor's into the divisor's sign.
+  V zero = like(b, r, 0.0);
+  V r_neg = b.emit1(Op::Lt, {r, zero});
+  V y_neg = b.emit1(Op::Lt, {v[1], zero});
+  V fix = b.emit1(Op::And, {b.emit1(Op::Ne, {r, zero}), b.emit1(Op::Ne, {r_neg, y_neg})});
+  return b.emit1(Op::Select, {fix, b.emit1(Op::Add, {r, v[1]}), r});
+}
+
+V nan_to_num(Builder& b, V x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+  require_float(b, "nan_to_num", x);
+  const DType d = b.type(x).dtype;
+  const double big = d == DType::f32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
+  V r = b.emit1(Op::Select, {b.emit1(Op::IsNan, {x}), like(b, x, nan), x});
+  V inf = b.emit1(Op::IsInf, {x});
+  V pos = b.emit1(Op::And, {inf, b.emit1(Op::Gt, {x, like(b, x, 0.0)})});
+  V neg = b.emit1(Op::And, {inf, b.emit1(Op::Lt, {x, like(b, x, 0.0)})});
+  r = b.emit1(Op::Select, {pos, like(b, x, posinf.value_or(big)), r});
+  return b.emit1(Op::Select, {neg, like(b, x, neginf.value_or(-big)), r});
+}
+
+}  // namespace qb::api

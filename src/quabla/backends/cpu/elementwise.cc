@@ -1,0 +1,187 @@
+// Elementwise kernels. Each op is one scalar function applied over contiguous buffers;
+// scalar (broadcast) operands are read once. Large arrays are split into fixed chunks over
+// the thread pool (chunking never changes results: each element is computed alone).
+#include <algorithm>
+#include <cmath>
+
+#include "quabla/backends/cpu/kernels.h"
+#include "quabla/backends/cpu/scalar_math.h"
+#include "quabla/ir/errors.h"
+#include "quabla/runtime/thread_pool.h"
+
+namespace qb::cpu {
+
+namespace {
+
+constexpr std::int64_t kGrain = 16384;
+
+template <class T>
+const T* ptr(const Operand& o) {
+  return reinterpret_cast<const T*>(o.data);
+}
+
+template <class In, class Out, class F>
+void map1(std::span<const Operand> in, std::byte* out_bytes, std::int64_t n, F f) {
+  Out* out = reinterpret_cast<Out*>(out_bytes);
+  const In* x = ptr<In>(in[0]);
+  if (in[0].scalar) {
+    std::fill(out, out + n, static_cast<Out>(f(x[0])));
+    return;
+  }
+  parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) out[i] = static_cast<Out>(f(x[i]));
+  });
+}
+
+template <class In, class Out, class F>
+void map2(std::span<const Operand> in, std::byte* out_bytes, std::int64_t n, F f) {
+  Out* out = reinterpret_cast<Out*>(out_bytes);
+  const In* x = ptr<In>(in[0]);
+  const In* y = ptr<In>(in[1]);
+  const bool xs = in[0].scalar, ys = in[1].scalar;
+  parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) {
+    if (xs && ys) {
+      const Out v = static_cast<Out>(f(x[0], y[0]));
+      std::fill(out + b, out + e, v);
+    } else if (xs) {
+      const In a = x[0];
+      for (std::int64_t i = b; i < e; ++i) out[i] = static_cast<Out>(f(a, y[i]));
+    } else if (ys) {
+      const In c = y[0];
+      for (std::int64_t i = b; i < e; ++i) out[i] = static_cast<Out>(f(x[i], c));
+    } else {
+      for (std::int64_t i = b; i < e; ++i) out[i] = static_cast<Out>(f(x[i], y[i]));
+    }
+  });
+}
+
+template <class T>
+void select(std::span<const Operand> in, std::byte* out_bytes, std::int64_t n) {
+  T* out = reinterpret_cast<T*>(out_bytes);
+  const auto* p = ptr<std::uint8_t>(in[0]);
+  const T* a = ptr<T>(in[1]);
+  const T* c = ptr<T>(in[2]);
+  const std::int64_t sp = in[0].scalar ? 0 : 1, sa = in[1].scalar ? 0 : 1, sc = in[2].scalar ? 0 : 1;
+  parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) out[i] = p[i * sp] ? a[i * sa] : c[i * sc];
+  });
+}
+
+template <class T>
+void float_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n) {
+  using B = std::uint8_t;
+  switch (op) {
+    case Op::Neg: return map1<T, T>(in, out, n, [](T x) { return -x; });
+    case Op::Abs: return map1<T, T>(in, out, n, [](T x) { return std::fabs(x); });
+    case Op::Sign: return map1<T, T>(in, out, n, [](T x) { return math::sign(x); });
+    case Op::Floor: return map1<T, T>(in, out, n, [](T x) { return std::floor(x); });
+    case Op::Ceil: return map1<T, T>(in, out, n, [](T x) { return std::ceil(x); });
+    case Op::Round: return map1<T, T>(in, out, n, [](T x) { return std::nearbyint(x); });  // half to even
+    case Op::Sqrt: return map1<T, T>(in, out, n, [](T x) { return std::sqrt(x); });
+    case Op::Cbrt: return map1<T, T>(in, out, n, [](T x) { return std::cbrt(x); });
+    case Op::Exp: return map1<T, T>(in, out, n, [](T x) { return std::exp(x); });
+    case Op::Exp2: return map1<T, T>(in, out, n, [](T x) { return std::exp2(x); });
+    case Op::Expm1: return map1<T, T>(in, out, n, [](T x) { return std::expm1(x); });
+    case Op::Log: return map1<T, T>(in, out, n, [](T x) { return std::log(x); });
+    case Op::Log2: return map1<T, T>(in, out, n, [](T x) { return std::log2(x); });
+    case Op::Log10: return map1<T, T>(in, out, n, [](T x) { return std::log10(x); });
+    case Op::Log1p: return map1<T, T>(in, out, n, [](T x) { return std::log1p(x); });
+    case Op::Sin: return map1<T, T>(in, out, n, [](T x) { return std::sin(x); });
+    case Op::Cos: return map1<T, T>(in, out, n, [](T x) { return std::cos(x); });
+    case Op::Tan: return map1<T, T>(in, out, n, [](T x) { return std::tan(x); });
+    case Op::Asin: return map1<T, T>(in, out, n, [](T x) { return std::asin(x); });
+    case Op::Acos: return map1<T, T>(in, out, n, [](T x) { return std::acos(x); });
+    case Op::Atan: return map1<T, T>(in, out, n, [](T x) { return std::atan(x); });
+    case Op::Sinh: return map1<T, T>(in, out, n, [](T x) { return std::sinh(x); });
+    case Op::Cosh: return map1<T, T>(in, out, n, [](T x) { return std::cosh(x); });
+    case Op::Tanh: return map1<T, T>(in, out, n, [](T x) { return std::tanh(x); });
+    case Op::Asinh: return map1<T, T>(in, out, n, [](T x) { return std::asinh(x); });
+    case Op::Acosh: return map1<T, T>(in, out, n, [](T x) { return std::acosh(x); });
+    case Op::Atanh: return map1<T, T>(in, out, n, [](T x) { return std::atanh(x); });
+    case Op::Erf: return map1<T, T>(in, out, n, [](T x) { return std::erf(x); });
+    case Op::Erfc: return map1<T, T>(in, out, n, [](T x) { return std::erfc(x); });
+    case Op::Logistic: return map1<T, T>(in, out, n, [](T x) { return math::logistic(x); });
+    case Op::Softplus: return map1<T, T>(in, out, n, [](T x) { return math::softplus(x); });
+    case Op::StopGradient: return map1<T, T>(in, out, n, [](T x) { return x; });
+    case Op::IsNan: return map1<T, B>(in, out, n, [](T x) { return std::isnan(x); });
+    case Op::IsInf: return map1<T, B>(in, out, n, [](T x) { return std::isinf(x); });
+    case Op::IsFinite: return map1<T, B>(in, out, n, [](T x) { return std::isfinite(x); });
+    case Op::Add: return map2<T, T>(in, out, n, [](T a, T b) { return a + b; });
+    case Op::Sub: return map2<T, T>(in, out, n, [](T a, T b) { return a - b; });
+    case Op::Mul: return map2<T, T>(in, out, n, [](T a, T b) { return a * b; });
+    case Op::Div: return map2<T, T>(in, out, n, [](T a, T b) { return a / b; });
+    case Op::Pow: return map2<T, T>(in, out, n, [](T a, T b) { return std::pow(a, b); });
+    case Op::Atan2: return map2<T, T>(in, out, n, [](T a, T b) { return std::atan2(a, b); });
+    case Op::Hypot: return map2<T, T>(in, out, n, [](T a, T b) { return std::hypot(a, b); });
+    case Op::Rem: return map2<T, T>(in, out, n, [](T a, T b) { return std::fmod(a, b); });
+    case Op::Max: return map2<T, T>(in, out, n, [](T a, T b) { return math::maximum(a, b); });
+    case Op::Min: return map2<T, T>(in, out, n, [](T a, T b) { return math::minimum(a, b); });
+    case Op::LogAddExp: return map2<T, T>(in, out, n, [](T a, T b) { return math::logaddexp(a, b); });
+    case Op::Lt: return map2<T, B>(in, out, n, [](T a, T b) { return a < b; });
+    case Op::Le: return map2<T, B>(in, out, n, [](T a, T b) { return a <= b; });
+    case Op::Gt: return map2<T, B>(in, out, n, [](T a, T b) { return a > b; });
+    case Op::Ge: return map2<T, B>(in, out, n, [](T a, T b) { return a >= b; });
+    case Op::Eq: return map2<T, B>(in, out, n, [](T a, T b) { return a == b; });
+    case Op::Ne: return map2<T, B>(in, out, n, [](T a, T b) { return a != b; });
+    case Op::Select: return select<T>(in, out, n);
+    case Op::Not: case Op::And: case Op::Or: case Op::Convert: case Op::Parameter: case Op::Constant:
+    case Op::Reshape: case Op::BroadcastInDim: case Op::Transpose: case Op::Slice: case Op::Reverse:
+    case Op::Concat: case Op::ReduceSum: case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin:
+    case Op::ReduceAny: case Op::ReduceAll: case Op::Cumsum: case Op::MatMul:
+      break;
+  }
+  throw InternalError("cpu::elementwise: " + std::string(op_name(op)) + " is not a float elementwise op");
+}
+
+void bool_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n) {
+  using B = std::uint8_t;
+  switch (op) {
+    case Op::Not: return map1<B, B>(in, out, n, [](B x) { return !x; });
+    case Op::And: return map2<B, B>(in, out, n, [](B a, B b) { return a && b; });
+    case Op::Or: return map2<B, B>(in, out, n, [](B a, B b) { return a || b; });
+    case Op::Lt: return map2<B, B>(in, out, n, [](B a, B b) { return a < b; });
+    case Op::Le: return map2<B, B>(in, out, n, [](B a, B b) { return a <= b; });
+    case Op::Gt: return map2<B, B>(in, out, n, [](B a, B b) { return a > b; });
+    case Op::Ge: return map2<B, B>(in, out, n, [](B a, B b) { return a >= b; });
+    case Op::Eq: return map2<B, B>(in, out, n, [](B a, B b) { return a == b; });
+    case Op::Ne: return map2<B, B>(in, out, n, [](B a, B b) { return a != b; });
+    case Op::Select: return select<B>(in, out, n);
+    default: break;  // every other op is rejected below; the float switch above is exhaustive
+  }
+  throw InternalError("cpu::elementwise: " + std::string(op_name(op)) + " is not a bool elementwise op");
+}
+
+template <class From>
+void convert_from(DType to, std::span<const Operand> in, std::byte* out, std::int64_t n) {
+  switch (to) {
+    case DType::f32: return map1<From, float>(in, out, n, [](From x) { return static_cast<float>(x); });
+    case DType::f64: return map1<From, double>(in, out, n, [](From x) { return static_cast<double>(x); });
+    case DType::bool_: return map1<From, std::uint8_t>(in, out, n, [](From x) { return x != From(0); });  // NaN -> true
+    case DType::i32: break;
+  }
+  throw InternalError("cpu::convert: unsupported target dtype");
+}
+
+}  // namespace
+
+void elementwise(Op op, DType in_dtype, DType out_dtype, std::span<const Operand> in, std::byte* out,
+                 std::int64_t n) {
+  if (op == Op::Convert) {
+    switch (in_dtype) {
+      case DType::f32: return convert_from<float>(out_dtype, in, out, n);
+      case DType::f64: return convert_from<double>(out_dtype, in, out, n);
+      case DType::bool_: return convert_from<std::uint8_t>(out_dtype, in, out, n);
+      case DType::i32: break;
+    }
+    throw InternalError("cpu::convert: unsupported source dtype");
+  }
+  switch (in_dtype) {
+    case DType::f32: return float_op<float>(op, in, out, n);
+    case DType::f64: return float_op<double>(op, in, out, n);
+    case DType::bool_: return bool_op(op, in, out, n);
+    case DType::i32: break;
+  }
+  throw InternalError("cpu::elementwise: int32 kernels are not implemented");
+}
+
+}  // namespace qb::cpu

@@ -1,0 +1,186 @@
+#include "quabla/backends/cpu/executable.h"
+
+#include <algorithm>
+
+#include "quabla/backends/cpu/kernels.h"
+#include "quabla/ir/errors.h"
+
+namespace qb::cpu {
+
+namespace {
+
+bool all_uses_elementwise(const Graph& g, ValueId v) {
+  if (std::find(g.results.begin(), g.results.end(), v) != g.results.end()) return false;
+  for (const Node& n : g.nodes) {
+    if (std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end() && !is_elementwise(n.op)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(graph)) {
+  const Graph& g = *graph_;
+  std::vector<int> last_use(g.values.size(), -1);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    for (auto v : g.nodes[i].inputs) last_use[v] = static_cast<int>(i);
+  for (auto v : g.results) last_use[v] = static_cast<int>(g.nodes.size());  // never released
+
+  std::vector<bool> is_scalar_value(g.values.size(), false);
+  std::vector<std::vector<ValueId>> release_at(g.nodes.size());
+  for (std::size_t v = 0; v < g.values.size(); ++v) {
+    if (last_use[v] >= 0 && last_use[v] < static_cast<int>(g.nodes.size())) release_at[last_use[v]].push_back(static_cast<ValueId>(v));
+  }
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.op == Op::Parameter) continue;
+    Step s{static_cast<std::uint32_t>(i), std::move(release_at[i]), {}, false};
+    if (n.op == Op::BroadcastInDim && num_elements(g.type(n.inputs[0]).shape) == 1 &&
+        all_uses_elementwise(g, n.outputs[0])) {
+      s.virtual_broadcast = true;
+      is_scalar_value[n.outputs[0]] = true;
+    }
+    if (is_elementwise(n.op)) {
+      const auto out_n = num_elements(g.type(n.outputs[0]).shape);
+      for (auto v : n.inputs) s.scalar_operand.push_back(out_n != 1 && (is_scalar_value[v] || num_elements(g.type(v).shape) == 1));
+    }
+    steps_.push_back(std::move(s));
+  }
+}
+
+std::vector<BufferPtr> Executable::run(std::span<const BufferPtr> args) const {
+  const Graph& g = *graph_;
+  if (args.size() != g.params.size()) {
+    throw InternalError("cpu::Executable::run: expected " + std::to_string(g.params.size()) + " arguments, got " +
+                        std::to_string(args.size()));
+  }
+  std::vector<BufferPtr> env(g.values.size());
+  for (std::size_t i = 0; i < args.size(); ++i) env[g.params[i]] = args[i];
+  for (const Step& s : steps_) {
+    run_step(s, env);
+    for (auto v : s.release) env[v].reset();
+  }
+  std::vector<BufferPtr> out;
+  out.reserve(g.results.size());
+  for (auto v : g.results) out.push_back(env[v]);
+  return out;
+}
+
+void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
+  const Graph& g = *graph_;
+  const Node& n = g.nodes[s.node];
+  const ValueType& ot = g.type(n.outputs[0]);
+  auto in = [&](std::size_t i) -> const std::byte* { return env[n.inputs[i]]->data(); };
+  auto in_type = [&](std::size_t i) -> const ValueType& { return g.type(n.inputs[i]); };
+  auto alloc = [&]() {
+    auto b = Buffer::allocate(static_cast<std::size_t>(num_elements(ot.shape)) * itemsize(ot.dtype));
+    env[n.outputs[0]] = b;
+    return b->data();
+  };
+
+  switch (n.op) {
+    case Op::Parameter:
+      return;
+    case Op::Constant:
+      env[n.outputs[0]] = n.attrs.literal->data;
+      return;
+
+    case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
+    case Op::Sqrt: case Op::Cbrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log:
+    case Op::Log2: case Op::Log10: case Op::Log1p: case Op::Sin: case Op::Cos: case Op::Tan:
+    case Op::Asin: case Op::Acos: case Op::Atan: case Op::Sinh: case Op::Cosh: case Op::Tanh:
+    case Op::Asinh: case Op::Acosh: case Op::Atanh: case Op::Erf: case Op::Erfc:
+    case Op::Logistic: case Op::Softplus: case Op::StopGradient: case Op::IsNan: case Op::IsInf:
+    case Op::IsFinite: case Op::Not: case Op::Add: case Op::Sub: case Op::Mul: case Op::Div:
+    case Op::Pow: case Op::Atan2: case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min:
+    case Op::LogAddExp: case Op::And: case Op::Or: case Op::Lt: case Op::Le: case Op::Gt:
+    case Op::Ge: case Op::Eq: case Op::Ne: case Op::Select: case Op::Convert: {
+      std::vector<Operand> ops;
+      ops.reserve(n.inputs.size());
+      for (std::size_t i = 0; i < n.inputs.size(); ++i) ops.push_back({in(i), s.scalar_operand[i]});
+      // Select's value operands carry the dtype; the predicate is operand 0.
+      const DType in_dtype = in_type(n.op == Op::Select ? 1 : 0).dtype;
+      std::byte* out = alloc();
+      elementwise(n.op, in_dtype, ot.dtype, ops, out, num_elements(ot.shape));
+      return;
+    }
+
+    case Op::Reshape:
+      env[n.outputs[0]] = env[n.inputs[0]];  // storage is immutable: a reshape is a view
+      return;
+
+    case Op::BroadcastInDim: {
+      if (s.virtual_broadcast) {
+        env[n.outputs[0]] = env[n.inputs[0]];
+        return;
+      }
+      const auto& xs = in_type(0).shape;
+      const auto x_strides = row_major_strides(xs);
+      std::vector<std::int64_t> strides(ot.shape.size(), 0);
+      for (std::size_t i = 0; i < xs.size(); ++i) strides[n.attrs.dims[i]] = xs[i] == 1 ? 0 : x_strides[i];
+      strided_copy(itemsize(ot.dtype), in(0), 0, ot.shape, strides, alloc());
+      return;
+    }
+    case Op::Transpose: {
+      const auto x_strides = row_major_strides(in_type(0).shape);
+      std::vector<std::int64_t> strides;
+      for (auto p : n.attrs.dims) strides.push_back(x_strides[p]);
+      strided_copy(itemsize(ot.dtype), in(0), 0, ot.shape, strides, alloc());
+      return;
+    }
+    case Op::Slice: {
+      const auto x_strides = row_major_strides(in_type(0).shape);
+      std::int64_t offset = 0;
+      std::vector<std::int64_t> strides(x_strides.size());
+      for (std::size_t i = 0; i < x_strides.size(); ++i) {
+        offset += n.attrs.starts[i] * x_strides[i];
+        strides[i] = n.attrs.strides[i] * x_strides[i];
+      }
+      strided_copy(itemsize(ot.dtype), in(0), offset, ot.shape, strides, alloc());
+      return;
+    }
+    case Op::Reverse: {
+      auto strides = row_major_strides(ot.shape);
+      std::int64_t offset = 0;
+      for (auto a : n.attrs.dims) {
+        offset += (ot.shape[a] - 1) * strides[a];
+        strides[a] = -strides[a];
+      }
+      strided_copy(itemsize(ot.dtype), in(0), offset, ot.shape, strides, alloc());
+      return;
+    }
+    case Op::Concat: {
+      const auto axis = static_cast<std::size_t>(n.attrs.axis);
+      std::int64_t outer = 1;
+      for (std::size_t i = 0; i < axis; ++i) outer *= ot.shape[i];
+      const std::size_t elem = itemsize(ot.dtype);
+      const std::size_t out_row = static_cast<std::size_t>(num_elements(ot.shape) / std::max<std::int64_t>(outer, 1)) * elem;
+      std::byte* out = alloc();
+      std::size_t col = 0;
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        const std::size_t row = static_cast<std::size_t>(num_elements(in_type(k).shape) / std::max<std::int64_t>(outer, 1)) * elem;
+        for (std::int64_t o = 0; o < outer; ++o) std::copy_n(in(k) + o * row, row, out + o * out_row + col);
+        col += row;
+      }
+      return;
+    }
+
+    case Op::ReduceSum: case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin:
+    case Op::ReduceAny: case Op::ReduceAll:
+      reduce(n.op, in_type(0).dtype, in(0), in_type(0).shape, n.attrs.dims, alloc());
+      return;
+    case Op::Cumsum:
+      cumsum(ot.dtype, in(0), ot.shape, static_cast<int>(n.attrs.axis), n.attrs.reverse, alloc());
+      return;
+    case Op::MatMul: {
+      const auto& xs = in_type(0).shape;
+      const std::size_t r = xs.size();
+      const std::int64_t batch = num_elements(std::span(xs).first(r - 2));
+      matmul(ot.dtype, in(0), in(1), alloc(), batch, xs[r - 2], xs[r - 1], ot.shape[r - 1]);
+      return;
+    }
+  }
+  throw InternalError("cpu::Executable: unknown op");
+}
+
+}  // namespace qb::cpu

@@ -1,0 +1,39 @@
+// A Graph compiled for the CPU: a plan of kernel calls over host buffers.
+#pragma once
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "quabla/ir/graph.h"
+#include "quabla/runtime/buffer.h"
+
+namespace qb::cpu {
+
+class Executable {
+ public:
+  explicit Executable(std::shared_ptr<const Graph> graph);
+
+  // Runs the program on one buffer per parameter (each of the parameter's type) and returns
+  // one buffer per result. Thread-safe: run keeps its state on the stack.
+  std::vector<BufferPtr> run(std::span<const BufferPtr> args) const;
+
+  const Graph& graph() const { return *graph_; }
+
+ private:
+  struct Step {
+    std::uint32_t node;
+    // Values whose buffers can be released after this step (their last use).
+    std::vector<ValueId> release;
+    // Per operand: reads a one-element buffer for every index (elementwise ops only).
+    std::vector<bool> scalar_operand;
+    // A broadcast of a scalar consumed only by elementwise ops: passes the scalar through.
+    bool virtual_broadcast = false;
+  };
+
+  void run_step(const Step& s, std::vector<BufferPtr>& env) const;
+
+  std::shared_ptr<const Graph> graph_;
+  std::vector<Step> steps_;
+};
+
+}  // namespace qb::cpu

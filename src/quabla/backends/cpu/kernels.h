@@ -1,0 +1,40 @@
+// CPU kernels, one file per family. Each works on contiguous row-major buffers.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "quabla/ir/graph.h"
+
+namespace qb::cpu {
+
+// An elementwise operand: `scalar` operands hold one element that is read for every index
+// (a broadcast scalar that the plan never materialises).
+struct Operand {
+  const std::byte* data;
+  bool scalar;
+};
+
+// out[i] = op(in0[i], in1[i], ...) for i in [0, n). `in_dtype` is the dtype of the float
+// operands (for Select: of the selected values; for Convert: the source dtype).
+void elementwise(Op op, DType in_dtype, DType out_dtype, std::span<const Operand> in, std::byte* out,
+                 std::int64_t n);
+
+// Reduces `axes` (sorted, distinct) of a row-major array with a fixed summation order.
+void reduce(Op op, DType dtype, const std::byte* in, std::span<const std::int64_t> shape,
+            std::span<const std::int64_t> axes, std::byte* out);
+
+void cumsum(DType dtype, const std::byte* in, std::span<const std::int64_t> shape, int axis, bool reverse,
+            std::byte* out);
+
+// out[idx] = in[offset + sum_k idx_k * in_strides[k]] over out_shape (strides in elements,
+// 0 to broadcast, negative to reverse). Covers broadcast, transpose, slice and reverse.
+void strided_copy(std::size_t elem_size, const std::byte* in, std::int64_t offset,
+                  std::span<const std::int64_t> out_shape, std::span<const std::int64_t> in_strides,
+                  std::byte* out);
+
+// Batched row-major C[b] = A[b] (m x k) @ B[b] (k x n) through BLAS.
+void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::int64_t batch,
+            std::int64_t m, std::int64_t k, std::int64_t n);
+
+}  // namespace qb::cpu

@@ -1,0 +1,162 @@
+// Reductions and cumulative sums with a fixed evaluation order, so results never depend on
+// the thread count: each output element is reduced by one thread, in one order.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "quabla/backends/cpu/kernels.h"
+#include "quabla/backends/cpu/scalar_math.h"
+#include "quabla/ir/errors.h"
+#include "quabla/runtime/thread_pool.h"
+
+namespace qb::cpu {
+
+namespace {
+
+// Pairwise summation of a contiguous run: error grows with log(n), not n (as NumPy's sum).
+template <class T>
+T pairwise_sum(const T* x, std::int64_t n) {
+  if (n <= 64) {
+    T acc[8] = {};
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int l = 0; l < 8; ++l) acc[l] += x[i + l];
+    T s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; ++i) s += x[i];
+    return s;
+  }
+  const std::int64_t half = (n / 2) & ~std::int64_t{7};
+  return pairwise_sum(x, half) + pairwise_sum(x + half, n - half);
+}
+
+struct Layout {
+  std::int64_t outer, red, inner;
+};
+
+// Reduces the middle axis of an [outer, red, inner] array.
+template <class T, class Acc, class Combine>
+void reduce_oni(const T* in, Layout l, T* out, Acc init, Combine combine) {
+  parallel_for(l.outer, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, l.red * l.inner)),
+               [&](std::int64_t b, std::int64_t e) {
+                 std::vector<Acc> acc(static_cast<std::size_t>(l.inner));
+                 for (std::int64_t o = b; o < e; ++o) {
+                   std::fill(acc.begin(), acc.end(), init);
+                   const T* base = in + o * l.red * l.inner;
+                   for (std::int64_t r = 0; r < l.red; ++r)
+                     for (std::int64_t i = 0; i < l.inner; ++i) acc[i] = combine(acc[i], base[r * l.inner + i]);
+                   for (std::int64_t i = 0; i < l.inner; ++i) out[o * l.inner + i] = static_cast<T>(acc[i]);
+                 }
+               });
+}
+
+template <class T>
+void reduce_float(Op op, const T* in, Layout l, T* out) {
+  switch (op) {
+    case Op::ReduceSum:
+      if (l.inner == 1) {
+        parallel_for(l.outer, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, l.red)),
+                     [&](std::int64_t b, std::int64_t e) {
+                       for (std::int64_t o = b; o < e; ++o) out[o] = pairwise_sum(in + o * l.red, l.red);
+                     });
+        return;
+      }
+      return reduce_oni<T, T>(in, l, out, T(0), [](T a, T x) { return a + x; });
+    case Op::ReduceProd: return reduce_oni<T, T>(in, l, out, T(1), [](T a, T x) { return a * x; });
+    case Op::ReduceMax:
+      return reduce_oni<T, T>(in, l, out, -INFINITY, [](T a, T x) { return math::maximum(a, x); });
+    case Op::ReduceMin:
+      return reduce_oni<T, T>(in, l, out, INFINITY, [](T a, T x) { return math::minimum(a, x); });
+    default: break;
+  }
+  throw InternalError("cpu::reduce: unexpected op " + std::string(op_name(op)));
+}
+
+void reduce_bool(Op op, const std::uint8_t* in, Layout l, std::uint8_t* out) {
+  using B = std::uint8_t;
+  if (op == Op::ReduceAny) return reduce_oni<B, B>(in, l, out, B(0), [](B a, B x) { return B(a | (x != 0)); });
+  if (op == Op::ReduceAll) return reduce_oni<B, B>(in, l, out, B(1), [](B a, B x) { return B(a & (x != 0)); });
+  throw InternalError("cpu::reduce: unexpected bool op " + std::string(op_name(op)));
+}
+
+// Moves the reduced axes to the end when they are not one contiguous run of axes.
+std::vector<std::byte> gather_reduced_last(std::size_t elem, const std::byte* in, std::span<const std::int64_t> shape,
+                                           std::span<const std::int64_t> axes, Layout& l) {
+  std::vector<std::int64_t> perm;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(shape.size()); ++i)
+    if (!std::binary_search(axes.begin(), axes.end(), i)) perm.push_back(i);
+  perm.insert(perm.end(), axes.begin(), axes.end());
+  const auto strides = row_major_strides(shape);
+  Shape out_shape;
+  std::vector<std::int64_t> in_strides;
+  for (auto p : perm) {
+    out_shape.push_back(shape[p]);
+    in_strides.push_back(strides[p]);
+  }
+  std::vector<std::byte> tmp(static_cast<std::size_t>(num_elements(shape)) * elem);
+  strided_copy(elem, in, 0, out_shape, in_strides, tmp.data());
+  l.red = 1;
+  for (auto a : axes) l.red *= shape[a];
+  l.outer = num_elements(shape) / l.red;
+  l.inner = 1;
+  return tmp;
+}
+
+}  // namespace
+
+void reduce(Op op, DType dtype, const std::byte* in, std::span<const std::int64_t> shape,
+            std::span<const std::int64_t> axes, std::byte* out) {
+  Layout l{1, 1, 1};
+  std::vector<std::byte> tmp;
+  const bool contiguous = axes.empty() || axes.back() - axes.front() + 1 == static_cast<std::int64_t>(axes.size());
+  if (contiguous) {
+    const std::int64_t first = axes.empty() ? 0 : axes.front();
+    const std::int64_t last = axes.empty() ? -1 : axes.back();
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(shape.size()); ++i) {
+      (i < first ? l.outer : i <= last ? l.red : l.inner) *= shape[i];
+    }
+  } else {
+    tmp = gather_reduced_last(itemsize(dtype), in, shape, axes, l);
+    in = tmp.data();
+  }
+  switch (dtype) {
+    case DType::f32: return reduce_float(op, reinterpret_cast<const float*>(in), l, reinterpret_cast<float*>(out));
+    case DType::f64: return reduce_float(op, reinterpret_cast<const double*>(in), l, reinterpret_cast<double*>(out));
+    case DType::bool_:
+      return reduce_bool(op, reinterpret_cast<const std::uint8_t*>(in), l, reinterpret_cast<std::uint8_t*>(out));
+    case DType::i32: break;
+  }
+  throw InternalError("cpu::reduce: int32 is not implemented");
+}
+
+namespace {
+template <class T>
+void cumsum_t(const T* in, std::span<const std::int64_t> shape, int axis, bool reverse, T* out) {
+  std::int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= shape[i];
+  for (std::size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
+  const std::int64_t len = shape[axis];
+  for (std::int64_t o = 0; o < outer; ++o) {
+    const T* x = in + o * len * inner;
+    T* y = out + o * len * inner;
+    for (std::int64_t k = 0; k < len; ++k) {
+      const std::int64_t r = reverse ? len - 1 - k : k;
+      const std::int64_t prev = reverse ? r + 1 : r - 1;
+      for (std::int64_t i = 0; i < inner; ++i) y[r * inner + i] = (k ? y[prev * inner + i] : T(0)) + x[r * inner + i];
+    }
+  }
+}
+}  // namespace
+
+void cumsum(DType dtype, const std::byte* in, std::span<const std::int64_t> shape, int axis, bool reverse,
+            std::byte* out) {
+  switch (dtype) {
+    case DType::f32:
+      return cumsum_t(reinterpret_cast<const float*>(in), shape, axis, reverse, reinterpret_cast<float*>(out));
+    case DType::f64:
+      return cumsum_t(reinterpret_cast<const double*>(in), shape, axis, reverse, reinterpret_cast<double*>(out));
+    case DType::bool_: case DType::i32: break;
+  }
+  throw InternalError("cpu::cumsum: needs a float dtype");
+}
+
+}  // namespace qb::cpu

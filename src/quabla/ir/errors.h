@@ -1,0 +1,27 @@
+// Typed errors of the core. The Python bindings translate each to the documented Python
+// exception (ValueError, TypeError, IndexError, ...); no C++ exception reaches a user raw.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace qb {
+
+// Bad values of otherwise well-typed arguments: shape mismatch, dtype promotion refused,
+// bad axis, zero extent. Python: ValueError.
+struct ValueError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// An argument of the wrong kind: bool arithmetic, unsupported Python object. Python: TypeError.
+struct TypeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Index out of range. Python: IndexError.
+struct IndexError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// A broken internal invariant (a bug in Quabla, not in the user's program). Python: QuablaError.
+struct InternalError : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+}  // namespace qb

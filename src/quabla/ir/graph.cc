@@ -1,0 +1,22 @@
+#include "quabla/ir/graph.h"
+
+#include <cstring>
+
+namespace qb {
+
+std::string ValueType::str() const {
+  return std::string(dtype_short_name(dtype)) + shape_str(shape) + (weak ? "~" : "");
+}
+
+bool Attrs::operator==(const Attrs& o) const {
+  if (dtype != o.dtype || shape != o.shape || dims != o.dims || starts != o.starts || limits != o.limits ||
+      strides != o.strides || axis != o.axis || reverse != o.reverse) {
+    return false;
+  }
+  if (literal == o.literal) return true;
+  if (!literal || !o.literal) return false;
+  return literal->type == o.literal->type && literal->data->nbytes() == o.literal->data->nbytes() &&
+         std::memcmp(literal->data->data(), o.literal->data->data(), literal->data->nbytes()) == 0;
+}
+
+}  // namespace qb

@@ -1,0 +1,80 @@
+// The Quabla IR: a Graph of SSA values. Nodes are kept in topological order (a node's
+// operands are produced by earlier nodes or are parameters). A node may own region graphs
+// (bodies of cond/loops, added by the control-flow work); they are ordinary Graphs whose
+// parameters the node binds.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quabla/ir/dtype.h"
+#include "quabla/ir/op.h"
+#include "quabla/ir/shape.h"
+#include "quabla/runtime/buffer.h"
+
+namespace qb {
+
+struct ValueType {
+  DType dtype = DType::f32;
+  Shape shape;
+  // A weak value (a Python scalar) adopts the dtype of the strong operand it meets.
+  bool weak = false;
+
+  bool operator==(const ValueType&) const = default;
+  std::string str() const;  // "f32[2, 3]" ("f64[]~" when weak)
+};
+
+// A literal of a Constant node: its type and its bytes (row-major).
+struct Literal {
+  ValueType type;
+  BufferPtr data;
+};
+
+// Attributes of every op kind in one plain struct: each op reads only the fields its
+// AttrKind names (see ops.def). Plain data keeps hashing, equality and printing trivial.
+struct Attrs {
+  DType dtype = DType::f32;            // Convert
+  Shape shape;                         // Reshape, BroadcastInDim (the result shape)
+  std::vector<std::int64_t> dims;      // BroadcastInDim: operand axis i -> result axis dims[i];
+                                       // Transpose: permutation; Reverse/Reduce*: axes (sorted)
+  std::vector<std::int64_t> starts, limits, strides;  // Slice (strides > 0)
+  std::int64_t axis = 0;               // Concat, Cumsum; Parameter: its position
+  bool reverse = false;                // Cumsum
+  std::shared_ptr<const Literal> literal;  // Constant
+
+  bool operator==(const Attrs& o) const;
+};
+
+using ValueId = std::uint32_t;
+
+struct Node {
+  Op op;
+  std::vector<ValueId> inputs;
+  Attrs attrs;
+  std::vector<ValueId> outputs;
+  std::vector<std::shared_ptr<const struct Graph>> regions;
+};
+
+struct Graph {
+  std::vector<ValueType> values;      // indexed by ValueId
+  std::vector<std::uint32_t> producer;  // node index that defines each value
+  std::vector<Node> nodes;            // topological order
+  std::vector<ValueId> params;        // values of the Parameter nodes, in order
+  std::vector<ValueId> results;
+
+  const ValueType& type(ValueId v) const { return values[v]; }
+  const Node& producer_of(ValueId v) const { return nodes[producer[v]]; }
+};
+
+// Readable text form, e.g.
+//   func(%0: f32[4], %1: f32[]~) -> (f32[4]) {
+//     %2 = broadcast_in_dim(%1) shape=[4] dims=[] : f32[4]
+//     ...
+std::string print(const Graph& g);
+
+// Checks SSA order, operand counts and that every node's recorded types are what inference
+// says; throws InternalError describing the first violation.
+void verify(const Graph& g);
+
+}  // namespace qb

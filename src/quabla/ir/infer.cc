@@ -1,0 +1,200 @@
+#include "quabla/ir/infer.h"
+
+#include <algorithm>
+#include <string>
+
+#include "quabla/ir/errors.h"
+
+namespace qb {
+
+namespace {
+
+[[noreturn]] void fail(Op op, const std::string& msg) {
+  throw ValueError(std::string(op_name(op)) + ": " + msg);
+}
+
+void expect_arity(Op op, std::span<const ValueType> in) {
+  const int arity = op_arity(op);
+  if (arity >= 0 && static_cast<int>(in.size()) != arity) {
+    fail(op, "expects " + std::to_string(arity) + " operands, got " + std::to_string(in.size()));
+  }
+}
+
+ValueType strong(DType d, Shape s) { return ValueType{d, std::move(s), false}; }
+
+ValueType unary_float(Op op, const ValueType& x) {
+  if (!is_float(x.dtype)) fail(op, "needs a float operand, got " + x.str());
+  return strong(x.dtype, x.shape);
+}
+
+void same_types(Op op, const ValueType& a, const ValueType& b) {
+  if (a.dtype != b.dtype || a.shape != b.shape) {
+    fail(op, "operands must have one dtype and shape, got " + a.str() + " and " + b.str());
+  }
+}
+
+ValueType binary(Op op, const ValueType& a, const ValueType& b, bool want_float, bool want_bool) {
+  same_types(op, a, b);
+  if (want_float && !is_float(a.dtype)) fail(op, "needs float operands, got " + a.str());
+  if (want_bool && a.dtype != DType::bool_) fail(op, "needs bool operands, got " + a.str());
+  return strong(a.dtype, a.shape);
+}
+
+Shape reduce_shape(Op op, const ValueType& x, const std::vector<std::int64_t>& axes) {
+  const int rank = static_cast<int>(x.shape.size());
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= rank || (i && axes[i] <= axes[i - 1])) {
+      fail(op, "axes " + shape_str(axes) + " must be sorted, distinct and within rank " + std::to_string(rank));
+    }
+  }
+  Shape out;
+  for (int i = 0; i < rank; ++i) {
+    if (!std::binary_search(axes.begin(), axes.end(), i)) out.push_back(x.shape[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const Attrs& a) {
+  expect_arity(op, in);
+  switch (op) {
+    case Op::Parameter:
+      fail(op, "parameters are created by Builder::param");
+    case Op::Constant:
+      if (!a.literal) fail(op, "missing literal");
+      return {a.literal->type};
+
+    case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
+    case Op::Sqrt: case Op::Cbrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log:
+    case Op::Log2: case Op::Log10: case Op::Log1p: case Op::Sin: case Op::Cos: case Op::Tan:
+    case Op::Asin: case Op::Acos: case Op::Atan: case Op::Sinh: case Op::Cosh: case Op::Tanh:
+    case Op::Asinh: case Op::Acosh: case Op::Atanh: case Op::Erf: case Op::Erfc:
+    case Op::Logistic: case Op::Softplus: case Op::StopGradient:
+      return {unary_float(op, in[0])};
+
+    case Op::IsNan: case Op::IsInf: case Op::IsFinite:
+      unary_float(op, in[0]);
+      return {strong(DType::bool_, in[0].shape)};
+
+    case Op::Not:
+      if (in[0].dtype != DType::bool_) fail(op, "needs a bool operand, got " + in[0].str());
+      return {strong(DType::bool_, in[0].shape)};
+
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Atan2:
+    case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min: case Op::LogAddExp:
+      return {binary(op, in[0], in[1], true, false)};
+
+    case Op::And: case Op::Or:
+      return {binary(op, in[0], in[1], false, true)};
+
+    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
+      same_types(op, in[0], in[1]);
+      return {strong(DType::bool_, in[0].shape)};
+
+    case Op::Select:
+      if (in[0].dtype != DType::bool_ || in[0].shape != in[1].shape) {
+        fail(op, "predicate must be bool of the operands' shape, got " + in[0].str() + " for " + in[1].str());
+      }
+      same_types(op, in[1], in[2]);
+      return {strong(in[1].dtype, in[1].shape)};
+
+    case Op::Convert:
+      return {strong(a.dtype, in[0].shape)};
+
+    case Op::Reshape:
+      if (num_elements(a.shape) != num_elements(in[0].shape)) {
+        fail(op, "cannot reshape " + in[0].str() + " to " + shape_str(a.shape));
+      }
+      return {strong(in[0].dtype, a.shape)};
+
+    case Op::BroadcastInDim: {
+      const auto& x = in[0];
+      if (a.dims.size() != x.shape.size()) fail(op, "dims must name one result axis per operand axis");
+      for (std::size_t i = 0; i < a.dims.size(); ++i) {
+        const auto d = a.dims[i];
+        if (d < 0 || d >= static_cast<std::int64_t>(a.shape.size()) || (i && d <= a.dims[i - 1]) ||
+            (x.shape[i] != 1 && x.shape[i] != a.shape[d])) {
+          fail(op, "cannot broadcast " + x.str() + " to " + shape_str(a.shape) + " with dims " + shape_str(a.dims));
+        }
+      }
+      return {strong(x.dtype, a.shape)};
+    }
+
+    case Op::Transpose: {
+      const auto& x = in[0];
+      std::vector<std::int64_t> sorted = a.dims;
+      std::sort(sorted.begin(), sorted.end());
+      bool ok = sorted.size() == x.shape.size();
+      for (std::size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == static_cast<std::int64_t>(i);
+      if (!ok) fail(op, "permutation " + shape_str(a.dims) + " does not match rank of " + x.str());
+      Shape s;
+      for (auto p : a.dims) s.push_back(x.shape[p]);
+      return {strong(x.dtype, s)};
+    }
+
+    case Op::Slice: {
+      const auto& x = in[0];
+      const std::size_t r = x.shape.size();
+      if (a.starts.size() != r || a.limits.size() != r || a.strides.size() != r) {
+        fail(op, "starts/limits/strides must have one entry per axis of " + x.str());
+      }
+      Shape s(r);
+      for (std::size_t i = 0; i < r; ++i) {
+        if (a.strides[i] <= 0 || a.starts[i] < 0 || a.limits[i] > x.shape[i] || a.starts[i] > a.limits[i]) {
+          fail(op, "bad slice on axis " + std::to_string(i) + " of " + x.str());
+        }
+        s[i] = (a.limits[i] - a.starts[i] + a.strides[i] - 1) / a.strides[i];
+      }
+      return {strong(x.dtype, s)};
+    }
+
+    case Op::Reverse:
+      reduce_shape(op, in[0], a.dims);  // validates the axes
+      return {strong(in[0].dtype, in[0].shape)};
+
+    case Op::Concat: {
+      if (in.empty()) fail(op, "needs at least one operand");
+      const auto& x = in[0];
+      const auto axis = a.axis;
+      if (axis < 0 || axis >= static_cast<std::int64_t>(x.shape.size())) fail(op, "axis out of range");
+      Shape s = x.shape;
+      for (std::size_t k = 1; k < in.size(); ++k) {
+        const auto& y = in[k];
+        bool ok = y.dtype == x.dtype && y.shape.size() == x.shape.size();
+        for (std::size_t i = 0; ok && i < s.size(); ++i) ok = static_cast<std::int64_t>(i) == axis || y.shape[i] == x.shape[i];
+        if (!ok) fail(op, "operands " + x.str() + " and " + y.str() + " differ off the concatenation axis");
+        s[axis] += y.shape[axis];
+      }
+      return {strong(x.dtype, s)};
+    }
+
+    case Op::ReduceSum: case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin:
+      if (!is_float(in[0].dtype)) fail(op, "needs a float operand, got " + in[0].str());
+      return {strong(in[0].dtype, reduce_shape(op, in[0], a.dims))};
+    case Op::ReduceAny: case Op::ReduceAll:
+      if (in[0].dtype != DType::bool_) fail(op, "needs a bool operand, got " + in[0].str());
+      return {strong(DType::bool_, reduce_shape(op, in[0], a.dims))};
+
+    case Op::Cumsum:
+      if (!is_float(in[0].dtype)) fail(op, "needs a float operand, got " + in[0].str());
+      if (a.axis < 0 || a.axis >= static_cast<std::int64_t>(in[0].shape.size())) fail(op, "axis out of range");
+      return {strong(in[0].dtype, in[0].shape)};
+
+    case Op::MatMul: {
+      const auto& x = in[0];
+      const auto& y = in[1];
+      const std::size_t r = x.shape.size();
+      if (!is_float(x.dtype) || x.dtype != y.dtype || r < 2 || y.shape.size() != r ||
+          !std::equal(x.shape.begin(), x.shape.end() - 2, y.shape.begin()) || x.shape[r - 1] != y.shape[r - 2]) {
+        fail(op, "operands " + x.str() + " and " + y.str() + " are not [..., m, k] x [..., k, n] of one float dtype");
+      }
+      Shape s = x.shape;
+      s[r - 1] = y.shape[r - 1];
+      return {strong(x.dtype, s)};
+    }
+  }
+  throw InternalError("infer_types: unknown op");
+}
+
+}  // namespace qb

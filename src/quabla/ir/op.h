@@ -1,0 +1,30 @@
+// The op enumeration generated from ops.def, and per-op facts shared by every layer.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace qb {
+
+enum class Op : std::uint8_t {
+#define QB_OP(name, text, arity, attrs) name,
+#include "quabla/ir/ops.def"
+#undef QB_OP
+};
+
+enum class AttrKind : std::uint8_t { None, ParamIndex, Literal, DType, Shape, Broadcast, Perm, Axes, Slice, Axis, Cumsum };
+
+std::string_view op_name(Op op);
+// Number of operands; -1 for variadic ops.
+int op_arity(Op op);
+AttrKind op_attr_kind(Op op);
+
+// Families used by passes that treat many ops alike (kernels fuse them, printers format them).
+bool is_elementwise(Op op);
+
+constexpr int kNumOps = 0
+#define QB_OP(name, text, arity, attrs) +1
+#include "quabla/ir/ops.def"
+#undef QB_OP
+    ;
+
+}  // namespace qb

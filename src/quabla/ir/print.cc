@@ -1,0 +1,85 @@
+// The text form of a Graph, for tests, errors and `lower().as_text()`.
+#include <sstream>
+
+#include "quabla/ir/graph.h"
+
+namespace qb {
+
+namespace {
+
+std::string literal_str(const Literal& lit) {
+  std::ostringstream os;
+  os.precision(17);
+  const auto n = num_elements(lit.type.shape);
+  os << (n == 1 ? "" : "[");
+  for (std::int64_t i = 0; i < n && i < 8; ++i) {
+    if (i) os << ", ";
+    switch (lit.type.dtype) {
+      case DType::f32: os << lit.data->as<float>()[i]; break;
+      case DType::f64: os << lit.data->as<double>()[i]; break;
+      case DType::bool_: os << (lit.data->as<std::uint8_t>()[i] ? "true" : "false"); break;
+      case DType::i32: os << lit.data->as<std::int32_t>()[i]; break;
+    }
+  }
+  if (n > 8) os << ", ...";
+  os << (n == 1 ? "" : "]");
+  return os.str();
+}
+
+void print_attrs(std::ostream& os, const Node& n) {
+  const Attrs& a = n.attrs;
+  switch (op_attr_kind(n.op)) {
+    case AttrKind::None: break;
+    case AttrKind::ParamIndex: os << " index=" << a.axis; break;
+    case AttrKind::Literal: os << " value=" << literal_str(*a.literal); break;
+    case AttrKind::DType: os << " dtype=" << dtype_short_name(a.dtype); break;
+    case AttrKind::Shape: os << " shape=" << shape_str(a.shape); break;
+    case AttrKind::Broadcast: os << " shape=" << shape_str(a.shape) << " dims=" << shape_str(a.dims); break;
+    case AttrKind::Perm: os << " perm=" << shape_str(a.dims); break;
+    case AttrKind::Axes: os << " axes=" << shape_str(a.dims); break;
+    case AttrKind::Slice:
+      os << " starts=" << shape_str(a.starts) << " limits=" << shape_str(a.limits) << " strides=" << shape_str(a.strides);
+      break;
+    case AttrKind::Axis: os << " axis=" << a.axis; break;
+    case AttrKind::Cumsum: os << " axis=" << a.axis << (a.reverse ? " reverse" : ""); break;
+  }
+}
+
+void print_graph(std::ostream& os, const Graph& g, const std::string& indent) {
+  os << "func(";
+  for (std::size_t i = 0; i < g.params.size(); ++i) {
+    os << (i ? ", " : "") << "%" << g.params[i] << ": " << g.type(g.params[i]).str();
+  }
+  os << ") -> (";
+  for (std::size_t i = 0; i < g.results.size(); ++i) os << (i ? ", " : "") << g.type(g.results[i]).str();
+  os << ") {\n";
+  for (const Node& n : g.nodes) {
+    if (n.op == Op::Parameter) continue;
+    os << indent << "  ";
+    for (std::size_t i = 0; i < n.outputs.size(); ++i) os << (i ? ", " : "") << "%" << n.outputs[i];
+    os << " = " << op_name(n.op) << "(";
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << "%" << n.inputs[i];
+    os << ")";
+    print_attrs(os, n);
+    os << " :";
+    for (auto v : n.outputs) os << " " << g.type(v).str();
+    os << "\n";
+    for (const auto& region : n.regions) {
+      os << indent << "    region ";
+      print_graph(os, *region, indent + "    ");
+    }
+  }
+  os << indent << "  return";
+  for (std::size_t i = 0; i < g.results.size(); ++i) os << (i ? ", %" : " %") << g.results[i];
+  os << "\n" << indent << "}\n";
+}
+
+}  // namespace
+
+std::string print(const Graph& g) {
+  std::ostringstream os;
+  print_graph(os, g, "");
+  return os.str();
+}
+
+}  // namespace qb

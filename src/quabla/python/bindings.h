@@ -1,0 +1,39 @@
+// Shared declarations of the nanobind module `quabla._core` (bindings only, no numerics).
+#pragma once
+#include <nanobind/nanobind.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "quabla/api/array.h"
+#include "quabla/api/functions.h"
+
+namespace qb::py {
+
+namespace nb = nanobind;
+
+// Any supported Python object (Array, number, nested list/tuple, NumPy array or scalar,
+// buffer-protocol object, object with __array__) as a new or shared Array; TypeError or
+// ValueError otherwise. `dtype` converts (import always copies).
+Array to_array(nb::handle obj, std::optional<DType> dtype = std::nullopt);
+// An operand of a math function: Python scalars become weak (they adopt the other
+// operand's dtype); everything else is to_array.
+Array to_operand(nb::handle obj);
+std::optional<DType> parse_dtype(nb::handle obj);  // None -> nullopt; qb dtypes, NumPy dtypes, "float32"...
+api::Axes parse_axes(nb::handle obj, const char* fname);  // None | int | sequence of ints
+std::vector<std::int64_t> parse_shape(nb::handle obj, const char* fname);  // int | sequence of ints
+std::string axes_key(const api::Axes& axes);
+
+nb::object to_list(const Array& a);
+nb::object item(const Array& a);
+
+void bind_dtypes(nb::module_& m);
+void bind_array(nb::module_& m);
+void bind_functions(nb::module_& m, nb::class_<Array>& cls);
+void bind_constructors(nb::module_& m);
+
+// The Array class object (set by bind_array) so functions can bind methods too.
+nb::class_<Array>& array_class();
+
+}  // namespace qb::py

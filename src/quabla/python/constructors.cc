@@ -1,0 +1,124 @@
+// Array constructors of API.md §1 (they build host data directly: no program to run).
+#include <nanobind/stl/optional.h>
+
+#include <cmath>
+#include <functional>
+
+#include "quabla/ir/errors.h"
+#include "quabla/python/bindings.h"
+
+namespace qb::py {
+
+namespace {
+
+Shape checked_shape(nb::handle shape, const char* fname) {
+  Shape s = parse_shape(shape, fname);
+  for (auto d : s) {
+    if (d <= 0) {
+      throw ValueError(std::string(fname) + ": every dimension must be positive (zero-extent arrays are not supported), got " +
+                       shape_str(s));
+    }
+  }
+  return s;
+}
+
+template <class T>
+void fill_values(Array& a, const std::function<double(std::int64_t)>& value) {
+  auto* p = a.storage->as<T>();
+  for (std::int64_t i = 0; i < a.size(); ++i) p[i] = static_cast<T>(value(i));
+}
+
+Array generate(DType dtype, Shape shape, const std::function<double(std::int64_t)>& value) {
+  Array a = Array::empty(dtype, std::move(shape));
+  switch (dtype) {
+    case DType::f32: fill_values<float>(a, value); break;
+    case DType::f64: fill_values<double>(a, value); break;
+    case DType::bool_: {
+      auto* p = a.storage->as<std::uint8_t>();
+      for (std::int64_t i = 0; i < a.size(); ++i) {
+        const double v = value(i);
+        p[i] = v != 0 || v != v;
+      }
+      break;
+    }
+    case DType::i32: throw TypeError("int32 arrays are not supported yet");
+  }
+  return a;
+}
+
+Array full_array(Shape shape, nb::handle fill, std::optional<DType> dtype, const char* fname) {
+  Array f = to_array(fill);
+  if (f.size() != 1) throw ValueError(std::string(fname) + ": fill_value must be a scalar, got shape " + shape_str(f.shape()));
+  const DType d = dtype.value_or(PyBool_Check(fill.ptr()) ? DType::bool_ : (nb::isinstance<Array>(fill) ? f.dtype() : DType::f64));
+  const double v = nb::cast<double>(nb::float_(item(f)));
+  return generate(d, std::move(shape), [v](std::int64_t) { return v; });
+}
+
+double scalar_arg(nb::handle h, const char* fname, const char* what) {
+  if (PyFloat_Check(h.ptr()) || PyLong_Check(h.ptr())) return nb::cast<double>(nb::float_(h));
+  Array a = to_array(h);
+  if (a.size() != 1) throw ValueError(std::string(fname) + ": " + what + " must be a scalar");
+  return nb::cast<double>(nb::float_(item(a)));
+}
+
+}  // namespace
+
+void bind_constructors(nb::module_& m) {
+  m.def("array", [](nb::handle obj, nb::handle dtype) { return to_array(obj, parse_dtype(dtype)); },
+        nb::arg("obj"), nb::arg("dtype") = nb::none());
+  m.def("asarray", [](nb::handle obj, nb::handle dtype) -> nb::object {
+    auto d = parse_dtype(dtype);
+    if (nb::isinstance<Array>(obj) && (!d || nb::cast<const Array&>(obj).dtype() == *d)) return nb::borrow(obj);
+    return nb::cast(to_array(obj, d));
+  }, nb::arg("obj"), nb::arg("dtype") = nb::none());
+  m.def("zeros", [](nb::handle shape, nb::handle dtype) {
+    return generate(parse_dtype(dtype).value_or(DType::f64), checked_shape(shape, "zeros"), [](std::int64_t) { return 0.0; });
+  }, nb::arg("shape"), nb::arg("dtype") = nb::none());
+  m.def("ones", [](nb::handle shape, nb::handle dtype) {
+    return generate(parse_dtype(dtype).value_or(DType::f64), checked_shape(shape, "ones"), [](std::int64_t) { return 1.0; });
+  }, nb::arg("shape"), nb::arg("dtype") = nb::none());
+  m.def("full", [](nb::handle shape, nb::handle fill, nb::handle dtype) {
+    return full_array(checked_shape(shape, "full"), fill, parse_dtype(dtype), "full");
+  }, nb::arg("shape"), nb::arg("fill_value"), nb::arg("dtype") = nb::none());
+  for (auto [name, value] : {std::pair{"zeros_like", 0.0}, std::pair{"ones_like", 1.0}}) {
+    m.def(name, [value](nb::handle x, nb::handle dtype) {
+      Array a = to_array(x);
+      return generate(parse_dtype(dtype).value_or(a.dtype()), a.shape(), [value](std::int64_t) { return value; });
+    }, nb::arg("x"), nb::arg("dtype") = nb::none());
+  }
+  m.def("full_like", [](nb::handle x, nb::handle fill, nb::handle dtype) {
+    Array a = to_array(x);
+    return full_array(a.shape(), fill, parse_dtype(dtype).value_or(a.dtype()), "full_like");
+  }, nb::arg("x"), nb::arg("fill_value"), nb::arg("dtype") = nb::none());
+  m.def("arange", [](nb::handle start_h, nb::handle stop_h, nb::handle step_h, nb::handle dtype) {
+    double start = scalar_arg(start_h, "arange", "start"), stop = 0, step = scalar_arg(step_h, "arange", "step");
+    if (stop_h.is_none()) std::swap(start, stop);
+    else stop = scalar_arg(stop_h, "arange", "stop");
+    if (step == 0) throw ValueError("arange: step must be nonzero");
+    const double count = std::ceil((stop - start) / step);
+    if (!(count >= 1)) {
+      throw ValueError("arange: the range [" + std::to_string(start) + ", " + std::to_string(stop) + ") with step " +
+                       std::to_string(step) + " is empty; zero-extent arrays are not supported");
+    }
+    return generate(parse_dtype(dtype).value_or(DType::f64), {static_cast<std::int64_t>(count)},
+                    [start, step](std::int64_t i) { return start + static_cast<double>(i) * step; });
+  }, nb::arg("start"), nb::arg("stop") = nb::none(), nb::arg("step") = 1.0, nb::arg("dtype") = nb::none());
+  m.def("linspace", [](nb::handle start_h, nb::handle stop_h, std::int64_t num, bool endpoint, nb::handle dtype) {
+    const double start = scalar_arg(start_h, "linspace", "start"), stop = scalar_arg(stop_h, "linspace", "stop");
+    if (num <= 0) throw ValueError("linspace: num must be positive, got " + std::to_string(num));
+    const double div = endpoint ? static_cast<double>(num - 1) : static_cast<double>(num);
+    const double step = div > 0 ? (stop - start) / div : 0.0;
+    return generate(parse_dtype(dtype).value_or(DType::f64), {num}, [=](std::int64_t i) {
+      if (endpoint && num > 1 && i == num - 1) return stop;  // the last point is exactly stop (as NumPy)
+      return start + static_cast<double>(i) * step;
+    });
+  }, nb::arg("start"), nb::arg("stop"), nb::arg("num") = 50, nb::arg("endpoint") = true, nb::arg("dtype") = nb::none());
+  m.def("eye", [](std::int64_t n, std::optional<std::int64_t> m_opt, std::int64_t k, nb::handle dtype) {
+    const std::int64_t cols = m_opt.value_or(n);
+    if (n <= 0 || cols <= 0) throw ValueError("eye: n and m must be positive (zero-extent arrays are not supported)");
+    return generate(parse_dtype(dtype).value_or(DType::f64), {n, cols},
+                    [cols, k](std::int64_t i) { return (i % cols) - (i / cols) == k ? 1.0 : 0.0; });
+  }, nb::arg("n"), nb::arg("m") = nb::none(), nb::arg("k") = 0, nb::arg("dtype") = nb::none());
+}
+
+}  // namespace qb::py

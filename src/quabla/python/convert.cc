@@ -1,0 +1,303 @@
+// Python objects <-> Arrays. Import always copies (arrays are immutable and must not alias
+// memory a caller can still write); export is zero-copy through the buffer protocol.
+#include <cstring>
+
+#include "quabla/api/eager.h"
+
+#include "quabla/ir/errors.h"
+#include "quabla/python/bindings.h"
+#include "quabla/python/dtype_object.h"
+
+namespace qb::py {
+
+namespace {
+
+std::string py_type_name(nb::handle obj) { return nb::type_name(obj.type()).c_str(); }
+
+void reject_zero_extent(const Shape& shape, const char* what) {
+  for (auto d : shape) {
+    if (d == 0) {
+      throw ValueError(std::string(what) + ": zero-extent shapes such as " + shape_str(shape) +
+                       " are not supported; every axis needs at least one element");
+    }
+  }
+}
+
+// ---- nested lists and tuples
+bool is_sequence(nb::handle h) { return PyList_Check(h.ptr()) || PyTuple_Check(h.ptr()); }
+
+void list_shape(nb::handle h, Shape& shape) {
+  while (is_sequence(h)) {
+    const auto n = static_cast<std::int64_t>(PySequence_Fast_GET_SIZE(h.ptr()));
+    shape.push_back(n);
+    if (n == 0) return;
+    h = PySequence_Fast_GET_ITEM(h.ptr(), 0);
+  }
+}
+
+struct ListReader {
+  const Shape& shape;
+  std::vector<double> values;
+  bool all_bool = true;
+
+  void read(nb::handle h, std::size_t depth) {
+    if (depth == shape.size()) {
+      if (is_sequence(h)) ragged();
+      read_leaf(h);
+      return;
+    }
+    if (!is_sequence(h) || PySequence_Fast_GET_SIZE(h.ptr()) != shape[depth]) ragged();
+    const auto n = PySequence_Fast_GET_SIZE(h.ptr());
+    for (Py_ssize_t i = 0; i < n; ++i) read(PySequence_Fast_GET_ITEM(h.ptr(), i), depth + 1);
+  }
+
+  void read_leaf(nb::handle h) {
+    if (PyBool_Check(h.ptr())) {
+      values.push_back(h.ptr() == Py_True ? 1.0 : 0.0);
+      return;
+    }
+    all_bool = false;
+    if (PyFloat_Check(h.ptr()) || PyLong_Check(h.ptr())) {
+      values.push_back(PyFloat_AsDouble(h.ptr()));
+      if (PyErr_Occurred()) throw nb::python_error();
+      return;
+    }
+    if (nb::hasattr(h, "__float__") && !nb::isinstance<Array>(h)) {  // NumPy scalars
+      values.push_back(nb::cast<double>(nb::float_(h)));
+      return;
+    }
+    throw TypeError("cannot convert a nested sequence containing " + py_type_name(h) +
+                    " to a quabla array; elements must be numbers or bools");
+  }
+
+  [[noreturn]] void ragged() const {
+    throw ValueError("cannot build an array from a ragged nested sequence: every level must be a list or tuple "
+                     "of the same length (expected shape " + shape_str(shape) + ")");
+  }
+};
+
+template <class T>
+void fill_from_doubles(Array& a, const std::vector<double>& v) {
+  auto* out = a.storage->as<T>();
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<T>(v[i]);
+}
+
+Array from_doubles(const std::vector<double>& v, Shape shape, DType dtype) {
+  Array a = Array::empty(dtype, std::move(shape));
+  switch (dtype) {
+    case DType::f32: fill_from_doubles<float>(a, v); break;
+    case DType::f64: fill_from_doubles<double>(a, v); break;
+    case DType::bool_: {
+      auto* out = a.storage->as<std::uint8_t>();
+      for (std::size_t i = 0; i < v.size(); ++i) out[i] = v[i] != 0 || v[i] != v[i];
+      break;
+    }
+    case DType::i32: throw TypeError("int32 arrays are not supported yet");
+  }
+  return a;
+}
+
+// ---- the buffer protocol (NumPy arrays and scalars, memoryview, array.array, ...)
+struct BufferView {
+  Py_buffer view{};
+  bool ok = false;
+  explicit BufferView(nb::handle h) { ok = PyObject_GetBuffer(h.ptr(), &view, PyBUF_RECORDS_RO) == 0; if (!ok) PyErr_Clear(); }
+  ~BufferView() { if (ok) PyBuffer_Release(&view); }
+  BufferView(const BufferView&) = delete;
+  BufferView& operator=(const BufferView&) = delete;
+};
+
+// Element reader for a struct-module format code; returns false for unsupported formats.
+template <class F>
+bool dispatch_format(char code, F&& f) {
+  switch (code) {
+    case 'f': f(float{}); return true;
+    case 'd': f(double{}); return true;
+    case '?': f(bool{}); return true;
+    case 'b': f(std::int8_t{}); return true;
+    case 'B': f(std::uint8_t{}); return true;
+    case 'h': f(std::int16_t{}); return true;
+    case 'H': f(std::uint16_t{}); return true;
+    case 'i': f(std::int32_t{}); return true;
+    case 'I': f(std::uint32_t{}); return true;
+    case 'l': f(long{}); return true;
+    case 'L': f((unsigned long){}); return true;
+    case 'q': f((long long){}); return true;
+    case 'Q': f((unsigned long long){}); return true;
+    case 'n': f(Py_ssize_t{}); return true;
+    case 'N': f(std::size_t{}); return true;
+    default: return false;
+  }
+}
+
+char format_code(const char* fmt) {
+  if (!fmt) return 'B';
+  if (*fmt == '@' || *fmt == '=' || *fmt == '<') ++fmt;  // native or little-endian (this host)
+  return fmt[0] != '\0' && fmt[1] == '\0' ? fmt[0] : '\0';
+}
+
+std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
+  BufferView bv(h);
+  if (!bv.ok) return std::nullopt;
+  const Py_buffer& v = bv.view;
+  const char code = format_code(v.format);
+  if (code == 'e') {
+    throw TypeError("float16 arrays are not supported; convert with .astype(numpy.float32) first");
+  }
+  DType natural = DType::f64;  // integers become float64
+  if (code == 'f') natural = DType::f32;
+  if (code == '?') natural = DType::bool_;
+  const DType dt = dtype.value_or(natural);
+  Shape shape(v.shape, v.shape + v.ndim);
+  reject_zero_extent(shape, "array");
+  Array out = Array::empty(dt, shape);
+  const std::int64_t n = num_elements(shape);
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(v.ndim), 0);
+  const bool supported = dispatch_format(code, [&](auto tag) {
+    using S = decltype(tag);
+    auto write = [&](auto* dst) {
+      using D = std::remove_pointer_t<decltype(dst)>;
+      for (std::int64_t k = 0; k < n; ++k) {
+        const char* p = static_cast<const char*>(v.buf);
+        for (int a = 0; a < v.ndim; ++a) p += idx[a] * (v.strides ? v.strides[a] : 0);
+        S s;
+        std::memcpy(&s, p, sizeof(S));
+        if constexpr (std::is_same_v<D, std::uint8_t>) dst[k] = s != S(0) || s != s;
+        else dst[k] = static_cast<D>(s);
+        for (int a = v.ndim - 1; a >= 0; --a) {
+          if (++idx[a] < v.shape[a]) break;
+          idx[a] = 0;
+        }
+      }
+    };
+    switch (dt) {
+      case DType::f32: write(out.storage->as<float>()); break;
+      case DType::f64: write(out.storage->as<double>()); break;
+      case DType::bool_: write(out.storage->as<std::uint8_t>()); break;
+      case DType::i32: throw TypeError("int32 arrays are not supported yet");
+    }
+  });
+  if (!supported) {
+    throw TypeError("cannot convert a buffer of element format '" + std::string(v.format ? v.format : "?") +
+                    "' to a quabla array; supported are float32, float64, bool and integers");
+  }
+  if (!v.strides && v.ndim > 1) {
+    throw InternalError("buffer without strides");  // PyBUF_RECORDS_RO always asks for strides
+  }
+  return out;
+}
+
+}  // namespace
+
+Array to_array(nb::handle obj, std::optional<DType> dtype) {
+  if (nb::isinstance<Array>(obj)) {
+    Array a = nb::cast<Array>(obj);
+    a.type.weak = false;
+    if (dtype && *dtype != a.dtype()) {
+      return eager_call("convert:" + std::string(dtype_short_name(*dtype)), std::span(&a, 1),
+                        [d = *dtype](Builder& b, std::span<const ValueId> p) {
+                          return std::vector<ValueId>{api::astype(b, p[0], d)};
+                        })[0];
+    }
+    return a;
+  }
+  if (PyBool_Check(obj.ptr())) return Array::scalar(obj.ptr() == Py_True, dtype.value_or(DType::bool_));
+  if (PyFloat_Check(obj.ptr()) || PyLong_Check(obj.ptr())) {
+    const double v = PyFloat_AsDouble(obj.ptr());
+    if (PyErr_Occurred()) throw nb::python_error();
+    return Array::scalar(v, dtype.value_or(DType::f64));
+  }
+  if (is_sequence(obj)) {
+    Shape shape;
+    list_shape(obj, shape);
+    reject_zero_extent(shape, "array");
+    ListReader r{shape, {}};
+    r.values.reserve(static_cast<std::size_t>(num_elements(shape)));
+    r.read(obj, 0);
+    return from_doubles(r.values, shape, dtype.value_or(r.all_bool ? DType::bool_ : DType::f64));
+  }
+  if (auto a = from_buffer(obj, dtype)) return *a;
+  if (nb::hasattr(obj, "__array__")) {
+    nb::object converted = obj.attr("__array__")();
+    if (auto a = from_buffer(converted, dtype)) return *a;
+  }
+  throw TypeError("cannot convert " + py_type_name(obj) +
+                  " to a quabla array; pass a number, a bool, a nested list or tuple, a NumPy array or a quabla Array");
+}
+
+Array to_operand(nb::handle obj) {
+  if (PyBool_Check(obj.ptr())) return Array::scalar(obj.ptr() == Py_True, DType::bool_, true);
+  if (PyFloat_Check(obj.ptr()) || PyLong_Check(obj.ptr())) {
+    const double v = PyFloat_AsDouble(obj.ptr());
+    if (PyErr_Occurred()) throw nb::python_error();
+    return Array::scalar(v, DType::f64, true);
+  }
+  return to_array(obj);
+}
+
+api::Axes parse_axes(nb::handle obj, const char* fname) {
+  if (obj.is_none()) return std::nullopt;
+  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) return std::vector<std::int64_t>{nb::cast<std::int64_t>(obj)};
+  if (is_sequence(obj)) {
+    std::vector<std::int64_t> axes;
+    for (nb::handle h : nb::borrow<nb::sequence>(obj)) {
+      if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr())) {
+        throw TypeError(std::string(fname) + ": axes must be integers, got " + py_type_name(h));
+      }
+      axes.push_back(nb::cast<std::int64_t>(h));
+    }
+    return axes;
+  }
+  throw TypeError(std::string(fname) + ": axis must be None, an int or a tuple of ints, got " + py_type_name(obj));
+}
+
+std::vector<std::int64_t> parse_shape(nb::handle obj, const char* fname) {
+  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) return {nb::cast<std::int64_t>(obj)};
+  if (is_sequence(obj)) {
+    std::vector<std::int64_t> shape;
+    for (nb::handle h : nb::borrow<nb::sequence>(obj)) {
+      if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr())) {
+        throw TypeError(std::string(fname) + ": shape entries must be integers, got " + py_type_name(h));
+      }
+      shape.push_back(nb::cast<std::int64_t>(h));
+    }
+    return shape;
+  }
+  throw TypeError(std::string(fname) + ": shape must be an int or a tuple of ints, got " + py_type_name(obj));
+}
+
+std::string axes_key(const api::Axes& axes) { return axes ? shape_str(*axes) : "all"; }
+
+namespace {
+nb::object element(const Array& a, std::int64_t i) {
+  switch (a.dtype()) {
+    case DType::f32: return nb::float_(static_cast<double>(a.storage->as<float>()[i]));
+    case DType::f64: return nb::float_(a.storage->as<double>()[i]);
+    case DType::bool_: return nb::bool_(a.storage->as<std::uint8_t>()[i] != 0);
+    case DType::i32: return nb::int_(a.storage->as<std::int32_t>()[i]);
+  }
+  return nb::none();
+}
+
+nb::object nest(const Array& a, std::size_t depth, std::int64_t& pos) {
+  if (depth == a.shape().size()) return element(a, pos++);
+  nb::list l;
+  for (std::int64_t i = 0; i < a.shape()[depth]; ++i) l.append(nest(a, depth + 1, pos));
+  return l;
+}
+}  // namespace
+
+nb::object to_list(const Array& a) {
+  std::int64_t pos = 0;
+  return nest(a, 0, pos);
+}
+
+nb::object item(const Array& a) {
+  if (a.size() != 1) {
+    throw ValueError("item: can only convert an array of size 1 to a Python scalar, got shape " + shape_str(a.shape()) +
+                     "; use tolist() or index first");
+  }
+  return element(a, 0);
+}
+
+}  // namespace qb::py

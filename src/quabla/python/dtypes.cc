@@ -1,0 +1,60 @@
+// qb.float32 / qb.float64 / qb.bool_: hashable dtype objects with NumPy's names.
+#include <nanobind/stl/string.h>
+
+#include "quabla/ir/errors.h"
+#include "quabla/python/bindings.h"
+#include "quabla/python/dtype_object.h"
+
+namespace qb::py {
+
+namespace {
+std::optional<DType> dtype_from_name(std::string_view s) {
+  if (s == "float32" || s == "f32" || s == "f") return DType::f32;
+  if (s == "float64" || s == "f64" || s == "d" || s == "float") return DType::f64;
+  if (s == "bool" || s == "bool_" || s == "?") return DType::bool_;
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<DType> parse_dtype(nb::handle obj) {
+  if (obj.is_none()) return std::nullopt;
+  if (nb::isinstance<DTypeObject>(obj)) return nb::cast<DTypeObject>(obj).dtype;
+  if (obj.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::f64;
+  if (obj.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::bool_;
+  std::string name;
+  if (nb::isinstance<nb::str>(obj)) {
+    name = nb::cast<std::string>(obj);
+  } else if (nb::hasattr(obj, "dtype") && nb::hasattr(obj.attr("dtype"), "name")) {  // np.float32 (a type)
+    name = nb::cast<std::string>(nb::str(obj.attr("dtype").attr("name")));
+  } else if (nb::hasattr(obj, "name") && nb::hasattr(obj, "kind")) {  // np.dtype("float32")
+    name = nb::cast<std::string>(nb::str(obj.attr("name")));
+  }
+  if (name == "float16") throw TypeError("float16 is not supported; use qb.float32 or qb.float64");
+  if (auto d = dtype_from_name(name)) return d;
+  throw TypeError("unsupported dtype " + nb::cast<std::string>(nb::repr(obj)) +
+                  "; use qb.float32, qb.float64 or qb.bool_");
+}
+
+void bind_dtypes(nb::module_& m) {
+  nb::class_<DTypeObject>(m, "DType")
+      .def_prop_ro("name", [](const DTypeObject& d) { return std::string(dtype_name(d.dtype)); })
+      .def_prop_ro("itemsize", [](const DTypeObject& d) { return itemsize(d.dtype); })
+      .def("__str__", [](const DTypeObject& d) { return std::string(dtype_short_name(d.dtype)); })
+      .def("__repr__", [](const DTypeObject& d) {
+        return d.dtype == DType::bool_ ? std::string("qb.bool_") : "qb." + std::string(dtype_name(d.dtype));
+      })
+      .def("__eq__", [](const DTypeObject& d, nb::handle other) {
+        try {
+          auto o = parse_dtype(other);
+          return o && *o == d.dtype;
+        } catch (const TypeError&) {
+          return false;
+        }
+      })
+      .def("__hash__", [](const DTypeObject& d) { return static_cast<int>(d.dtype) + 7919; });
+  m.attr("float32") = DTypeObject{DType::f32};
+  m.attr("float64") = DTypeObject{DType::f64};
+  m.attr("bool_") = DTypeObject{DType::bool_};
+}
+
+}  // namespace qb::py

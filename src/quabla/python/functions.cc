@@ -1,0 +1,347 @@
+// Module functions and their Array-method and operator forms. Each converts its Python
+// arguments, forms a cache key from the function name and static attributes, and runs the
+// user-level builder function of api/ as a cached eager program (DESIGN.md rule 5).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "quabla/api/eager.h"
+#include "quabla/ir/errors.h"
+#include "quabla/python/bindings.h"
+
+namespace qb::py {
+
+namespace {
+
+using api::V;
+using Vs = std::vector<ValueId>;
+
+template <class F>
+Array call1(std::string key, nb::handle x, F&& f) {
+  Array a = to_operand(x);
+  return eager_call(std::move(key), std::span(&a, 1),
+                    [&](Builder& b, std::span<const ValueId> p) { return Vs{f(b, p[0])}; })[0];
+}
+
+template <class F>
+Array call2(std::string key, nb::handle x, nb::handle y, F&& f) {
+  Array args[] = {to_operand(x), to_operand(y)};
+  return eager_call(std::move(key), args, [&](Builder& b, std::span<const ValueId> p) { return Vs{f(b, p[0], p[1])}; })[0];
+}
+
+std::vector<Array> operands(nb::handle seq, const char* fname) {
+  if (!PyList_Check(seq.ptr()) && !PyTuple_Check(seq.ptr())) {
+    throw TypeError(std::string(fname) + ": expects a list or tuple of arrays");
+  }
+  std::vector<Array> out;
+  for (nb::handle h : nb::borrow<nb::sequence>(seq)) out.push_back(to_operand(h));
+  return out;
+}
+
+// Binds `f` as module function `name` and as the Array method of the same name (the
+// method's self is the function's first argument, so its annotation is dropped there).
+template <class F>
+void def_both(nb::module_& m, nb::class_<Array>& cls, const char* name, F f) {
+  m.def(name, f);
+  cls.def(name, f);
+}
+template <class F, class First, class... Rest>
+void def_both(nb::module_& m, nb::class_<Array>& cls, const char* name, F f, const First& first, const Rest&... rest) {
+  m.def(name, f, first, rest...);
+  cls.def(name, f, rest...);
+}
+
+struct Unary {
+  const char* name;
+  Op op;
+};
+constexpr Unary kUnary[] = {
+    {"sin", Op::Sin},       {"cos", Op::Cos},         {"tan", Op::Tan},         {"arcsin", Op::Asin},
+    {"arccos", Op::Acos},   {"arctan", Op::Atan},     {"sinh", Op::Sinh},       {"cosh", Op::Cosh},
+    {"tanh", Op::Tanh},     {"arcsinh", Op::Asinh},   {"arccosh", Op::Acosh},   {"arctanh", Op::Atanh},
+    {"exp", Op::Exp},       {"expm1", Op::Expm1},     {"exp2", Op::Exp2},       {"log", Op::Log},
+    {"log1p", Op::Log1p},   {"log2", Op::Log2},       {"log10", Op::Log10},     {"sqrt", Op::Sqrt},
+    {"cbrt", Op::Cbrt},     {"erf", Op::Erf},         {"erfc", Op::Erfc},       {"abs", Op::Abs},
+    {"absolute", Op::Abs},  {"sign", Op::Sign},       {"floor", Op::Floor},     {"ceil", Op::Ceil},
+    {"round", Op::Round},   {"sigmoid", Op::Logistic}, {"softplus", Op::Softplus}, {"negative", Op::Neg},
+    {"stop_gradient", Op::StopGradient},
+};
+
+struct Binary {
+  const char* name;
+  Op op;
+};
+constexpr Binary kBinary[] = {
+    {"add", Op::Add},         {"subtract", Op::Sub},  {"multiply", Op::Mul},   {"divide", Op::Div},
+    {"true_divide", Op::Div}, {"arctan2", Op::Atan2}, {"atan2", Op::Atan2},     {"hypot", Op::Hypot},
+    {"fmod", Op::Rem},        {"maximum", Op::Max},   {"minimum", Op::Min},     {"logaddexp", Op::LogAddExp},
+};
+constexpr Binary kCompare[] = {
+    {"greater", Op::Gt}, {"greater_equal", Op::Ge}, {"less", Op::Lt},
+    {"less_equal", Op::Le}, {"equal", Op::Eq},      {"not_equal", Op::Ne},
+};
+
+Array binary_op(Op op, const char* name, nb::handle x, nb::handle y) {
+  return call2(name, x, y, [&](Builder& b, V a, V c) { return api::binary(b, name, op, a, c); });
+}
+Array compare_op(Op op, const char* name, nb::handle x, nb::handle y) {
+  return call2(name, x, y, [&](Builder& b, V a, V c) { return api::compare(b, name, op, a, c); });
+}
+Array logical_op(Op op, const char* name, nb::handle x, nb::handle y, bool strict) {
+  return call2(std::string(name) + (strict ? "!" : ""), x, y,
+               [&](Builder& b, V a, V c) { return api::logical(b, name, op, a, c, strict); });
+}
+
+Array power_op(nb::handle x, nb::handle y) {
+  if (PyLong_Check(y.ptr()) && !PyBool_Check(y.ptr())) {
+    const auto n = nb::cast<std::int64_t>(y);
+    if (n >= 0) return call1("ipow:" + std::to_string(n), x, [n](Builder& b, V a) { return api::integer_power(b, a, n); });
+  }
+  return call2("power", x, y, [](Builder& b, V a, V c) { return api::power(b, a, c); });
+}
+
+Array reduce_op(Op op, const char* name, nb::handle x, nb::handle axis, bool keepdims) {
+  auto axes = parse_axes(axis, name);
+  return call1(std::string(name) + axes_key(axes) + (keepdims ? "k" : ""), x,
+               [&](Builder& b, V a) { return api::reduce(b, name, op, a, axes, keepdims); });
+}
+
+// A comparison operator that yields NotImplemented (so Python falls back) for operands we
+// cannot convert, as NumPy does for `x == None`.
+template <class F>
+nb::object or_not_implemented(F&& f) {
+  try {
+    return nb::cast(f());
+  } catch (const TypeError&) {
+    return nb::borrow(Py_NotImplemented);
+  }
+}
+
+}  // namespace
+
+void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
+  for (const Unary& u : kUnary) {
+    const Unary spec = u;
+    def_both(m, cls, spec.name, [spec](nb::handle x) {
+      return call1(spec.name, x, [&](Builder& b, V a) { return api::unary(b, spec.name, spec.op, a); });
+    });
+  }
+  for (const Binary& bi : kBinary) {
+    const Binary spec = bi;
+    def_both(m, cls, spec.name, [spec](nb::handle x, nb::handle y) { return binary_op(spec.op, spec.name, x, y); });
+  }
+  for (const Binary& bi : kCompare) {
+    const Binary spec = bi;
+    def_both(m, cls, spec.name, [spec](nb::handle x, nb::handle y) { return compare_op(spec.op, spec.name, x, y); });
+  }
+  for (auto [name, op] : {std::pair{"isnan", Op::IsNan}, std::pair{"isinf", Op::IsInf}, std::pair{"isfinite", Op::IsFinite}}) {
+    def_both(m, cls, name, [name, op](nb::handle x) {
+      return call1(name, x, [&](Builder& b, V a) { return api::predicate(b, name, op, a); });
+    });
+  }
+  def_both(m, cls, "power", &power_op);
+  def_both(m, cls, "mod", [](nb::handle x, nb::handle y) { return call2("mod", x, y, &api::mod); });
+  def_both(m, cls, "remainder", [](nb::handle x, nb::handle y) { return call2("mod", x, y, &api::mod); });
+  def_both(m, cls, "square", [](nb::handle x) { return call1("square", x, &api::square); });
+  def_both(m, cls, "reciprocal", [](nb::handle x) { return call1("reciprocal", x, &api::reciprocal); });
+  def_both(m, cls, "relu", [](nb::handle x) { return call1("relu", x, &api::relu); });
+  def_both(m, cls, "silu", [](nb::handle x) { return call1("silu", x, &api::silu); });
+  def_both(m, cls, "gelu", [](nb::handle x, bool approximate) {
+    return call1(approximate ? "gelu~" : "gelu", x, [approximate](Builder& b, V a) { return api::gelu(b, a, approximate); });
+  }, nb::arg("x"), nb::arg("approximate") = true);
+  def_both(m, cls, "logical_and", [](nb::handle x, nb::handle y) { return logical_op(Op::And, "logical_and", x, y, false); });
+  def_both(m, cls, "logical_or", [](nb::handle x, nb::handle y) { return logical_op(Op::Or, "logical_or", x, y, false); });
+  def_both(m, cls, "logical_xor", [](nb::handle x, nb::handle y) { return logical_op(Op::Ne, "logical_xor", x, y, false); });
+  def_both(m, cls, "logical_not", [](nb::handle x) {
+    return call1("logical_not", x, [](Builder& b, V a) { return api::logical_not(b, a, false); });
+  });
+  def_both(m, cls, "clip", [](nb::handle x, nb::handle lo, nb::handle hi) {
+    std::vector<Array> args{to_operand(x)};
+    const bool has_lo = !lo.is_none(), has_hi = !hi.is_none();
+    if (has_lo) args.push_back(to_operand(lo));
+    if (has_hi) args.push_back(to_operand(hi));
+    std::string key = std::string("clip") + (has_lo ? "l" : "") + (has_hi ? "h" : "");
+    return eager_call(key, args, [&](Builder& b, std::span<const ValueId> p) {
+      std::optional<V> l, h;
+      if (has_lo) l = p[1];
+      if (has_hi) h = p[has_lo ? 2 : 1];
+      return Vs{api::clip(b, p[0], l, h)};
+    })[0];
+  }, nb::arg("x"), nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
+  def_both(m, cls, "nan_to_num", [](nb::handle x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+    std::string key = "nan_to_num:" + std::to_string(nan) + ":" + (posinf ? std::to_string(*posinf) : "d") + ":" +
+                      (neginf ? std::to_string(*neginf) : "d");
+    return call1(key, x, [&](Builder& b, V a) { return api::nan_to_num(b, a, nan, posinf, neginf); });
+  }, nb::arg("x"), nb::arg("nan") = 0.0, nb::arg("posinf") = nb::none(), nb::arg("neginf") = nb::none());
+  m.def("where", [](nb::handle c, nb::handle x, nb::handle y) {
+    Array args[] = {to_operand(c), to_operand(x), to_operand(y)};
+    return eager_call("where", args, [](Builder& b, std::span<const ValueId> p) { return Vs{api::where(b, p[0], p[1], p[2])}; })[0];
+  });
+  def_both(m, cls, "astype", [](nb::handle x, nb::handle dtype) {
+    auto d = parse_dtype(dtype);
+    if (!d) throw TypeError("astype: dtype must be qb.float32, qb.float64 or qb.bool_, not None");
+    return to_array(x, d);
+  });
+
+  // ---- reductions
+  for (auto [name, op] : {std::pair{"sum", Op::ReduceSum}, std::pair{"prod", Op::ReduceProd}, std::pair{"max", Op::ReduceMax},
+                          std::pair{"min", Op::ReduceMin}, std::pair{"amax", Op::ReduceMax}, std::pair{"amin", Op::ReduceMin},
+                          std::pair{"any", Op::ReduceAny}, std::pair{"all", Op::ReduceAll}}) {
+    def_both(m, cls, name, [name, op](nb::handle x, nb::handle axis, bool keepdims) { return reduce_op(op, name, x, axis, keepdims); },
+             nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+  }
+  def_both(m, cls, "mean", [](nb::handle x, nb::handle axis, bool keepdims) {
+    auto axes = parse_axes(axis, "mean");
+    return call1("mean" + axes_key(axes) + (keepdims ? "k" : ""), x, [&](Builder& b, V a) { return api::mean(b, a, axes, keepdims); });
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+  for (auto [name, is_std] : {std::pair{"var", false}, std::pair{"std", true}}) {
+    def_both(m, cls, name, [name, is_std](nb::handle x, nb::handle axis, double ddof, bool keepdims) {
+      auto axes = parse_axes(axis, name);
+      return call1(std::string(name) + axes_key(axes) + ":" + std::to_string(ddof) + (keepdims ? "k" : ""), x, [&](Builder& b, V a) {
+        if (b.type(a).dtype == DType::bool_) throw TypeError(std::string(name) + ": not defined for bool arrays; use astype first");
+        return is_std ? api::std_(b, a, axes, ddof, keepdims) : api::var(b, a, axes, ddof, keepdims);
+      });
+    }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0.0, nb::arg("keepdims") = false);
+  }
+  def_both(m, cls, "logsumexp", [](nb::handle x, nb::handle axis, bool keepdims) {
+    auto axes = parse_axes(axis, "logsumexp");
+    return call1("logsumexp" + axes_key(axes) + (keepdims ? "k" : ""), x, [&](Builder& b, V a) {
+      if (b.type(a).dtype == DType::bool_) throw TypeError("logsumexp: not defined for bool arrays; use astype first");
+      return api::logsumexp(b, a, axes, keepdims);
+    });
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+  for (auto [name, is_log] : {std::pair{"softmax", false}, std::pair{"log_softmax", true}}) {
+    def_both(m, cls, name, [name, is_log](nb::handle x, std::int64_t axis) {
+      return call1(std::string(name) + std::to_string(axis), x, [&](Builder& b, V a) {
+        if (b.type(a).dtype == DType::bool_) throw TypeError(std::string(name) + ": not defined for bool arrays; use astype first");
+        return is_log ? api::log_softmax(b, a, axis) : api::softmax(b, a, axis);
+      });
+    }, nb::arg("x"), nb::arg("axis") = -1);
+  }
+  def_both(m, cls, "norm", [](nb::handle x, nb::handle axis, bool keepdims) {
+    auto axes = parse_axes(axis, "norm");
+    return call1("norm" + axes_key(axes) + (keepdims ? "k" : ""), x, [&](Builder& b, V a) { return api::norm(b, a, axes, keepdims); });
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+  def_both(m, cls, "cumsum", [](nb::handle x, std::optional<std::int64_t> axis, bool reverse) {
+    return call1("cumsum" + (axis ? std::to_string(*axis) : std::string("n")) + (reverse ? "r" : ""), x,
+                 [&](Builder& b, V a) { return api::cumsum(b, a, axis, reverse); });
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("reverse") = false);
+
+  // ---- shapes
+  m.def("reshape", [](nb::handle x, nb::handle shape) {
+    auto s = parse_shape(shape, "reshape");
+    return call1("reshape" + shape_str(s), x, [&](Builder& b, V a) { return api::reshape(b, a, s); });
+  }, nb::arg("x"), nb::arg("shape"));
+  cls.def("reshape", [](nb::handle x, nb::args shape) {
+    nb::handle s = shape.size() == 1 ? shape[0] : nb::handle(shape);
+    auto sh = parse_shape(s, "reshape");
+    return call1("reshape" + shape_str(sh), x, [&](Builder& b, V a) { return api::reshape(b, a, sh); });
+  });
+  m.def("ravel", [](nb::handle x) { return call1("ravel", x, [](Builder& b, V a) {
+    return api::reshape(b, a, std::vector<std::int64_t>{-1}); }); });
+  cls.def("ravel", [](nb::handle x) { return call1("ravel", x, [](Builder& b, V a) {
+    return api::reshape(b, a, std::vector<std::int64_t>{-1}); }); });
+  m.def("transpose", [](nb::handle x, nb::handle axes) {
+    auto p = parse_axes(axes, "transpose");
+    return call1("transpose" + axes_key(p), x, [&](Builder& b, V a) { return api::transpose(b, a, p); });
+  }, nb::arg("x"), nb::arg("axes") = nb::none());
+  cls.def("transpose", [](nb::handle x, nb::args axes) {
+    api::Axes p = axes.size() == 0 ? std::nullopt : parse_axes(axes.size() == 1 ? axes[0] : nb::handle(axes), "transpose");
+    return call1("transpose" + axes_key(p), x, [&](Builder& b, V a) { return api::transpose(b, a, p); });
+  });
+  cls.def_prop_ro("T", [](nb::handle x) {
+    return call1("transposeall", x, [](Builder& b, V a) { return api::transpose(b, a, std::nullopt); });
+  });
+  def_both(m, cls, "broadcast_to", [](nb::handle x, nb::handle shape) {
+    auto s = parse_shape(shape, "broadcast_to");
+    return call1("broadcast_to" + shape_str(s), x, [&](Builder& b, V a) { return api::broadcast_to(b, a, s); });
+  });
+  def_both(m, cls, "squeeze", [](nb::handle x, nb::handle axis) {
+    auto axes = parse_axes(axis, "squeeze");
+    return call1("squeeze" + axes_key(axes), x, [&](Builder& b, V a) { return api::squeeze(b, a, axes); });
+  }, nb::arg("x"), nb::arg("axis") = nb::none());
+  m.def("expand_dims", [](nb::handle x, nb::handle axis) {
+    auto axes = parse_axes(axis, "expand_dims");
+    if (!axes) throw TypeError("expand_dims: axis must be an int or a tuple of ints");
+    return call1("expand_dims" + axes_key(axes), x, [&](Builder& b, V a) { return api::expand_dims(b, a, *axes); });
+  });
+  def_both(m, cls, "flip", [](nb::handle x, nb::handle axis) {
+    auto axes = parse_axes(axis, "flip");
+    return call1("flip" + axes_key(axes), x, [&](Builder& b, V a) { return api::flip(b, a, axes); });
+  }, nb::arg("x"), nb::arg("axis") = nb::none());
+  for (auto [name, lower] : {std::pair{"tril", true}, std::pair{"triu", false}}) {
+    m.def(name, [name, lower](nb::handle x, std::int64_t k) {
+      return call1(std::string(name) + std::to_string(k), x, [&](Builder& b, V a) { return api::tri_mask(b, a, k, lower); });
+    }, nb::arg("x"), nb::arg("k") = 0);
+  }
+  for (const char* name : {"concat", "concatenate"}) {
+    m.def(name, [](nb::handle xs, std::int64_t axis) {
+      auto args = operands(xs, "concat");
+      return eager_call("concat" + std::to_string(axis), args, [&](Builder& b, std::span<const ValueId> p) {
+        return Vs{api::concat(b, p, axis)};
+      })[0];
+    }, nb::arg("arrays"), nb::arg("axis") = 0);
+  }
+  m.def("stack", [](nb::handle xs, std::int64_t axis) {
+    auto args = operands(xs, "stack");
+    return eager_call("stack" + std::to_string(axis), args, [&](Builder& b, std::span<const ValueId> p) {
+      return Vs{api::stack(b, p, axis)};
+    })[0];
+  }, nb::arg("arrays"), nb::arg("axis") = 0);
+  m.def("split", [](nb::handle x, nb::handle sections, std::int64_t axis) {
+    Array a = to_array(x);
+    std::int64_t n = 0;
+    std::vector<std::int64_t> indices;
+    if (PyLong_Check(sections.ptr())) {
+      n = nb::cast<std::int64_t>(sections);
+      if (n <= 0) throw ValueError("split: the number of sections must be positive, got " + std::to_string(n));
+    } else {
+      indices = parse_shape(sections, "split");
+    }
+    return eager_call("split" + std::to_string(n) + shape_str(indices) + ":" + std::to_string(axis), std::span(&a, 1),
+                      [&](Builder& b, std::span<const ValueId> p) { return api::split(b, p[0], indices, n, axis); });
+  }, nb::arg("x"), nb::arg("indices_or_sections"), nb::arg("axis") = 0);
+
+  // ---- products
+  def_both(m, cls, "matmul", [](nb::handle x, nb::handle y) { return call2("matmul", x, y, &api::matmul); });
+  def_both(m, cls, "dot", [](nb::handle x, nb::handle y) { return call2("dot", x, y, &api::dot); });
+
+  // ---- operators
+  auto bin = [&](const char* dunder, const char* rdunder, Op op, const char* name) {
+    cls.def(dunder, [op, name](nb::handle x, nb::handle y) { return binary_op(op, name, x, y); });
+    cls.def(rdunder, [op, name](nb::handle x, nb::handle y) { return binary_op(op, name, y, x); });
+  };
+  bin("__add__", "__radd__", Op::Add, "add");
+  bin("__sub__", "__rsub__", Op::Sub, "subtract");
+  bin("__mul__", "__rmul__", Op::Mul, "multiply");
+  bin("__truediv__", "__rtruediv__", Op::Div, "divide");
+  cls.def("__mod__", [](nb::handle x, nb::handle y) { return call2("mod", x, y, &api::mod); });
+  cls.def("__rmod__", [](nb::handle x, nb::handle y) { return call2("mod", y, x, &api::mod); });
+  cls.def("__pow__", [](nb::handle x, nb::handle y) { return power_op(x, y); });
+  cls.def("__rpow__", [](nb::handle x, nb::handle y) {
+    return call2("power", y, x, [](Builder& b, V a, V c) { return api::power(b, a, c); });
+  });
+  cls.def("__matmul__", [](nb::handle x, nb::handle y) { return call2("matmul", x, y, &api::matmul); });
+  cls.def("__rmatmul__", [](nb::handle x, nb::handle y) { return call2("matmul", y, x, &api::matmul); });
+  cls.def("__neg__", [](nb::handle x) { return call1("negative", x, [](Builder& b, V a) { return api::unary(b, "negative", Op::Neg, a); }); });
+  cls.def("__pos__", [](const Array& a) { return a; });
+  cls.def("__abs__", [](nb::handle x) { return call1("abs", x, [](Builder& b, V a) { return api::unary(b, "abs", Op::Abs, a); }); });
+  cls.def("__invert__", [](nb::handle x) { return call1("invert", x, [](Builder& b, V a) { return api::logical_not(b, a, true); }); });
+  cls.def("__and__", [](nb::handle x, nb::handle y) { return logical_op(Op::And, "and (&)", x, y, true); });
+  cls.def("__rand__", [](nb::handle x, nb::handle y) { return logical_op(Op::And, "and (&)", y, x, true); });
+  cls.def("__or__", [](nb::handle x, nb::handle y) { return logical_op(Op::Or, "or (|)", x, y, true); });
+  cls.def("__ror__", [](nb::handle x, nb::handle y) { return logical_op(Op::Or, "or (|)", y, x, true); });
+  cls.def("__xor__", [](nb::handle x, nb::handle y) { return logical_op(Op::Ne, "xor (^)", x, y, true); });
+  cls.def("__rxor__", [](nb::handle x, nb::handle y) { return logical_op(Op::Ne, "xor (^)", y, x, true); });
+  for (auto [dunder, op, name] : {std::tuple{"__lt__", Op::Lt, "less"}, std::tuple{"__le__", Op::Le, "less_equal"},
+                                  std::tuple{"__gt__", Op::Gt, "greater"}, std::tuple{"__ge__", Op::Ge, "greater_equal"},
+                                  std::tuple{"__eq__", Op::Eq, "equal"}, std::tuple{"__ne__", Op::Ne, "not_equal"}}) {
+    cls.def(dunder, [op, name](nb::handle x, nb::handle y) {
+      return or_not_implemented([&] { return compare_op(op, name, x, y); });
+    });
+  }
+
+  m.def("_eager_cache_size", &eager_cache_size);
+}
+
+}  // namespace qb::py

@@ -1,0 +1,36 @@
+// Host storage: aligned, refcounted through std::shared_ptr, written once by the kernel that
+// produces it and immutable afterwards (arrays, reshape views and constants share it).
+#pragma once
+#include <cstddef>
+#include <memory>
+
+namespace qb {
+
+class Buffer {
+ public:
+  static constexpr std::size_t kAlignment = 64;  // a cache line; also the widest SIMD register
+
+  // Uninitialised storage of nbytes (at least one byte is allocated, so data() is never null).
+  static std::shared_ptr<Buffer> allocate(std::size_t nbytes);
+
+  std::byte* data() { return data_.get(); }
+  const std::byte* data() const { return data_.get(); }
+  std::size_t nbytes() const { return nbytes_; }
+
+  template <class T>
+  T* as() { return reinterpret_cast<T*>(data_.get()); }
+  template <class T>
+  const T* as() const { return reinterpret_cast<const T*>(data_.get()); }
+
+ private:
+  struct AlignedFree {
+    void operator()(std::byte* p) const;
+  };
+  Buffer(std::byte* p, std::size_t nbytes) : data_(p), nbytes_(nbytes) {}
+  std::unique_ptr<std::byte[], AlignedFree> data_;
+  std::size_t nbytes_;
+};
+
+using BufferPtr = std::shared_ptr<Buffer>;
+
+}  // namespace qb

@@ -1,0 +1,21 @@
+// A small fork-join pool for large kernels. Work is cut into chunks whose boundaries depend
+// only on the problem size (never on the thread count), and every chunk writes its own
+// outputs, so results are bitwise identical for any number of threads (DESIGN.md rule 9).
+#pragma once
+#include <cstdint>
+#include <functional>
+
+namespace qb {
+
+// Calls fn(begin, end) over [0, n) in chunks of `grain` elements (the last may be shorter),
+// spreading chunks over the pool's threads and the caller. Blocks until all are done.
+// Nested calls from inside a chunk run serially.
+void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+// Number of threads kernels may use (the caller included). Defaults to the hardware
+// concurrency, or QUABLA_NUM_THREADS when set.
+int num_threads();
+// Changes the pool size (1 runs everything on the caller). Used by tests of determinism.
+void set_num_threads(int n);
+
+}  // namespace qb
