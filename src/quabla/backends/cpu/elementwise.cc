@@ -6,6 +6,7 @@
 
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/backends/cpu/scalar_math.h"
+#include "quabla/backends/cpu/vector_math.h"
 #include "quabla/ir/errors.h"
 #include "quabla/runtime/thread_pool.h"
 
@@ -67,9 +68,30 @@ void select(std::span<const Operand> in, std::byte* out_bytes, std::int64_t n) {
   });
 }
 
+// A unary op through its vector (libmvec) form; false when it has none.
+template <class T>
+bool vector_op(Op op, std::span<const Operand> in, std::byte* out_bytes, std::int64_t n) {
+  if (!has_vector_unary(op)) return false;
+  auto run = [op](const T* x, T* y, std::int64_t len) {
+    if constexpr (std::is_same_v<T, float>) return vector_unary_f32(op, x, y, len);
+    else return vector_unary_f64(op, x, y, len);
+  };
+  T* out = reinterpret_cast<T*>(out_bytes);
+  const T* x = ptr<T>(in[0]);
+  if (in[0].scalar) {
+    T v;
+    run(x, &v, 1);
+    std::fill(out, out + n, v);
+    return true;
+  }
+  parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) { run(x + b, out + b, e - b); });
+  return true;
+}
+
 template <class T>
 void float_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n) {
   using B = std::uint8_t;
+  if (vector_op<T>(op, in, out, n)) return;
   switch (op) {
     case Op::Neg: return map1<T, T>(in, out, n, [](T x) { return -x; });
     case Op::Abs: return map1<T, T>(in, out, n, [](T x) { return std::fabs(x); });

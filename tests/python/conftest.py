@@ -1,0 +1,57 @@
+"""Shared helpers for the Python test suite of Quabla's array and eager-operation layer."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import quabla as qb
+
+QB_DTYPES = {"float32": qb.float32, "float64": qb.float64, "bool": qb.bool_}
+NP_DTYPES = {"float32": np.float32, "float64": np.float64, "bool": np.bool_}
+FLOAT_NAMES = ["float32", "float64"]
+
+# Tolerances for exactly rounded (or nearly so) operations and for reductions, by dtype name.
+EXACT_RTOL = {"float32": 1e-6, "float64": 1e-12}
+REDUCE_RTOL = {"float32": 2e-5, "float64": 1e-12}
+
+
+def np_of(x) -> np.ndarray:
+    """A quabla array as NumPy (through the buffer protocol)."""
+    assert isinstance(x, qb.Array), f"expected a qb.Array, got {type(x).__name__}"
+    return np.asarray(x)
+
+
+def check(actual, expected, *, rtol=None, atol=0.0, dtype=None, equal_nan=True):
+    """Asserts that qb array `actual` equals NumPy `expected` in shape, dtype and values.
+
+    dtype defaults to expected's dtype name; rtol defaults to exact equality.
+    """
+    expected = np.asarray(expected)
+    name = dtype if dtype is not None else expected.dtype.name
+    assert isinstance(actual, qb.Array), f"expected a qb.Array, got {type(actual).__name__}"
+    assert actual.dtype.name == name, f"dtype {actual.dtype.name} != {name}"
+    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
+    got = np.asarray(actual)
+    assert got.dtype == np.dtype(NP_DTYPES[name])
+    if name == "bool" or rtol is None and atol == 0.0:
+        np.testing.assert_array_equal(got, expected.astype(got.dtype))
+    else:
+        np.testing.assert_allclose(got, expected.astype(got.dtype), rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def shape_pattern(shape) -> str:
+    """A regex matching a shape written as a tuple '(2, 3)' or a list '[2, 3]'."""
+    inner = ", ".join(str(d) for d in shape)
+    if len(shape) == 1:
+        inner_t = inner + ",?"
+    else:
+        inner_t = re.escape(inner)
+    return r"[\[(]" + inner_t + r"[\])]"
+
+
+@pytest.fixture(params=FLOAT_NAMES)
+def fdt(request):
+    """A float dtype name, 'float32' or 'float64'."""
+    return request.param
