@@ -132,7 +132,7 @@ TEST(CpuKernels, ReduceDirect) {
   std::vector<double> x(24);
   for (int i = 0; i < 24; ++i) x[i] = i;
   std::vector<double> out(4);
-  // shape [2, 3, 4], axes {0, 1} -> 4 outputs: sum over i, j of 12i + 4j + k = 6k + 72... (k + 12i + 4j)
+  // shape [2, 3, 4], axes {0, 1}: output k = sum over i, j of (12i + 4j + k) = 60 + 6k
   reduce(Op::ReduceSum, DType::f64, bytes(x), std::vector<std::int64_t>{2, 3, 4}, std::vector<std::int64_t>{0, 1},
          bytes(out));
   EXPECT_EQ(out, (std::vector<double>{60, 66, 72, 78}));

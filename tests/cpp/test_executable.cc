@@ -444,6 +444,87 @@ TEST(Executable, MatMulApiBroadcastBatchAndVector) {
   EXPECT_EQ(read_buffer<float>(out[1], 4), (std::vector<float>{1, 10, 111, -98}));
 }
 
+// ---- compositions of the api layer
+
+TEST(Executable, MeanVarStd) {
+  Program p;
+  V x = p.b.param(vt(DType::f64, {2, 4}));
+  V m = api::mean(p.b, x, std::vector<std::int64_t>{1}, false);
+  V v = api::var(p.b, x, std::vector<std::int64_t>{-1}, 0.0, true);
+  V s1 = api::std_(p.b, x, std::nullopt, 1.0, false);
+  auto out = p.run({m, v, s1}, {make_buffer<double>({1, 2, 3, 4, 2, 2, 2, 10})});
+  EXPECT_EQ(read_buffer<double>(out[0], 2), (std::vector<double>{2.5, 4}));
+  EXPECT_EQ(p.graph->type(v), vt(DType::f64, {2, 1}));
+  EXPECT_EQ(read_buffer<double>(out[1], 2), (std::vector<double>{1.25, 12}));
+  // all 8 values: mean 3.25, sum of squared deviations 57.5, ddof 1
+  EXPECT_DOUBLE_EQ(read_buffer<double>(out[2], 1)[0], std::sqrt(57.5 / 7.0));
+}
+
+TEST(Executable, SoftmaxAndLogsumexp) {
+  Program p;
+  V x = p.b.param(vt(DType::f64, {2, 3}));
+  V sm = api::softmax(p.b, x, -1);
+  V lse = api::logsumexp(p.b, x, std::vector<std::int64_t>{1}, false);
+  auto out = p.run({sm, lse}, {make_buffer<double>({0, std::log(2.0), std::log(5.0), 1000, 1000, -kInf})});
+  auto so = read_buffer<double>(out[0], 6);
+  EXPECT_DOUBLE_EQ(so[0], 1.0 / 8);
+  EXPECT_DOUBLE_EQ(so[1], 2.0 / 8);
+  EXPECT_DOUBLE_EQ(so[2], 5.0 / 8);
+  EXPECT_DOUBLE_EQ(so[3], 0.5);
+  EXPECT_DOUBLE_EQ(so[4], 0.5);
+  EXPECT_EQ(so[5], 0.0);
+  auto lo = read_buffer<double>(out[1], 2);
+  EXPECT_DOUBLE_EQ(lo[0], std::log(8.0));
+  EXPECT_DOUBLE_EQ(lo[1], 1000 + std::log(2.0));
+}
+
+TEST(Executable, LogsumexpOfAllMinusInfIsMinusInf) {
+  Program p;
+  V x = p.b.param(vt(DType::f32, {3}));
+  V lse = api::logsumexp(p.b, x, std::nullopt, false);
+  const float inf = std::numeric_limits<float>::infinity();
+  auto out = p.run({lse}, {make_buffer<float>({-inf, -inf, -inf})});
+  EXPECT_EQ(read_buffer<float>(out[0], 1)[0], -inf);
+}
+
+TEST(Executable, ModTakesDivisorSign) {
+  Program p;
+  V x = p.b.param(vt(DType::f64, {4}));
+  V y = p.b.param(vt(DType::f64, {4}));
+  V r = api::mod(p.b, x, y);
+  auto out = p.run({r}, {make_buffer<double>({7, -7, 7, -7}), make_buffer<double>({3, 3, -3, -3})});
+  EXPECT_EQ(read_buffer<double>(out[0], 4), (std::vector<double>{1, 2, -2, -1}));
+}
+
+TEST(Executable, ClipReluIntegerPower) {
+  Program p;
+  V x = p.b.param(vt(DType::f32, {5}));
+  V lo = p.b.param(vt(DType::f64, {}, true));
+  V hi = p.b.param(vt(DType::f64, {}, true));
+  V c = api::clip(p.b, x, lo, hi);
+  V r = api::relu(p.b, x);
+  V cube = api::integer_power(p.b, x, 3);
+  V zeroth = api::integer_power(p.b, x, 0);
+  auto out = p.run({c, r, cube, zeroth},
+                   {make_buffer<float>({-3, -0.5f, 0, 2, 9}), make_buffer<double>({-1}), make_buffer<double>({4})});
+  EXPECT_EQ(read_buffer<float>(out[0], 5), (std::vector<float>{-1, -0.5f, 0, 2, 4}));
+  EXPECT_EQ(read_buffer<float>(out[1], 5), (std::vector<float>{0, 0, 0, 2, 9}));
+  EXPECT_EQ(read_buffer<float>(out[2], 5), (std::vector<float>{-27, -0.125f, 0, 8, 729}));
+  EXPECT_EQ(read_buffer<float>(out[3], 5), (std::vector<float>{1, 1, 1, 1, 1}));
+}
+
+TEST(Executable, TrilSplitStack) {
+  Program p;
+  V x = p.b.param(vt(DType::f64, {3, 3}));
+  V lower = api::tri_mask(p.b, x, 0, true);
+  auto parts = api::split(p.b, x, {}, 3, 0);
+  V st = api::stack(p.b, std::vector<V>{parts[2], parts[0]}, 0);  // [2, 1, 3]
+  auto out = p.run({lower, st}, {make_buffer<double>({1, 2, 3, 4, 5, 6, 7, 8, 9})});
+  EXPECT_EQ(read_buffer<double>(out[0], 9), (std::vector<double>{1, 0, 0, 4, 5, 0, 7, 8, 9}));
+  EXPECT_EQ(p.graph->type(st), vt(DType::f64, {2, 1, 3}));
+  EXPECT_EQ(read_buffer<double>(out[1], 6), (std::vector<double>{7, 8, 9, 1, 2, 3}));
+}
+
 TEST(Executable, RunChecksArgumentCount) {
   Program p;
   V x = p.b.param(vt(DType::f32, {2}));

@@ -4,6 +4,7 @@
 
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
+#include "quabla/runtime/buffer.h"
 #include "quabla/runtime/thread_pool.h"
 
 namespace nb = nanobind;
@@ -37,4 +38,7 @@ NB_MODULE(_core, m) {
   qb::py::bind_constructors(m);
   m.def("set_num_threads", &qb::set_num_threads, "Threads the CPU kernels may use (results do not depend on it).");
   m.def("num_threads", &qb::num_threads);
+  m.def("release_cached_buffers", &qb::release_cached_buffers,
+        "Returns the freed large blocks Quabla keeps for reuse to the system.");
+  m.def("_cached_buffer_bytes", &qb::cached_buffer_bytes);
 }

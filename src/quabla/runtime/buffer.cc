@@ -1,17 +1,83 @@
 #include "quabla/runtime/buffer.h"
 
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <vector>
 
 namespace qb {
 
+namespace {
+
+// Large blocks are recycled instead of returned to the OS: a fresh multi-megabyte block
+// comes from mmap and costs a page fault per 4 KiB on first touch, which dominated eager
+// elementwise ops on 1e6 elements. Blocks are kept per exact (page-rounded) size, up to a
+// total cap, so a steady-state loop of same-shaped ops allocates nothing new.
+constexpr std::size_t kCacheMinBytes = 64 * 1024;
+constexpr std::size_t kCacheCapBytes = 256 * 1024 * 1024;
+constexpr std::size_t kPage = 4096;
+
+class BlockCache {
+ public:
+  std::byte* take(std::size_t nbytes) {
+    std::lock_guard<std::mutex> lk(m_);
+    auto it = free_.find(nbytes);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    std::byte* p = it->second.back();
+    it->second.pop_back();
+    cached_ -= nbytes;
+    return p;
+  }
+  bool give(std::byte* p, std::size_t nbytes) {
+    std::lock_guard<std::mutex> lk(m_);
+    if (cached_ + nbytes > kCacheCapBytes) return false;
+    free_[nbytes].push_back(p);
+    cached_ += nbytes;
+    return true;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lk(m_);
+    for (auto& [size, blocks] : free_)
+      for (std::byte* p : blocks) ::operator delete[](p, std::align_val_t{Buffer::kAlignment});
+    free_.clear();
+    cached_ = 0;
+  }
+  std::size_t cached_bytes() {
+    std::lock_guard<std::mutex> lk(m_);
+    return cached_;
+  }
+
+ private:
+  std::mutex m_;
+  std::unordered_map<std::size_t, std::vector<std::byte*>> free_;
+  std::size_t cached_ = 0;
+};
+
+BlockCache& cache() {
+  static BlockCache* c = new BlockCache();  // never destroyed: buffers may be freed at exit
+  return *c;
+}
+
+std::size_t block_size(std::size_t nbytes) {
+  const std::size_t n = nbytes == 0 ? 1 : nbytes;
+  return n >= kCacheMinBytes ? (n + kPage - 1) / kPage * kPage : n;
+}
+
+}  // namespace
+
 void Buffer::AlignedFree::operator()(std::byte* p) const {
+  if (capacity >= kCacheMinBytes && cache().give(p, capacity)) return;
   ::operator delete[](p, std::align_val_t{kAlignment});
 }
 
 std::shared_ptr<Buffer> Buffer::allocate(std::size_t nbytes) {
-  const std::size_t n = nbytes == 0 ? 1 : nbytes;
-  auto* p = static_cast<std::byte*>(::operator new[](n, std::align_val_t{kAlignment}));
-  return std::shared_ptr<Buffer>(new Buffer(p, nbytes));
+  const std::size_t capacity = block_size(nbytes);
+  std::byte* p = capacity >= kCacheMinBytes ? cache().take(capacity) : nullptr;
+  if (!p) p = static_cast<std::byte*>(::operator new[](capacity, std::align_val_t{kAlignment}));
+  return std::shared_ptr<Buffer>(new Buffer(p, nbytes, capacity));
 }
+
+void release_cached_buffers() { cache().clear(); }
+std::size_t cached_buffer_bytes() { return cache().cached_bytes(); }
 
 }  // namespace qb

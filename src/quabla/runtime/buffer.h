@@ -24,13 +24,19 @@ class Buffer {
 
  private:
   struct AlignedFree {
+    std::size_t capacity;
     void operator()(std::byte* p) const;
   };
-  Buffer(std::byte* p, std::size_t nbytes) : data_(p), nbytes_(nbytes) {}
+  Buffer(std::byte* p, std::size_t nbytes, std::size_t capacity) : data_(p, AlignedFree{capacity}), nbytes_(nbytes) {}
   std::unique_ptr<std::byte[], AlignedFree> data_;
   std::size_t nbytes_;
 };
 
 using BufferPtr = std::shared_ptr<Buffer>;
+
+// Large freed blocks are kept for reuse (up to 256 MiB); these return them to the system
+// and report how much is kept.
+void release_cached_buffers();
+std::size_t cached_buffer_bytes();
 
 }  // namespace qb

@@ -1,0 +1,60 @@
+"""Entry point: ``python -m benchmarks run [--workload NAME] [--quick] [--json PATH]``.
+
+Prints a table with each implementation's median time and the ratios Quabla/NumPy and
+Quabla/JAX (below 1 means Quabla is faster), and writes the rows as JSON."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+
+from . import eager
+
+WORKLOADS = {"eager": eager.run}
+
+
+def _machine() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run")
+    run.add_argument("--workload", choices=sorted(WORKLOADS), action="append")
+    run.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
+    run.add_argument("--json", default="benchmarks/results/latest.json")
+    args = parser.parse_args(argv)
+
+    results = []
+    print(f"machine: {_machine()}")
+    header = f"{'workload':<24} {'unit':<8} {'quabla':>10} {'numpy':>10} {'jax':>10} {'qb/np':>7} {'qb/jax':>7}"
+    print(header)
+    print("-" * len(header))
+    for name in args.workload or sorted(WORKLOADS):
+        for label, unit, t in WORKLOADS[name](quick=args.quick):
+            q, n, j = t.get("quabla"), t.get("numpy"), t.get("jax")
+            fmt = lambda v: f"{v:10.3f}" if v is not None else f"{'-':>10}"
+            ratio = lambda a, b: f"{a / b:7.2f}" if a is not None and b else f"{'-':>7}"
+            print(f"{label:<24} {unit:<8} {fmt(q)} {fmt(n)} {fmt(j)} {ratio(q, n)} {ratio(q, j)}")
+            results.append({"workload": name, "case": label, "unit": unit, **t})
+    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump({"machine": _machine(), "rows": results}, f, indent=2)
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Eager workloads of the foundation: dispatch overhead of a tiny op, and throughput of
+tanh/exp/sin and a 4-op elementwise chain on 1e6 elements, against NumPy and JAX."""
+from __future__ import annotations
+
+import numpy as np
+
+import quabla as qb
+
+from .harness import alternate
+
+
+def _jax():
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None, None
+    jax.config.update("jax_enable_x64", True)
+    return jax, jnp
+
+
+def run(quick: bool = False):
+    jax, jnp = _jax()
+    rows = []
+    rounds = 5 if quick else 11
+
+    # Dispatch overhead: a 3-element sin, eager, result materialised.
+    x3 = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    impls = {"quabla": (lambda q=qb.array(x3): qb.sin(q)), "numpy": (lambda: np.sin(x3))}
+    if jax:
+        j3 = jnp.asarray(x3)
+        impls["jax"] = lambda: jnp.sin(j3).block_until_ready()
+    t = alternate(impls, number=2000 if quick else 20000, rounds=rounds)
+    rows.append(("dispatch sin f32[3]", "us/call", {k: v * 1e6 for k, v in t.items()}))
+
+    rng = np.random.default_rng(0)
+    n = 1_000_000
+    for dt in (np.float32, np.float64):
+        xn = rng.uniform(-3.0, 3.0, n).astype(dt)
+        xq = qb.array(xn)
+        xj = jnp.asarray(xn) if jax else None
+        for name in ("tanh", "exp", "sin"):
+            impls = {"quabla": (lambda f=getattr(qb, name): f(xq)), "numpy": (lambda f=getattr(np, name): f(xn))}
+            if jax:
+                impls["jax"] = lambda f=getattr(jnp, name): f(xj).block_until_ready()
+            t = alternate(impls, number=5 if quick else 20, rounds=rounds)
+            rows.append((f"{name} {np.dtype(dt).name}[1e6]", "ms/call", {k: v * 1e3 for k, v in t.items()}))
+        # A 4-op chain, eager op by op in every library: tanh(exp(0.5 x) + x).
+        impls = {
+            "quabla": lambda: qb.tanh(qb.exp(xq * 0.5) + xq),
+            "numpy": lambda: np.tanh(np.exp(xn * 0.5) + xn),
+        }
+        if jax:
+            impls["jax"] = lambda: jnp.tanh(jnp.exp(xj * 0.5) + xj).block_until_ready()
+        t = alternate(impls, number=5 if quick else 20, rounds=rounds)
+        rows.append((f"chain4 {np.dtype(dt).name}[1e6]", "ms/call", {k: v * 1e3 for k, v in t.items()}))
+    return rows

@@ -1,0 +1,27 @@
+"""Timing helpers shared by the workloads: implementations alternate round by round on the
+same machine in one run, after warm-up, and each reports the median of its rounds."""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Dict
+
+
+def time_per_call(fn: Callable[[], object], number: int) -> float:
+    """Seconds per call of fn over `number` back-to-back calls."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def alternate(impls: Dict[str, Callable[[], object]], number: int, rounds: int, warmup: int = 3) -> Dict[str, float]:
+    """Median seconds per call of each implementation, interleaving them round by round."""
+    for fn in impls.values():
+        for _ in range(warmup):
+            fn()
+    samples: Dict[str, list] = {name: [] for name in impls}
+    for _ in range(rounds):
+        for name, fn in impls.items():
+            samples[name].append(time_per_call(fn, number))
+    return {name: statistics.median(s) for name, s in samples.items()}
