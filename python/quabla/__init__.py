@@ -22,7 +22,7 @@ from ._core import (  # noqa: E402,F401
     sum, prod, max, min, amax, amin, any, all, mean, var, std, logsumexp, softmax,
     log_softmax, norm, cumsum,
     reshape, ravel, transpose, broadcast_to, squeeze, expand_dims, flip, tril, triu,
-    concat, concatenate, stack, split, matmul, dot,
+    concat, concatenate, stack, split, matmul, dot, gather, scatter_add,
     set_num_threads, num_threads,
 )
 from .errors import QuablaError, TracerError, UnsupportedOperationError, RetraceWarning  # noqa: E402,F401

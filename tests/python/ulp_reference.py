@@ -86,7 +86,12 @@ def round_to(value, fmt: Format) -> float:
         return math.inf if value > 0 else -math.inf
     if value == 0:
         return 0.0
-    sign, man, exp, _bc = value._mpf_
+    sign, man, exp, bc = value._mpf_
+    top = exp + bc  # 2^(top-1) <= |value| < 2^top
+    if top < fmt.emin - fmt.p - 1:  # below half the smallest subnormal
+        return -0.0 if sign else 0.0
+    if top > fmt.emax + 2:
+        return -math.inf if sign else math.inf
     if exp >= 0:
         return _round_rational(bool(sign), int(man) << exp, 1, fmt)
     return _round_rational(bool(sign), int(man), 1 << -exp, fmt)
@@ -142,8 +147,8 @@ def log_sweep(fmt: Format, lo: float, hi: float, n: int, seed: int, signs=(1, -1
     grid = np.linspace(math.log2(lo), math.log2(hi), n)
     jitter = rng.uniform(-0.5, 0.5, n) * (grid[1] - grid[0] if n > 1 else 0)
     e = np.clip(grid + jitter, math.log2(lo), math.log2(hi))
-    mags = np.exp2(e)
-    mags = np.clip(mags, lo, hi)
+    with np.errstate(over="ignore"):
+        mags = np.clip(np.exp2(e), lo, hi)
     for s in signs:
         out.append(s * mags)
     return _cast(np.concatenate(out), fmt)

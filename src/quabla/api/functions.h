@@ -66,6 +66,12 @@ std::vector<V> split(Builder& b, V x, std::span<const std::int64_t> indices, std
 V tri_mask(Builder& b, V x, std::int64_t k, bool lower);  // tril (lower) / triu
 V flip(Builder& b, V x, const Axes& axes);
 
+// ---- static integer indices (indices may be negative; shape is the index array's shape)
+V gather(Builder& b, V x, std::span<const std::int64_t> indices, std::span<const std::int64_t> index_shape,
+         std::int64_t axis);
+V scatter_add(Builder& b, V x, std::span<const std::int64_t> indices, std::span<const std::int64_t> index_shape,
+              V updates, std::int64_t axis);
+
 // ---- products
 V matmul(Builder& b, V x, V y);
 V dot(Builder& b, V x, V y);

@@ -101,3 +101,51 @@ V getitem(Builder& b, V x, std::span<const IndexItem> items) {
 }
 
 }  // namespace qb::api
+
+namespace qb::api {
+
+namespace {
+Attrs gather_attrs(Builder& b, V x, std::span<const std::int64_t> indices, std::span<const std::int64_t> index_shape,
+                   std::int64_t axis, const char* fname) {
+  const auto& xs = b.type(x).shape;
+  if (xs.empty()) throw ValueError(std::string(fname) + ": needs an array of rank >= 1");
+  Attrs a;
+  a.axis = normalize_axis(axis, static_cast<int>(xs.size()), fname);
+  const std::int64_t len = xs[a.axis];
+  for (auto i : indices) {
+    if (i < -len || i >= len) {
+      throw IndexError(std::string(fname) + ": index " + std::to_string(i) + " is out of bounds for axis " +
+                       std::to_string(a.axis) + " with size " + std::to_string(len));
+    }
+    a.dims.push_back(i < 0 ? i + len : i);
+  }
+  a.shape.assign(index_shape.begin(), index_shape.end());
+  return a;
+}
+}  // namespace
+
+V gather(Builder& b, V x, std::span<const std::int64_t> indices, std::span<const std::int64_t> index_shape,
+         std::int64_t axis) {
+  return b.emit1(Op::Gather, {x}, gather_attrs(b, x, indices, index_shape, axis, "gather"));
+}
+
+V scatter_add(Builder& b, V x, std::span<const std::int64_t> indices, std::span<const std::int64_t> index_shape,
+              V updates, std::int64_t axis) {
+  if (b.type(x).dtype == DType::bool_) {
+    throw TypeError("scatter_add: not defined for bool arrays; convert with .astype(qb.float32) or .astype(qb.float64)");
+  }
+  Attrs a = gather_attrs(b, x, indices, index_shape, axis, "scatter_add");
+  const auto& xs = b.type(x).shape;
+  Shape ushape(xs.begin(), xs.begin() + a.axis);
+  ushape.insert(ushape.end(), index_shape.begin(), index_shape.end());
+  ushape.insert(ushape.end(), xs.begin() + a.axis + 1, xs.end());
+  const ValueType& ut = b.type(updates);
+  if (is_float(ut.dtype) && ut.dtype != b.type(x).dtype && !ut.weak) {
+    throw ValueError("scatter_add: updates are " + std::string(dtype_name(ut.dtype)) + " but x is " +
+                     std::string(dtype_name(b.type(x).dtype)) + "; convert one with astype");
+  }
+  V u = broadcast_to(b, astype(b, updates, b.type(x).dtype), ushape, "scatter_add");
+  return b.emit1(Op::ScatterAdd, {x, u}, std::move(a));
+}
+
+}  // namespace qb::api

@@ -181,6 +181,24 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       if (a.axis < 0 || a.axis >= static_cast<std::int64_t>(in[0].shape.size())) fail(op, "axis out of range");
       return {strong(in[0].dtype, in[0].shape)};
 
+    case Op::Gather: case Op::ScatterAdd: {
+      const auto& x = in[0];
+      const auto axis = a.axis;
+      if (axis < 0 || axis >= static_cast<std::int64_t>(x.shape.size())) fail(op, "axis out of range for " + x.str());
+      if (static_cast<std::int64_t>(a.dims.size()) != num_elements(a.shape)) fail(op, "index count differs from index shape");
+      for (auto i : a.dims) {
+        if (i < 0 || i >= x.shape[axis]) fail(op, "index " + std::to_string(i) + " out of range for axis of size " + std::to_string(x.shape[axis]));
+      }
+      Shape s(x.shape.begin(), x.shape.begin() + axis);
+      s.insert(s.end(), a.shape.begin(), a.shape.end());
+      s.insert(s.end(), x.shape.begin() + axis + 1, x.shape.end());
+      if (op == Op::Gather) return {strong(x.dtype, s)};
+      if (!is_float(x.dtype) || in[1].dtype != x.dtype || in[1].shape != s) {
+        fail(op, "updates must be " + ValueType{x.dtype, s, false}.str() + " for " + x.str() + ", got " + in[1].str());
+      }
+      return {strong(x.dtype, x.shape)};
+    }
+
     case Op::MatMul: {
       const auto& x = in[0];
       const auto& y = in[1];

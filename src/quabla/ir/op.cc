@@ -35,7 +35,7 @@ bool is_elementwise(Op op) {
     case Op::Parameter: case Op::Constant: case Op::Reshape: case Op::BroadcastInDim:
     case Op::Transpose: case Op::Slice: case Op::Reverse: case Op::Concat: case Op::ReduceSum:
     case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceAny:
-    case Op::ReduceAll: case Op::Cumsum: case Op::MatMul:
+    case Op::ReduceAll: case Op::Cumsum: case Op::MatMul: case Op::Gather: case Op::ScatterAdd:
       return false;
   }
   return false;

@@ -152,18 +152,37 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
   reject_zero_extent(shape, "array");
   Array out = Array::empty(dt, shape);
   const std::int64_t n = num_elements(shape);
+  const bool contiguous = PyBuffer_IsContiguous(&v, 'C') != 0;
   std::vector<std::int64_t> idx(static_cast<std::size_t>(v.ndim), 0);
   const bool supported = dispatch_format(code, [&](auto tag) {
     using S = decltype(tag);
+    auto convert = [](S s, auto* d) {
+      using D = std::remove_pointer_t<decltype(d)>;
+      if constexpr (std::is_same_v<D, std::uint8_t>) *d = s != S(0) || s != s;  // NaN -> True
+      else *d = static_cast<D>(s);
+    };
     auto write = [&](auto* dst) {
       using D = std::remove_pointer_t<decltype(dst)>;
+      if (contiguous) {
+        const auto* src = static_cast<const char*>(v.buf);
+        if constexpr (sizeof(S) == sizeof(D) && std::is_floating_point_v<S> == std::is_floating_point_v<D> &&
+                      !std::is_same_v<S, bool>) {
+          std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(S));  // same format: a plain copy
+        } else {
+          for (std::int64_t k = 0; k < n; ++k) {
+            S s;
+            std::memcpy(&s, src + k * sizeof(S), sizeof(S));
+            convert(s, dst + k);
+          }
+        }
+        return;
+      }
       for (std::int64_t k = 0; k < n; ++k) {
         const char* p = static_cast<const char*>(v.buf);
-        for (int a = 0; a < v.ndim; ++a) p += idx[a] * (v.strides ? v.strides[a] : 0);
+        for (int a = 0; a < v.ndim; ++a) p += idx[a] * v.strides[a];
         S s;
         std::memcpy(&s, p, sizeof(S));
-        if constexpr (std::is_same_v<D, std::uint8_t>) dst[k] = s != S(0) || s != s;
-        else dst[k] = static_cast<D>(s);
+        convert(s, dst + k);
         for (int a = v.ndim - 1; a >= 0; --a) {
           if (++idx[a] < v.shape[a]) break;
           idx[a] = 0;
@@ -180,9 +199,6 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
   if (!supported) {
     throw TypeError("cannot convert a buffer of element format '" + std::string(v.format ? v.format : "?") +
                     "' to a quabla array; supported are float32, float64, bool and integers");
-  }
-  if (!v.strides && v.ndim > 1) {
-    throw InternalError("buffer without strides");  // PyBUF_RECORDS_RO always asks for strides
   }
   return out;
 }

@@ -5,6 +5,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
+
 #include "quabla/api/eager.h"
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
@@ -104,6 +106,24 @@ Array reduce_op(Op op, const char* name, nb::handle x, nb::handle axis, bool kee
   auto axes = parse_axes(axis, name);
   return call1(std::string(name) + axes_key(axes) + (keepdims ? "k" : ""), x,
                [&](Builder& b, V a) { return api::reduce(b, name, op, a, axes, keepdims); });
+}
+
+// Static integer indices from an int, a nested list or an integer NumPy array.
+std::pair<std::vector<std::int64_t>, Shape> parse_indices(nb::handle obj, const char* fname) {
+  if (PyBool_Check(obj.ptr()) || PyFloat_Check(obj.ptr())) {
+    throw TypeError(std::string(fname) + ": indices must be integers, got " + nb::type_name(obj.type()).c_str());
+  }
+  Array a = to_array(obj);
+  if (a.dtype() == DType::bool_) throw TypeError(std::string(fname) + ": indices must be integers, not bools; use qb.where for masks");
+  std::vector<std::int64_t> idx;
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    const double v = a.dtype() == DType::f32 ? a.storage->as<float>()[i] : a.storage->as<double>()[i];
+    if (v != std::floor(v) || std::abs(v) > 9.0e15) {
+      throw TypeError(std::string(fname) + ": indices must be integers, got " + std::to_string(v));
+    }
+    idx.push_back(static_cast<std::int64_t>(v));
+  }
+  return {idx, a.shape()};
 }
 
 // A comparison operator that yields NotImplemented (so Python falls back) for operands we
@@ -301,6 +321,18 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     return eager_call("split" + std::to_string(n) + shape_str(indices) + ":" + std::to_string(axis), std::span(&a, 1),
                       [&](Builder& b, std::span<const ValueId> p) { return api::split(b, p[0], indices, n, axis); });
   }, nb::arg("x"), nb::arg("indices_or_sections"), nb::arg("axis") = 0);
+
+  // ---- static integer indices
+  def_both(m, cls, "gather", [](nb::handle x, nb::handle indices, std::int64_t axis) {
+    auto [idx, ishape] = parse_indices(indices, "gather");
+    return call1("gather" + shape_str(idx) + shape_str(ishape) + ":" + std::to_string(axis), x,
+                 [&](Builder& b, V a) { return api::gather(b, a, idx, ishape, axis); });
+  }, nb::arg("x"), nb::arg("indices"), nb::arg("axis") = 0);
+  m.def("scatter_add", [](nb::handle x, nb::handle indices, nb::handle updates, std::int64_t axis) {
+    auto [idx, ishape] = parse_indices(indices, "scatter_add");
+    return call2("scatter_add" + shape_str(idx) + shape_str(ishape) + ":" + std::to_string(axis), x, updates,
+                 [&](Builder& b, V a, V u) { return api::scatter_add(b, a, idx, ishape, u, axis); });
+  }, nb::arg("x"), nb::arg("indices"), nb::arg("updates"), nb::arg("axis") = 0);
 
   // ---- products
   def_both(m, cls, "matmul", [](nb::handle x, nb::handle y) { return call2("matmul", x, y, &api::matmul); });

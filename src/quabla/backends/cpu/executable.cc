@@ -172,6 +172,12 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
     case Op::Cumsum:
       cumsum(ot.dtype, in(0), ot.shape, static_cast<int>(n.attrs.axis), n.attrs.reverse, alloc());
       return;
+    case Op::Gather:
+      gather(itemsize(ot.dtype), in(0), in_type(0).shape, static_cast<int>(n.attrs.axis), n.attrs.dims, alloc());
+      return;
+    case Op::ScatterAdd:
+      scatter_add(ot.dtype, in(0), in(1), ot.shape, static_cast<int>(n.attrs.axis), n.attrs.dims, alloc());
+      return;
     case Op::MatMul: {
       const auto& xs = in_type(0).shape;
       const std::size_t r = xs.size();

@@ -33,6 +33,12 @@ void strided_copy(std::size_t elem_size, const std::byte* in, std::int64_t offse
                   std::span<const std::int64_t> out_shape, std::span<const std::int64_t> in_strides,
                   std::byte* out);
 
+// Static-index gather/scatter-add along `axis` of an array of shape `shape`.
+void gather(std::size_t elem_size, const std::byte* in, std::span<const std::int64_t> shape, int axis,
+            std::span<const std::int64_t> indices, std::byte* out);
+void scatter_add(DType dtype, const std::byte* x, const std::byte* updates, std::span<const std::int64_t> shape,
+                 int axis, std::span<const std::int64_t> indices, std::byte* out);
+
 // Batched row-major C[b] = A[b] (m x k) @ B[b] (k x n) through BLAS.
 void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::int64_t batch,
             std::int64_t m, std::int64_t k, std::int64_t n);

@@ -1,6 +1,7 @@
 // Data movement: one strided copy covers broadcast (stride 0), transpose (permuted
 // strides), slice (offset and scaled strides) and reverse (negative strides).
 #include <cstring>
+#include <vector>
 
 #include "quabla/backends/cpu/kernels.h"
 
@@ -51,6 +52,59 @@ void strided_copy(std::size_t elem_size, const std::byte* in, std::int64_t offse
     case 4: return copy_rows(reinterpret_cast<const std::uint32_t*>(in), offset, out_shape, in_strides, reinterpret_cast<std::uint32_t*>(out));
     case 8: return copy_rows(reinterpret_cast<const std::uint64_t*>(in), offset, out_shape, in_strides, reinterpret_cast<std::uint64_t*>(out));
     default: break;
+  }
+}
+
+}  // namespace qb::cpu
+
+namespace qb::cpu {
+
+namespace {
+struct AxisSplit {
+  std::int64_t outer = 1, len = 1, inner = 1;
+};
+AxisSplit split_at(std::span<const std::int64_t> shape, int axis) {
+  AxisSplit s;
+  for (int i = 0; i < axis; ++i) s.outer *= shape[i];
+  s.len = shape[axis];
+  for (std::size_t i = axis + 1; i < shape.size(); ++i) s.inner *= shape[i];
+  return s;
+}
+
+template <class T>
+void scatter_add_t(const T* x, const T* upd, AxisSplit s, std::span<const std::int64_t> idx, T* out) {
+  std::memcpy(out, x, static_cast<std::size_t>(s.outer * s.len * s.inner) * sizeof(T));
+  const auto k = static_cast<std::int64_t>(idx.size());
+  for (std::int64_t o = 0; o < s.outer; ++o)
+    for (std::int64_t j = 0; j < k; ++j) {
+      T* dst = out + (o * s.len + idx[j]) * s.inner;
+      const T* src = upd + (o * k + j) * s.inner;
+      for (std::int64_t i = 0; i < s.inner; ++i) dst[i] += src[i];  // repeated indices accumulate in order
+    }
+}
+}  // namespace
+
+void gather(std::size_t elem_size, const std::byte* in, std::span<const std::int64_t> shape, int axis,
+            std::span<const std::int64_t> indices, std::byte* out) {
+  const AxisSplit s = split_at(shape, axis);
+  const std::size_t row = static_cast<std::size_t>(s.inner) * elem_size;
+  for (std::int64_t o = 0; o < s.outer; ++o)
+    for (std::size_t j = 0; j < indices.size(); ++j)
+      std::memcpy(out + (o * static_cast<std::int64_t>(indices.size()) + static_cast<std::int64_t>(j)) * static_cast<std::int64_t>(row),
+                  in + (o * s.len + indices[j]) * static_cast<std::int64_t>(row), row);
+}
+
+void scatter_add(DType dtype, const std::byte* x, const std::byte* updates, std::span<const std::int64_t> shape,
+                 int axis, std::span<const std::int64_t> indices, std::byte* out) {
+  const AxisSplit s = split_at(shape, axis);
+  switch (dtype) {
+    case DType::f32:
+      return scatter_add_t(reinterpret_cast<const float*>(x), reinterpret_cast<const float*>(updates), s, indices,
+                           reinterpret_cast<float*>(out));
+    case DType::f64:
+      return scatter_add_t(reinterpret_cast<const double*>(x), reinterpret_cast<const double*>(updates), s, indices,
+                           reinterpret_cast<double*>(out));
+    case DType::bool_: case DType::i32: break;
   }
 }
 
