@@ -28,6 +28,7 @@ from ._core import (  # noqa: E402,F401
 from .errors import QuablaError, TracerError, UnsupportedOperationError, RetraceWarning  # noqa: E402,F401
 from ._shapes import meshgrid  # noqa: E402,F401
 from . import _array_methods  # noqa: E402
+from . import tree  # noqa: E402,F401
 
 _array_methods.install()
 

@@ -1,0 +1,240 @@
+"""Pytrees (API.md §6): nested containers of arrays that transforms flatten and rebuild.
+
+Containers: dict (keys sorted), list, tuple, None (no leaves), NamedTuple, and classes
+registered with :func:`register` or :func:`register_dataclass`. Everything else is a leaf.
+A :class:`TreeDef` describes a structure; it is hashable and compares by structure, so it
+can be part of compilation cache keys.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Hashable, Iterable, List, Optional, Sequence, Tuple
+
+__all__ = [
+    "TreeDef", "flatten", "unflatten", "leaves", "structure", "map", "flatten_with_path",
+    "register", "register_dataclass", "all_leaves_like",
+]
+
+_registry: dict = {}  # type -> (flatten_fn, unflatten_fn)
+
+_LEAF, _NONE, _TUPLE, _LIST, _DICT, _NAMEDTUPLE, _CUSTOM = range(7)
+_KIND_NAMES = {_TUPLE: "tuple", _LIST: "list", _DICT: "dict", _NAMEDTUPLE: "namedtuple", _CUSTOM: "custom"}
+
+
+class TreeDef:
+    """The structure of a pytree: container kinds, keys and auxiliary data, without leaves."""
+
+    __slots__ = ("_kind", "_aux", "_children", "_num_leaves", "_hash")
+
+    def __init__(self, kind: int, aux: Hashable, children: Tuple["TreeDef", ...]):
+        self._kind = kind
+        self._aux = aux
+        self._children = children
+        self._num_leaves = 1 if kind == _LEAF else sum(c._num_leaves for c in children)
+        self._hash = hash((kind, _hashable_aux(aux), children))
+
+    @property
+    def num_leaves(self) -> int:
+        return self._num_leaves
+
+    @property
+    def children(self) -> Tuple["TreeDef", ...]:
+        return self._children
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, TreeDef) and self._hash == other._hash and self._kind == other._kind
+                and self._aux == other._aux and self._children == other._children)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"TreeDef({self._describe()})"
+
+    def _describe(self) -> str:
+        if self._kind == _LEAF:
+            return "*"
+        if self._kind == _NONE:
+            return "None"
+        inner = [c._describe() for c in self._children]
+        if self._kind == _TUPLE:
+            return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+        if self._kind == _LIST:
+            return "[" + ", ".join(inner) + "]"
+        if self._kind == _DICT:
+            return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(self._aux, inner)) + "}"
+        if self._kind == _NAMEDTUPLE:
+            return f"{self._aux.__name__}(" + ", ".join(f"{f}={v}" for f, v in zip(self._aux._fields, inner)) + ")"
+        cls, aux = self._aux
+        return f"{cls.__name__}[{aux!r}](" + ", ".join(inner) + ")"
+
+    def unflatten(self, leaves: Iterable[Any]) -> Any:
+        return unflatten(self, leaves)
+
+
+def _hashable_aux(aux):
+    try:
+        hash(aux)
+        return aux
+    except TypeError:
+        return repr(aux)
+
+
+_LEAF_DEF = TreeDef(_LEAF, None, ())
+_NONE_DEF = TreeDef(_NONE, None, ())
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def _children(node):
+    """(kind, aux, children, keys) of a container node, or None for a leaf."""
+    if node is None:
+        return _NONE, None, (), ()
+    t = type(node)
+    if t in _registry:
+        flat, _ = _registry[t]
+        children, aux = flat(node)
+        children = tuple(children)
+        keys = getattr(flat, "_field_names", None) or tuple(range(len(children)))
+        return _CUSTOM, (t, aux), children, tuple(keys)
+    if t is dict or isinstance(node, dict):
+        try:
+            keys = tuple(sorted(node))
+        except TypeError as exc:
+            raise TypeError(f"qb.tree: dict keys must be sortable, got {list(node)!r}") from exc
+        return _DICT, keys, tuple(node[k] for k in keys), keys
+    if _is_namedtuple(node):
+        return _NAMEDTUPLE, t, tuple(node), tuple(t._fields)
+    if t is tuple:
+        return _TUPLE, None, node, tuple(range(len(node)))
+    if t is list:
+        return _LIST, None, tuple(node), tuple(range(len(node)))
+    return None
+
+
+def _flatten(node, is_leaf, leaves: list, paths: Optional[list], path: tuple) -> TreeDef:
+    if is_leaf is not None and node is not None and is_leaf(node):
+        leaves.append(node)
+        if paths is not None:
+            paths.append(path)
+        return _LEAF_DEF
+    info = _children(node)
+    if info is None:
+        leaves.append(node)
+        if paths is not None:
+            paths.append(path)
+        return _LEAF_DEF
+    kind, aux, children, keys = info
+    if kind == _NONE:
+        return _NONE_DEF
+    defs = tuple(_flatten(c, is_leaf, leaves, paths, path + (k,)) for c, k in zip(children, keys))
+    return TreeDef(kind, aux, defs)
+
+
+def flatten(tree: Any, is_leaf: Optional[Callable[[Any], bool]] = None) -> Tuple[List[Any], TreeDef]:
+    """(leaves in order, TreeDef). Dict leaves come in sorted-key order."""
+    leaves: list = []
+    return leaves, _flatten(tree, is_leaf, leaves, None, ())
+
+
+def flatten_with_path(tree: Any, is_leaf=None) -> Tuple[List[Tuple[tuple, Any]], TreeDef]:
+    """([(path, leaf)], TreeDef); a path is a tuple of dict keys, sequence indices and field names."""
+    leaves: list = []
+    paths: list = []
+    treedef = _flatten(tree, is_leaf, leaves, paths, ())
+    return list(zip(paths, leaves)), treedef
+
+
+def leaves(tree: Any, is_leaf=None) -> List[Any]:
+    return flatten(tree, is_leaf)[0]
+
+
+def structure(tree: Any, is_leaf=None) -> TreeDef:
+    return flatten(tree, is_leaf)[1]
+
+
+def unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> Any:
+    """Rebuilds a tree of `treedef`'s structure from leaves (exactly num_leaves of them)."""
+    if not isinstance(treedef, TreeDef):
+        raise TypeError(f"qb.tree.unflatten: expected a TreeDef, got {type(treedef).__name__}")
+    items = list(leaves)
+    if len(items) != treedef.num_leaves:
+        raise ValueError(f"qb.tree.unflatten: the structure {treedef} has {treedef.num_leaves} leaves, "
+                         f"got {len(items)}")
+    it = iter(items)
+    return _build(treedef, it)
+
+
+def _build(d: TreeDef, it) -> Any:
+    if d._kind == _LEAF:
+        return next(it)
+    if d._kind == _NONE:
+        return None
+    children = [_build(c, it) for c in d._children]
+    if d._kind == _TUPLE:
+        return tuple(children)
+    if d._kind == _LIST:
+        return children
+    if d._kind == _DICT:
+        return dict(zip(d._aux, children))
+    if d._kind == _NAMEDTUPLE:
+        return d._aux(*children)
+    cls, aux = d._aux
+    return _registry[cls][1](aux, children)
+
+
+def map(f: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:
+    """Applies f to corresponding leaves of tree and rest (which must have tree's structure)."""
+    flat, treedef = flatten(tree, is_leaf)
+    others = []
+    for i, r in enumerate(rest):
+        r_flat, r_def = flatten(r, is_leaf)
+        if r_def != treedef:
+            raise ValueError(f"qb.tree.map: argument {i + 1} has structure {r_def}, expected {treedef}")
+        others.append(r_flat)
+    return unflatten(treedef, [f(*xs) for xs in zip(flat, *others)])
+
+
+def all_leaves_like(treedef: TreeDef, value: Any) -> Any:
+    """A tree of `treedef`'s structure with every leaf equal to `value`."""
+    return unflatten(treedef, [value] * treedef.num_leaves)
+
+
+def register(cls: type, flatten_fn: Callable[[Any], Tuple[Sequence[Any], Hashable]],
+             unflatten_fn: Callable[[Hashable, Sequence[Any]], Any]) -> type:
+    """Registers cls as a container: flatten_fn(obj) -> (children, aux); unflatten_fn(aux, children) -> obj.
+
+    aux must be hashable (it is part of the TreeDef and so of jit cache keys)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"qb.tree.register: expected a class, got {cls!r}")
+    if cls in _registry or cls in (dict, list, tuple, type(None)):
+        raise ValueError(f"qb.tree.register: {cls.__name__} is already a pytree container")
+    _registry[cls] = (flatten_fn, unflatten_fn)
+    return cls
+
+
+def register_dataclass(cls: type = None, *, data_fields: Optional[Sequence[str]] = None,
+                       meta_fields: Optional[Sequence[str]] = None):
+    """Registers a dataclass: data_fields (default: every field not in meta_fields) are
+    children; meta_fields are static auxiliary data (hashable). Usable as a decorator."""
+    def do(klass):
+        if not dataclasses.is_dataclass(klass):
+            raise TypeError(f"qb.tree.register_dataclass: {klass.__name__} is not a dataclass")
+        names = [f.name for f in dataclasses.fields(klass)]
+        meta = tuple(meta_fields or ())
+        data = tuple(data_fields) if data_fields is not None else tuple(n for n in names if n not in meta)
+        unknown = set(data) | set(meta)
+        unknown -= set(names)
+        if unknown:
+            raise ValueError(f"qb.tree.register_dataclass: {sorted(unknown)} are not fields of {klass.__name__}")
+
+        def flat(obj):
+            return [getattr(obj, n) for n in data], tuple(getattr(obj, n) for n in meta)
+        flat._field_names = data
+
+        def unflat(aux, children):
+            return klass(**dict(zip(data, children)), **dict(zip(meta, aux)))
+        return register(klass, flat, unflat)
+    return do if cls is None else do(cls)
