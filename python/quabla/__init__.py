@@ -29,7 +29,13 @@ from .errors import QuablaError, TracerError, UnsupportedOperationError, Retrace
 from ._shapes import meshgrid  # noqa: E402,F401
 from . import _array_methods  # noqa: E402
 from . import tree  # noqa: E402,F401
+from ._jit import jit, ShapeDtype  # noqa: E402,F401
 
 _array_methods.install()
+
+
+def devices():
+    """The targets this build can compile for."""
+    return ["cpu"]
 
 __version__ = "0.1.0"

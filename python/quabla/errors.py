@@ -1,14 +1,12 @@
 """Quabla's exception and warning types (API.md §10)."""
-from ._core import QuablaError
+from ._core import QuablaError, TracerError
 
 __all__ = ["QuablaError", "TracerError", "UnsupportedOperationError", "RetraceWarning"]
 
 
-class TracerError(QuablaError, TypeError):
-    """A traced value was used where a concrete value is needed (``if``, ``float()``, ``.numpy()``).
-
-    Use ``qb.where`` for elementwise choices and ``qb.cond`` for branches on traced values.
-    """
+# TracerError(QuablaError, TypeError) is created by the C++ module so its errors can raise
+# it directly: a traced value was used where a concrete value is needed (``if``,
+# ``float()``, ``.numpy()``); use ``qb.where`` or ``qb.cond`` instead.
 
 
 class UnsupportedOperationError(QuablaError, ValueError, NotImplementedError):

@@ -8,9 +8,19 @@
 
 namespace qb {
 
+struct Trace;
+
+// A host array, or a tracer: a symbolic value of an open Trace (storage is then null and
+// `value` names the value in the trace's graph).
 struct Array {
   BufferPtr storage;
   ValueType type;  // weak only for Python scalars converted for one call
+  std::shared_ptr<Trace> trace;
+  ValueId value = 0;
+
+  bool is_tracer() const { return trace != nullptr; }
+  // Throws TracerError naming `what` when this is a tracer (a concrete value is needed).
+  void require_concrete(const char* what) const;
 
   DType dtype() const { return type.dtype; }
   const Shape& shape() const { return type.shape; }

@@ -68,6 +68,15 @@ std::vector<Array> run_program(const cpu::Executable& exe, std::span<const Array
   return result;
 }
 
+std::vector<Array> trace_call(Trace& trace, std::span<const Array> args, const BuildFn& build) {
+  std::vector<ValueId> params;
+  params.reserve(args.size());
+  for (const Array& a : args) params.push_back(trace.value_of(a));
+  std::vector<Array> out;
+  for (ValueId v : build(trace.builder, params)) out.push_back(trace.tracer(v));
+  return out;
+}
+
 std::size_t eager_cache_size() {
   std::lock_guard<std::mutex> lk(cache().mutex);
   return cache().programs.size();

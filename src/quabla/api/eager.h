@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "quabla/api/array.h"
+#include "quabla/api/trace.h"
 #include "quabla/backends/cpu/executable.h"
 #include "quabla/ir/builder.h"
 
@@ -27,9 +28,14 @@ std::shared_ptr<const cpu::Executable> eager_program(const std::string& key, std
 
 std::vector<Array> run_program(const cpu::Executable& exe, std::span<const Array> args);
 
-// The common path: key = name + attributes, then signature, lookup, run.
+// Records a user-level function into the trace the tracer arguments belong to.
+std::vector<Array> trace_call(Trace& trace, std::span<const Array> args, const BuildFn& build);
+
+// The common path of every user-level function: traced when an argument is a tracer;
+// otherwise key = name + attributes + argument types, cached program lookup, run.
 template <class Build>
 std::vector<Array> eager_call(std::string key, std::span<const Array> args, Build&& build) {
+  if (auto trace = trace_of(args)) return trace_call(*trace, args, std::forward<Build>(build));
   append_signature(key, args);
   auto exe = eager_program(key, args, std::forward<Build>(build));
   return run_program(*exe, args);

@@ -19,6 +19,11 @@ struct TypeError : std::runtime_error {
 struct IndexError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// A traced value used where a concrete one is needed. Python: quabla.TracerError
+// (a QuablaError and a TypeError).
+struct TracerError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 // A broken internal invariant (a bug in Quabla, not in the user's program). Python: QuablaError.
 struct InternalError : std::logic_error {
   using std::logic_error::logic_error;

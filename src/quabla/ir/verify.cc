@@ -28,8 +28,9 @@ void verify(const Graph& g) {
       if (out.size() != n.outputs.size()) bad("output count of " + std::string(op_name(n.op)));
       for (std::size_t i = 0; i < out.size(); ++i) {
         auto recorded = g.type(n.outputs[i]);
-        recorded.weak = false;
-        if (!(recorded == out[i])) bad(std::string(op_name(n.op)) + " records " + recorded.str() + " but infers " + out[i].str());
+        auto inferred = out[i];
+        recorded.weak = inferred.weak = false;  // weakness is a tracing-time annotation only
+        if (!(recorded == inferred)) bad(std::string(op_name(n.op)) + " records " + recorded.str() + " but infers " + inferred.str());
       }
     }
     for (auto v : n.outputs) {

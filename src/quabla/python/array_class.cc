@@ -28,6 +28,13 @@ const char* buffer_format(DType d) {
 // view->internal, owned by the view and freed in release.
 int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   const Array* a = nb::inst_ptr<Array>(self);
+  if (a->is_tracer()) {
+    PyErr_SetString(tracer_error_type(),
+                    "converting a traced array to NumPy (numpy(), np.asarray, memoryview) needs a concrete value; "
+                    "return the array from the jitted function and convert the result");
+    view->obj = nullptr;
+    return -1;
+  }
   if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE) {
     PyErr_SetString(PyExc_BufferError,
                     "quabla arrays are immutable: export them read-only (numpy.asarray) or copy (numpy.array)");
@@ -144,6 +151,7 @@ void bind_array(nb::module_& m) {
         return a.shape()[0];
       })
       .def("__bool__", [](const Array& a) {
+        a.require_concrete("bool() (an if or while on an array)");
         if (a.size() != 1) {
           throw ValueError("the truth value of an array with more than one element is ambiguous; use qb.any(x) or "
                            "qb.all(x) (shape " + shape_str(a.shape()) + ")");
@@ -162,6 +170,7 @@ void bind_array(nb::module_& m) {
         throw TypeError("quabla arrays are immutable: item assignment is not supported; build a new array with "
                         "qb.where, qb.concat or x.at-style functions");
       })
+      .def_prop_ro("_is_tracer", [](const Array& a) { return a.is_tracer(); })
       .def("_shares_storage_with", [](const Array& a, const Array& b) { return a.storage == b.storage; });
   cls.attr("__hash__") = nb::none();  // == is elementwise, as in NumPy
   cls.attr("__array_priority__") = 100;  // NumPy defers binary operators to us

@@ -304,11 +304,13 @@ nb::object nest(const Array& a, std::size_t depth, std::int64_t& pos) {
 }  // namespace
 
 nb::object to_list(const Array& a) {
+  a.require_concrete("tolist()");
   std::int64_t pos = 0;
   return nest(a, 0, pos);
 }
 
 nb::object item(const Array& a) {
+  a.require_concrete("converting an array to a Python scalar (item(), float(), int(), bool(), if)");
   if (a.size() != 1) {
     throw ValueError("item: can only convert an array of size 1 to a Python scalar, got shape " + shape_str(a.shape()) +
                      "; use tolist() or index first");

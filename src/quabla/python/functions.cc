@@ -114,6 +114,7 @@ std::pair<std::vector<std::int64_t>, Shape> parse_indices(nb::handle obj, const 
     throw TypeError(std::string(fname) + ": indices must be integers, got " + nb::type_name(obj.type()).c_str());
   }
   Array a = to_array(obj);
+  a.require_concrete(fname);
   if (a.dtype() == DType::bool_) throw TypeError(std::string(fname) + ": indices must be integers, not bools; use qb.where for masks");
   std::vector<std::int64_t> idx;
   for (std::int64_t i = 0; i < a.size(); ++i) {

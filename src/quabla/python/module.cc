@@ -9,11 +9,28 @@
 
 namespace nb = nanobind;
 
+namespace qb::py {
+PyObject* quabla_error_type() {
+  // Intentionally never released: the translator may run until the interpreter shuts down.
+  static PyObject* type = PyErr_NewException("quabla.QuablaError", PyExc_Exception, nullptr);
+  return type;
+}
+PyObject* tracer_error_type() {
+  static PyObject* type = [] {
+    PyObject* bases = PyTuple_Pack(2, quabla_error_type(), PyExc_TypeError);
+    PyObject* t = PyErr_NewException("quabla.TracerError", bases, nullptr);
+    Py_DECREF(bases);
+    return t;
+  }();
+  return type;
+}
+}  // namespace qb::py
+
 NB_MODULE(_core, m) {
   m.doc() = "Quabla's C++ core: IR, CPU executor and host arrays (bindings only).";
-  // Intentionally never released: the translator may run until the interpreter shuts down.
-  static PyObject* quabla_error = PyErr_NewException("quabla.QuablaError", PyExc_Exception, nullptr);
+  PyObject* quabla_error = qb::py::quabla_error_type();
   m.attr("QuablaError") = nb::borrow(quabla_error);
+  m.attr("TracerError") = nb::borrow(qb::py::tracer_error_type());
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -21,10 +38,12 @@ NB_MODULE(_core, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const qb::TypeError& e) {
       PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const qb::TracerError& e) {
+      PyErr_SetString(qb::py::tracer_error_type(), e.what());
     } catch (const qb::IndexError& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const qb::InternalError& e) {
-      PyErr_SetString(quabla_error, (std::string("internal error (please report): ") + e.what()).c_str());
+      PyErr_SetString(qb::py::quabla_error_type(), (std::string("internal error (please report): ") + e.what()).c_str());
     } catch (const std::bad_alloc&) {
       PyErr_SetString(PyExc_MemoryError, "out of memory while allocating an array");
     } catch (const std::length_error& e) {
@@ -36,6 +55,7 @@ NB_MODULE(_core, m) {
   qb::py::bind_array(m);
   qb::py::bind_functions(m, qb::py::array_class());
   qb::py::bind_constructors(m);
+  qb::py::bind_program(m);
   m.def("set_num_threads", &qb::set_num_threads, "Threads the CPU kernels may use (results do not depend on it).");
   m.def("num_threads", &qb::num_threads);
   m.def("release_cached_buffers", &qb::release_cached_buffers,

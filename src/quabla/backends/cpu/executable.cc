@@ -46,6 +46,33 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
     }
     steps_.push_back(std::move(s));
   }
+  compute_stats();
+}
+
+void Executable::compute_stats() {
+  const Graph& g = *graph_;
+  auto bytes = [&](ValueId v) { return num_elements(g.type(v).shape) * static_cast<std::int64_t>(itemsize(g.type(v).dtype)); };
+  std::int64_t live = 0;
+  for (auto p : g.params) live += bytes(p);
+  stats_.peak_bytes = live;
+  // Values that own a buffer (not views of another value's storage).
+  std::vector<bool> owns(g.values.size(), false);
+  for (auto p : g.params) owns[p] = true;
+  for (const Step& s : steps_) {
+    const Node& n = g.nodes[s.node];
+    const bool view = n.op == Op::Constant || n.op == Op::Reshape || s.virtual_broadcast;
+    if (!view) {
+      ++stats_.kernels;
+      for (auto v : n.outputs) {
+        owns[v] = true;
+        ++stats_.buffers;
+        live += bytes(v);
+      }
+      stats_.peak_bytes = std::max(stats_.peak_bytes, live);
+    }
+    for (auto v : s.release)
+      if (owns[v] && std::find(g.params.begin(), g.params.end(), v) == g.params.end()) live -= bytes(v);
+  }
 }
 
 std::vector<BufferPtr> Executable::run(std::span<const BufferPtr> args) const {

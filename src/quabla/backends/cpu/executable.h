@@ -9,6 +9,13 @@
 
 namespace qb::cpu {
 
+// What a compiled plan does, for tests and users (`jit(f).lower(...).compile().stats()`).
+struct PlanStats {
+  int kernels = 0;               // kernel launches per run (views, constants and parameters excluded)
+  int buffers = 0;               // buffers the plan allocates per run
+  std::int64_t peak_bytes = 0;   // most bytes live at once: arguments, intermediates and results
+};
+
 class Executable {
  public:
   explicit Executable(std::shared_ptr<const Graph> graph);
@@ -18,6 +25,7 @@ class Executable {
   std::vector<BufferPtr> run(std::span<const BufferPtr> args) const;
 
   const Graph& graph() const { return *graph_; }
+  const PlanStats& stats() const { return stats_; }
 
  private:
   struct Step {
@@ -31,9 +39,11 @@ class Executable {
   };
 
   void run_step(const Step& s, std::vector<BufferPtr>& env) const;
+  void compute_stats();
 
   std::shared_ptr<const Graph> graph_;
   std::vector<Step> steps_;
+  PlanStats stats_;
 };
 
 }  // namespace qb::cpu

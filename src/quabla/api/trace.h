@@ -1,0 +1,39 @@
+// Tracing: while a function runs on tracer arrays, every user-level function records its
+// nodes into the trace's Graph through the same builder functions eager calls compile, so
+// traced and eager results cannot disagree (DESIGN.md rules 3 and 5).
+#pragma once
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "quabla/api/array.h"
+#include "quabla/ir/builder.h"
+
+namespace qb {
+
+struct Trace : std::enable_shared_from_this<Trace> {
+  Trace() : builder(graph) {}
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
+
+  Graph graph;
+  Builder builder;
+  bool open = true;
+  // Concrete arrays captured as constants, by storage (one Constant node per buffer+type).
+  std::unordered_map<std::string, ValueId> constants;
+
+  Array parameter(ValueType type);
+  // The value standing for `a` in this trace: its value if it is this trace's tracer, a
+  // Constant node for a concrete array (weak for Python scalars); TracerError for a
+  // tracer of another trace.
+  ValueId value_of(const Array& a);
+  Array tracer(ValueId v);
+  // Closes the trace with these results; later use of its tracers raises TracerError.
+  std::shared_ptr<const Graph> finish(std::span<const Array> results);
+};
+
+// The trace any of `args` belongs to (the first tracer's), or null when all are concrete.
+std::shared_ptr<Trace> trace_of(std::span<const Array> args);
+
+}  // namespace qb

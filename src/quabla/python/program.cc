@@ -1,0 +1,100 @@
+// Tracing and compiled programs: quabla._core.Trace records a function's operations on
+// tracer arrays; finish() simplifies the graph and compiles it for the CPU.
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "quabla/api/eager.h"
+#include "quabla/api/trace.h"
+#include "quabla/backends/cpu/executable.h"
+#include "quabla/ir/errors.h"
+#include "quabla/python/bindings.h"
+#include "quabla/transforms/simplify.h"
+
+namespace qb::py {
+
+namespace {
+
+struct Program {
+  std::shared_ptr<const Graph> traced;     // as recorded
+  std::shared_ptr<cpu::Executable> exe;    // simplified and planned
+
+  std::vector<Array> run(const std::vector<Array>& args) const {
+    const Graph& g = exe->graph();
+    if (args.size() != g.params.size()) {
+      throw TypeError("compiled program expects " + std::to_string(g.params.size()) + " array arguments, got " +
+                      std::to_string(args.size()));
+    }
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      args[i].require_concrete("calling a compiled program");
+      const ValueType& t = g.type(g.params[i]);
+      if (args[i].dtype() != t.dtype || args[i].shape() != t.shape) {
+        throw TypeError("compiled program argument " + std::to_string(i) + " must be " + t.str() + ", got " +
+                        args[i].type.str());
+      }
+    }
+    return run_program(*exe, args);
+  }
+};
+
+}  // namespace
+
+void bind_program(nb::module_& m) {
+  // The jit fast path: a string key of the types of a tuple of Arrays (None when any
+  // argument is not a concrete Array), so a cached call needs no pytree flattening.
+  m.def("array_signature", [](nb::args args) -> nb::object {
+    std::string key;
+    for (nb::handle h : args) {
+      if (!nb::isinstance<Array>(h)) return nb::none();
+      const Array& a = nb::cast<const Array&>(h);
+      if (a.is_tracer()) return nb::none();
+      key += dtype_short_name(a.dtype());
+      for (auto d : a.shape()) {
+        key += ',';
+        key += std::to_string(d);
+      }
+      key += ';';
+    }
+    return nb::str(key.c_str(), key.size());
+  });
+
+  nb::class_<Program>(m, "Program")
+      .def("run", &Program::run, nb::arg("args"))
+      .def("run_args", [](const Program& p, nb::args args) {
+        std::vector<Array> in;
+        in.reserve(args.size());
+        for (nb::handle h : args) in.push_back(nb::cast<const Array&>(h));
+        return p.run(in);
+      })
+      .def("as_text", [](const Program& p) { return print(p.exe->graph()); })
+      .def("traced_text", [](const Program& p) { return print(*p.traced); })
+      .def("stats", [](const Program& p) {
+        const auto& s = p.exe->stats();
+        nb::dict d;
+        d["kernels"] = s.kernels;
+        d["buffers"] = s.buffers;
+        d["peak_bytes"] = s.peak_bytes;
+        d["nodes"] = p.exe->graph().nodes.size();
+        return d;
+      });
+
+  nb::class_<Trace>(m, "Trace")
+      .def(nb::new_([] { return std::make_shared<Trace>(); }))
+      .def("parameter", [](Trace& t, nb::handle shape, nb::handle dtype) {
+        auto d = parse_dtype(dtype);
+        if (!d) throw TypeError("Trace.parameter: a dtype is required");
+        return t.parameter(ValueType{*d, parse_shape(shape, "Trace.parameter"), false});
+      }, nb::arg("shape"), nb::arg("dtype"))
+      .def("text", [](const Trace& t) { return print(t.graph); })
+      .def_prop_ro("open", [](const Trace& t) { return t.open; })
+      .def("finish", [](Trace& t, nb::handle results) {
+        std::vector<Array> outs;
+        for (nb::handle h : nb::borrow<nb::sequence>(results)) outs.push_back(to_operand(h));
+        auto traced = t.finish(outs);
+        auto simplified = std::make_shared<const Graph>(simplify(*traced));
+        return Program{traced, std::make_shared<cpu::Executable>(simplified)};
+      }, nb::arg("results"))
+      .def("close", [](Trace& t) { t.open = false; });
+}
+
+}  // namespace qb::py

@@ -1,0 +1,201 @@
+#include "quabla/transforms/simplify.h"
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <unordered_map>
+
+#include "quabla/backends/cpu/executable.h"
+#include "quabla/ir/builder.h"
+
+namespace qb {
+
+namespace {
+
+// Folding a node whose result is larger than this many elements would grow the program.
+constexpr std::int64_t kMaxFoldElements = 4096;
+
+std::size_t hash_combine(std::size_t h, std::size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+
+std::size_t hash_ints(std::size_t h, const std::vector<std::int64_t>& v) {
+  for (auto x : v) h = hash_combine(h, std::hash<std::int64_t>{}(x));
+  return hash_combine(h, v.size());
+}
+
+std::size_t hash_literal(const Literal& lit) {
+  std::size_t h = std::hash<std::string>{}(lit.type.str());
+  const std::string_view bytes(reinterpret_cast<const char*>(lit.data->data()), lit.data->nbytes());
+  return hash_combine(h, std::hash<std::string_view>{}(bytes));
+}
+
+// The identity of a node for CSE: op, operands and every attribute.
+struct NodeKey {
+  Op op;
+  std::vector<ValueId> inputs;
+  const Attrs* attrs;
+  bool weak;
+  bool operator==(const NodeKey& o) const {
+    return op == o.op && inputs == o.inputs && weak == o.weak && *attrs == *o.attrs;
+  }
+};
+
+struct NodeKeyHash {
+  std::size_t operator()(const NodeKey& k) const {
+    std::size_t h = std::hash<int>{}(static_cast<int>(k.op));
+    for (auto v : k.inputs) h = hash_combine(h, v);
+    const Attrs& a = *k.attrs;
+    h = hash_combine(h, static_cast<std::size_t>(a.dtype));
+    h = hash_ints(h, a.shape);
+    h = hash_ints(h, a.dims);
+    h = hash_ints(h, a.starts);
+    h = hash_ints(h, a.limits);
+    h = hash_ints(h, a.strides);
+    h = hash_combine(h, std::hash<std::int64_t>{}(a.axis));
+    h = hash_combine(h, a.reverse);
+    if (a.literal) h = hash_combine(h, hash_literal(*a.literal));
+    return hash_combine(h, k.weak);
+  }
+};
+
+bool is_identity(const Graph& g, const Node& n) {
+  const ValueType& in = g.type(n.inputs.empty() ? 0 : n.inputs[0]);
+  switch (n.op) {
+    case Op::Convert: return in.dtype == n.attrs.dtype;
+    case Op::Reshape: return in.shape == n.attrs.shape;
+    case Op::BroadcastInDim: {
+      if (in.shape != n.attrs.shape) return false;
+      for (std::size_t i = 0; i < n.attrs.dims.size(); ++i)
+        if (n.attrs.dims[i] != static_cast<std::int64_t>(i)) return false;
+      return true;
+    }
+    case Op::Transpose:
+      for (std::size_t i = 0; i < n.attrs.dims.size(); ++i)
+        if (n.attrs.dims[i] != static_cast<std::int64_t>(i)) return false;
+      return true;
+    case Op::Reverse: case Op::ReduceSum: case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin:
+    case Op::ReduceAny: case Op::ReduceAll:
+      return n.attrs.dims.empty();
+    default:
+      return false;  // only the data-movement ops above can be identities
+  }
+}
+
+// Evaluates one node whose operands are all constants, with the executor's kernels.
+std::shared_ptr<const Literal> fold(const Graph& g, const Node& n, const std::vector<const Literal*>& operands) {
+  auto one = std::make_shared<Graph>();
+  Builder b(*one);
+  std::vector<ValueId> ins;
+  for (const Literal* lit : operands) {
+    auto copy = std::make_shared<Literal>(*lit);
+    copy->type.weak = false;
+    ins.push_back(b.constant(std::move(copy)));
+  }
+  auto outs = b.emit(n.op, ins, n.attrs);
+  b.set_results(outs);
+  cpu::Executable exe(one);
+  auto result = exe.run({});
+  auto lit = std::make_shared<Literal>();
+  lit->type = g.type(n.outputs[0]);
+  lit->data = result[0];
+  return lit;
+}
+
+}  // namespace
+
+Graph eliminate_dead_code(const Graph& g) {
+  std::vector<bool> live(g.nodes.size(), false);
+  for (auto v : g.results) live[g.producer[v]] = true;
+  for (std::size_t i = g.nodes.size(); i-- > 0;) {
+    if (!live[i] && g.nodes[i].op != Op::Parameter) continue;
+    live[i] = true;  // parameters always stay: they are the program's signature
+    for (auto v : g.nodes[i].inputs) live[g.producer[v]] = true;
+  }
+  Graph out;
+  Builder b(out);
+  std::vector<ValueId> map(g.values.size(), 0);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!live[i]) continue;
+    const Node& n = g.nodes[i];
+    if (n.op == Op::Parameter) {
+      map[n.outputs[0]] = b.param(g.type(n.outputs[0]));
+      continue;
+    }
+    std::vector<ValueId> ins;
+    for (auto v : n.inputs) ins.push_back(map[v]);
+    auto outs = b.emit(n.op, ins, n.attrs);
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      out.values[outs[k]].weak = g.type(n.outputs[k]).weak;
+      map[n.outputs[k]] = outs[k];
+    }
+  }
+  std::vector<ValueId> results;
+  for (auto v : g.results) results.push_back(map[v]);
+  b.set_results(std::move(results));
+  return out;
+}
+
+Graph simplify(const Graph& input) {
+  const Graph g = eliminate_dead_code(input);
+  Graph out;
+  Builder b(out);
+  std::vector<ValueId> map(g.values.size(), 0);
+  std::unordered_map<NodeKey, ValueId, NodeKeyHash> seen;
+  std::vector<std::unique_ptr<Attrs>> key_attrs;  // NodeKey points at these
+
+  for (const Node& n : g.nodes) {
+    if (n.op == Op::Parameter) {
+      map[n.outputs[0]] = b.param(g.type(n.outputs[0]));
+      continue;
+    }
+    std::vector<ValueId> ins;
+    for (auto v : n.inputs) ins.push_back(map[v]);
+    if (n.outputs.size() == 1 && is_identity(g, n) && out.type(ins[0]).shape == g.type(n.outputs[0]).shape &&
+        out.type(ins[0]).dtype == g.type(n.outputs[0]).dtype) {
+      map[n.outputs[0]] = ins[0];
+      continue;
+    }
+    Attrs attrs = n.attrs;
+    Op op = n.op;
+    // reshape(reshape(x)) -> reshape(x)
+    if (op == Op::Reshape && out.producer_of(ins[0]).op == Op::Reshape) ins[0] = out.producer_of(ins[0]).inputs[0];
+
+    // Constant folding, when every operand is a constant and the result is small.
+    bool all_const = !ins.empty() && n.outputs.size() == 1;
+    for (auto v : ins) all_const = all_const && out.producer_of(v).op == Op::Constant;
+    const auto& ot = g.type(n.outputs[0]);
+    if (all_const && num_elements(ot.shape) <= kMaxFoldElements) {
+      std::int64_t largest_input = 1;
+      for (auto v : ins) largest_input = std::max(largest_input, num_elements(out.type(v).shape));
+      if (num_elements(ot.shape) <= std::max<std::int64_t>(largest_input, 64)) {
+        std::vector<const Literal*> lits;
+        for (auto v : ins) lits.push_back(out.producer_of(v).attrs.literal.get());
+        Attrs folded;
+        folded.literal = fold(g, n, lits);
+        op = Op::Constant;
+        attrs = std::move(folded);
+        ins.clear();
+      }
+    }
+
+    key_attrs.push_back(std::make_unique<Attrs>(attrs));
+    NodeKey key{op, ins, key_attrs.back().get(), n.outputs.size() == 1 && ot.weak};
+    if (auto it = seen.find(key); it != seen.end() && n.outputs.size() == 1) {
+      map[n.outputs[0]] = it->second;
+      continue;
+    }
+    auto outs = b.emit(op, ins, std::move(attrs));
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      out.values[outs[k]].weak = g.type(n.outputs[k]).weak;
+      map[n.outputs[k]] = outs[k];
+    }
+    if (outs.size() == 1) seen.emplace(std::move(key), outs[0]);
+  }
+  std::vector<ValueId> results;
+  for (auto v : g.results) results.push_back(map[v]);
+  b.set_results(std::move(results));
+  Graph cleaned = eliminate_dead_code(out);
+  verify(cleaned);
+  return cleaned;
+}
+
+}  // namespace qb

@@ -1,0 +1,16 @@
+// Graph simplification run on every traced program before it is compiled: dead-code
+// elimination, canonicalisation (identity converts/reshapes/broadcasts/transposes dropped,
+// reshape chains merged), constant folding with the CPU executor's own kernels (only where
+// the result is no larger than its inputs, so folding never inflates a program), constant
+// deduplication by value, and common-subexpression elimination keyed on every attribute.
+#pragma once
+#include "quabla/ir/graph.h"
+
+namespace qb {
+
+// Only the nodes the results depend on, in their order.
+Graph eliminate_dead_code(const Graph& g);
+// All of the above; the result computes bitwise the same results as `g`.
+Graph simplify(const Graph& g);
+
+}  // namespace qb
