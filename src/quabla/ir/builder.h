@@ -19,7 +19,8 @@ class Builder {
   ValueId emit1(Op op, std::initializer_list<ValueId> inputs, Attrs attrs = {});
   void set_results(std::vector<ValueId> results) { g_.results = std::move(results); }
 
-  const ValueType& type(ValueId v) const { return g_.type(v); }
+  // By value: a reference into the graph would dangle once the next node is emitted.
+  ValueType type(ValueId v) const { return g_.type(v); }
   Graph& graph() { return g_; }
 
  private:

@@ -165,7 +165,7 @@ void bind_array(nb::module_& m) {
         return eager_call(index_key(items), std::span(&a, 1), [&items](Builder& b, std::span<const ValueId> p) {
           return std::vector<ValueId>{api::getitem(b, p[0], items)};
         })[0];
-      })
+      }, nb::arg("index").none())
       .def("__setitem__", [](const Array&, nb::handle, nb::handle) {
         throw TypeError("quabla arrays are immutable: item assignment is not supported; build a new array with "
                         "qb.where, qb.concat or x.at-style functions");
