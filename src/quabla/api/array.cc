@@ -4,7 +4,10 @@ namespace qb {
 
 Array Array::empty(DType dtype, Shape shape) {
   const auto n = static_cast<std::size_t>(num_elements(shape));
-  return Array{Buffer::allocate(n * itemsize(dtype)), ValueType{dtype, std::move(shape), false}};
+  Array a;
+  a.storage = Buffer::allocate(n * itemsize(dtype));
+  a.type = ValueType{dtype, std::move(shape), false};
+  return a;
 }
 
 Array Array::scalar(double value, DType dtype, bool weak) {

@@ -63,7 +63,10 @@ std::vector<Array> run_program(const cpu::Executable& exe, std::span<const Array
   for (std::size_t i = 0; i < outs.size(); ++i) {
     ValueType t = g.type(g.results[i]);
     t.weak = false;
-    result.push_back(Array{std::move(outs[i]), std::move(t)});
+    Array a;
+    a.storage = std::move(outs[i]);
+    a.type = std::move(t);
+    result.push_back(std::move(a));
   }
   return result;
 }

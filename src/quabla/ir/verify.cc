@@ -24,7 +24,12 @@ void verify(const Graph& g) {
     } else {
       std::vector<ValueType> in;
       for (auto v : n.inputs) in.push_back(g.type(v));
-      const auto out = infer_types(n.op, in, n.attrs);
+      std::vector<ValueType> out;
+      try {
+        out = infer_types(n.op, in, n.attrs);
+      } catch (const ValueError& e) {
+        bad(std::string("node ") + std::to_string(ni) + " is ill-typed: " + e.what());
+      }
       if (out.size() != n.outputs.size()) bad("output count of " + std::string(op_name(n.op)));
       for (std::size_t i = 0; i < out.size(); ++i) {
         auto recorded = g.type(n.outputs[i]);

@@ -74,8 +74,6 @@ PyType_Slot array_slots[] = {
     {0, nullptr},
 };
 
-std::unique_ptr<nb::class_<Array>> g_array_class;
-
 std::vector<api::IndexItem> parse_index(nb::handle idx) {
   std::vector<nb::handle> items;
   if (PyTuple_Check(idx.ptr())) {
@@ -127,12 +125,9 @@ std::string index_key(const std::vector<api::IndexItem>& items) {
 
 }  // namespace
 
-nb::class_<Array>& array_class() { return *g_array_class; }
-
-void bind_array(nb::module_& m) {
-  g_array_class = std::make_unique<nb::class_<Array>>(m, "Array", nb::type_slots(array_slots),
-                                                      "An immutable n-dimensional array (float32, float64 or bool).");
-  auto& cls = *g_array_class;
+nb::class_<Array> bind_array(nb::module_& m) {
+  nb::class_<Array> cls(m, "Array", nb::type_slots(array_slots),
+                        "An immutable n-dimensional array (float32, float64 or bool).");
   cls.def(nb::new_([](nb::handle obj, nb::handle dtype) { return to_array(obj, parse_dtype(dtype)); }),
           nb::arg("obj"), nb::arg("dtype") = nb::none())
       .def_prop_ro("shape", [](const Array& a) {
@@ -174,6 +169,7 @@ void bind_array(nb::module_& m) {
       .def("_shares_storage_with", [](const Array& a, const Array& b) { return a.storage == b.storage; });
   cls.attr("__hash__") = nb::none();  // == is elementwise, as in NumPy
   cls.attr("__array_priority__") = 100;  // NumPy defers binary operators to us
+  return cls;
 }
 
 }  // namespace qb::py

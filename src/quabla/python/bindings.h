@@ -29,15 +29,12 @@ nb::object to_list(const Array& a);
 nb::object item(const Array& a);
 
 void bind_dtypes(nb::module_& m);
-void bind_array(nb::module_& m);
+nb::class_<Array> bind_array(nb::module_& m);
 void bind_functions(nb::module_& m, nb::class_<Array>& cls);
 void bind_constructors(nb::module_& m);
 void bind_program(nb::module_& m);
 
 // quabla.TracerError (a QuablaError and a TypeError), created by the module.
 PyObject* tracer_error_type();
-
-// The Array class object (set by bind_array) so functions can bind methods too.
-nb::class_<Array>& array_class();
 
 }  // namespace qb::py

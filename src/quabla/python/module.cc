@@ -52,8 +52,8 @@ NB_MODULE(_core, m) {
   });
 
   qb::py::bind_dtypes(m);
-  qb::py::bind_array(m);
-  qb::py::bind_functions(m, qb::py::array_class());
+  auto array_class = qb::py::bind_array(m);
+  qb::py::bind_functions(m, array_class);
   qb::py::bind_constructors(m);
   qb::py::bind_program(m);
   m.def("set_num_threads", &qb::set_num_threads, "Threads the CPU kernels may use (results do not depend on it).");

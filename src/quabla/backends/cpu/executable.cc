@@ -9,11 +9,10 @@ namespace qb::cpu {
 
 namespace {
 
-bool all_uses_elementwise(const Graph& g, ValueId v) {
+bool all_uses_elementwise(const Graph& g, const std::vector<std::vector<std::uint32_t>>& users, ValueId v) {
   if (std::find(g.results.begin(), g.results.end(), v) != g.results.end()) return false;
-  for (const Node& n : g.nodes) {
-    if (std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end() && !is_elementwise(n.op)) return false;
-  }
+  for (auto u : users[v])
+    if (!is_elementwise(g.nodes[u].op)) return false;
   return true;
 }
 
@@ -21,22 +20,26 @@ bool all_uses_elementwise(const Graph& g, ValueId v) {
 
 Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(graph)) {
   const Graph& g = *graph_;
-  std::vector<int> last_use(g.values.size(), -1);
-  for (std::size_t i = 0; i < g.nodes.size(); ++i)
-    for (auto v : g.nodes[i].inputs) last_use[v] = static_cast<int>(i);
-  for (auto v : g.results) last_use[v] = static_cast<int>(g.nodes.size());  // never released
+  const FusionPlan fusion = plan_fusion(g);
+  std::vector<std::vector<std::uint32_t>> users(g.values.size());
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i)
+    for (auto v : g.nodes[i].inputs) users[v].push_back(i);
 
+  // Steps: constants first (fused kernels may read a constant defined after their first
+  // member), then nodes in order, each fused kernel where its first member stands.
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].op == Op::Constant) steps_.push_back(Step{i, nullptr, {}, {}, false});
   std::vector<bool> is_scalar_value(g.values.size(), false);
-  std::vector<std::vector<ValueId>> release_at(g.nodes.size());
-  for (std::size_t v = 0; v < g.values.size(); ++v) {
-    if (last_use[v] >= 0 && last_use[v] < static_cast<int>(g.nodes.size())) release_at[last_use[v]].push_back(static_cast<ValueId>(v));
-  }
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    if (n.op == Op::Parameter) continue;
-    Step s{static_cast<std::uint32_t>(i), std::move(release_at[i]), {}, false};
+    if (n.op == Op::Parameter || n.op == Op::Constant) continue;
+    if (const int k = fusion.group[i]; k >= 0) {
+      if (fusion.first_node[k] == i) steps_.push_back(Step{i, fusion.kernels[k], {}, {}, false});
+      continue;
+    }
+    Step s{i, nullptr, {}, {}, false};
     if (n.op == Op::BroadcastInDim && num_elements(g.type(n.inputs[0]).shape) == 1 &&
-        all_uses_elementwise(g, n.outputs[0])) {
+        all_uses_elementwise(g, users, n.outputs[0])) {
       s.virtual_broadcast = true;
       is_scalar_value[n.outputs[0]] = true;
     }
@@ -46,6 +49,17 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
     }
     steps_.push_back(std::move(s));
   }
+
+  // Liveness: release each buffer after the last step that reads it (results are kept).
+  std::vector<int> last_use(g.values.size(), -1);
+  for (std::size_t si = 0; si < steps_.size(); ++si) {
+    const Step& s = steps_[si];
+    const auto& reads = s.fused ? s.fused->inputs : g.nodes[s.node].inputs;
+    for (auto v : reads) last_use[v] = static_cast<int>(si);
+  }
+  for (auto v : g.results) last_use[v] = -1;
+  for (std::size_t v = 0; v < g.values.size(); ++v)
+    if (last_use[v] >= 0) steps_[last_use[v]].release.push_back(static_cast<ValueId>(v));
   compute_stats();
 }
 
@@ -57,11 +71,18 @@ void Executable::compute_stats() {
   stats_.peak_bytes = live;
   // Values that own a buffer (not views of another value's storage).
   std::vector<bool> owns(g.values.size(), false);
-  for (auto p : g.params) owns[p] = true;
   for (const Step& s : steps_) {
     const Node& n = g.nodes[s.node];
-    const bool view = n.op == Op::Constant || n.op == Op::Reshape || s.virtual_broadcast;
-    if (!view) {
+    if (s.fused) {
+      ++stats_.kernels;
+      for (auto v : s.fused->outputs) {
+        owns[v] = true;
+        ++stats_.buffers;
+        live += bytes(v);
+      }
+      // One tile set of scratch per fused kernel while it runs.
+      stats_.peak_bytes = std::max(stats_.peak_bytes, live + s.fused->num_slots * FusedKernel::kSlotBytes);
+    } else if (!(n.op == Op::Constant || n.op == Op::Reshape || s.virtual_broadcast)) {
       ++stats_.kernels;
       for (auto v : n.outputs) {
         owns[v] = true;
@@ -71,7 +92,7 @@ void Executable::compute_stats() {
       stats_.peak_bytes = std::max(stats_.peak_bytes, live);
     }
     for (auto v : s.release)
-      if (owns[v] && std::find(g.params.begin(), g.params.end(), v) == g.params.end()) live -= bytes(v);
+      if (owns[v]) live -= bytes(v);
   }
 }
 
@@ -84,7 +105,8 @@ std::vector<BufferPtr> Executable::run(std::span<const BufferPtr> args) const {
   std::vector<BufferPtr> env(g.values.size());
   for (std::size_t i = 0; i < args.size(); ++i) env[g.params[i]] = args[i];
   for (const Step& s : steps_) {
-    run_step(s, env);
+    if (s.fused) s.fused->run(env, g);
+    else run_step(s, env);
     for (auto v : s.release) env[v].reset();
   }
   std::vector<BufferPtr> out;

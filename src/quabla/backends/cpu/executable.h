@@ -4,6 +4,7 @@
 #include <span>
 #include <vector>
 
+#include "quabla/backends/cpu/fusion.h"
 #include "quabla/ir/graph.h"
 #include "quabla/runtime/buffer.h"
 
@@ -30,6 +31,8 @@ class Executable {
  private:
   struct Step {
     std::uint32_t node;
+    // A fused elementwise kernel standing for several nodes (fusion.h), or null.
+    std::shared_ptr<const FusedKernel> fused;
     // Values whose buffers can be released after this step (their last use).
     std::vector<ValueId> release;
     // Per operand: reads a one-element buffer for every index (elementwise ops only).

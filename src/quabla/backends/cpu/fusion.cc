@@ -1,0 +1,233 @@
+#include "quabla/backends/cpu/fusion.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "quabla/backends/cpu/kernels.h"
+#include "quabla/runtime/thread_pool.h"
+
+namespace qb::cpu {
+
+namespace {
+
+bool is_scalar_broadcast(const Graph& g, const Node& n) {
+  return n.op == Op::BroadcastInDim && num_elements(g.type(n.inputs[0]).shape) == 1;
+}
+
+// Strides (in source elements) per group axis for reading `src_shape` broadcast by `dims`.
+std::vector<std::int64_t> broadcast_strides(const Shape& out_shape, const Shape& src_shape,
+                                            const std::vector<std::int64_t>& dims) {
+  const auto src_strides = row_major_strides(src_shape);
+  std::vector<std::int64_t> s(out_shape.size(), 0);
+  for (std::size_t i = 0; i < dims.size(); ++i) s[dims[i]] = src_shape[i] == 1 ? 0 : src_strides[i];
+  return s;
+}
+
+// dst[k] = src[offset(begin + k)] for k < len, where offset maps a flat index over `shape`
+// through `strides`.
+void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& shape,
+                        const std::vector<std::int64_t>& strides, std::int64_t begin, std::int64_t len, std::byte* dst) {
+  const std::size_t rank = shape.size();
+  std::vector<std::int64_t> idx(rank, 0);
+  std::int64_t rem = begin, off = 0;
+  for (std::size_t a = rank; a-- > 0;) {
+    idx[a] = rem % shape[a];
+    rem /= shape[a];
+    off += idx[a] * strides[a];
+  }
+  for (std::int64_t k = 0; k < len; ++k) {
+    std::memcpy(dst + k * static_cast<std::int64_t>(elem), src + off * static_cast<std::int64_t>(elem), elem);
+    for (std::size_t a = rank; a-- > 0;) {
+      off += strides[a];
+      if (++idx[a] < shape[a]) break;
+      off -= strides[a] * shape[a];
+      idx[a] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
+  for (ValueId v : outputs) {
+    env[v] = Buffer::allocate(static_cast<std::size_t>(n) * itemsize(g.type(v).dtype));
+  }
+  const std::int64_t tiles = (n + kTile - 1) / kTile;
+  // Pointers resolved once per run, not per tile.
+  std::vector<const std::byte*> base(g.values.size(), nullptr);
+  for (ValueId v : inputs) base[v] = env[v]->data();
+  for (ValueId v : outputs) base[v] = env[v]->data();
+  parallel_for(tiles, 8, [&](std::int64_t tb, std::int64_t te) {
+    thread_local std::vector<std::byte> scratch;
+    if (scratch.size() < static_cast<std::size_t>(num_slots * kSlotBytes)) scratch.resize(num_slots * kSlotBytes);
+    std::byte* slots = scratch.data();
+    for (std::int64_t t = tb; t < te; ++t) {
+      const std::int64_t b = t * kTile, len = std::min(kTile, n - b);
+      for (const MicroOp& m : ops) {
+        std::byte* dst = m.slot >= 0 ? slots + m.slot * kSlotBytes
+                                     : const_cast<std::byte*>(base[m.out]) + b * static_cast<std::int64_t>(itemsize(m.out_dtype));
+        if (m.op == Op::BroadcastInDim) {
+          strided_range_copy(itemsize(m.out_dtype), base[m.srcs[0].value], shape, m.load_strides, b, len, dst);
+          continue;
+        }
+        Operand operands[3];
+        for (std::size_t i = 0; i < m.srcs.size(); ++i) {
+          const Source& s = m.srcs[i];
+          const std::int64_t elem = static_cast<std::int64_t>(itemsize(g.type(s.value).dtype));
+          switch (s.kind) {
+            case Source::Full: case Source::Materialized: operands[i] = {base[s.value] + b * elem, false}; break;
+            case Source::Scalar: operands[i] = {base[s.value], true}; break;
+            case Source::Slot: operands[i] = {slots + s.slot * kSlotBytes, false}; break;
+          }
+        }
+        elementwise(m.op, m.in_dtype, m.out_dtype, std::span<const Operand>(operands, m.srcs.size()), dst, len);
+      }
+    }
+  });
+}
+
+FusionPlan plan_fusion(const Graph& g) {
+  const std::size_t N = g.nodes.size();
+  FusionPlan plan;
+  plan.group.assign(N, -1);
+
+  // 1. Greedy grouping in node order: a node joins the open group when it has the group's
+  //    shape and every operand is a member, a constant, or produced before the group starts
+  //    (the group runs where its first member stands).
+  std::vector<std::vector<std::uint32_t>> groups;
+  std::vector<Shape> group_shape;
+  int open = -1;
+  for (std::uint32_t i = 0; i < N; ++i) {
+    const Node& n = g.nodes[i];
+    const bool fusible = (is_elementwise(n.op) && n.outputs.size() == 1) || n.op == Op::BroadcastInDim;
+    if (!fusible) continue;
+    const Shape& shape = g.type(n.outputs[0]).shape;
+    bool joins = open >= 0 && group_shape[open] == shape;
+    for (std::size_t k = 0; joins && k < n.inputs.size(); ++k) {
+      const std::uint32_t p = g.producer[n.inputs[k]];
+      joins = plan.group[p] == open || g.nodes[p].op == Op::Constant || p < groups[open].front();
+    }
+    if (!joins) {
+      open = static_cast<int>(groups.size());
+      groups.emplace_back();
+      group_shape.push_back(shape);
+    }
+    groups[open].push_back(i);
+    plan.group[i] = open;
+  }
+
+  // 2. Which member values are read outside their group (or are results): materialised.
+  std::vector<bool> used_outside(g.values.size(), false);
+  for (std::uint32_t i = 0; i < N; ++i)
+    for (ValueId v : g.nodes[i].inputs)
+      if (plan.group[g.producer[v]] != plan.group[i] || plan.group[i] < 0) used_outside[v] = true;
+  for (ValueId v : g.results) used_outside[v] = true;
+
+  // 3. Keep groups with at least two real ops; lower the others back to single nodes.
+  std::vector<int> renumber(groups.size(), -1);
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    int real = 0;
+    for (auto i : groups[k]) real += !is_scalar_broadcast(g, g.nodes[i]);
+    if (real >= 2) {
+      renumber[k] = static_cast<int>(plan.kernels.size());
+      plan.kernels.push_back(nullptr);
+      plan.first_node.push_back(groups[k].front());
+    }
+  }
+  for (auto& gi : plan.group) gi = gi >= 0 ? renumber[gi] : -1;
+
+  // 4. Micro-ops with scratch slots assigned by liveness inside the group.
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    if (renumber[k] < 0) continue;
+    auto kernel = std::make_shared<FusedKernel>();
+    kernel->shape = group_shape[k];
+    kernel->n = num_elements(kernel->shape);
+    const int gid = renumber[k];
+    std::vector<int> last_use_in_group(g.values.size(), -1);
+    for (std::size_t m = 0; m < groups[k].size(); ++m)
+      for (ValueId v : g.nodes[groups[k][m]].inputs) last_use_in_group[v] = static_cast<int>(m);
+    std::vector<FusedKernel::Source> where(g.values.size());
+    std::vector<bool> known(g.values.size(), false);
+    struct FreeSlot {
+      int slot;
+      int freed_at;      // the micro-op whose operand released it
+      std::size_t elem;  // element size of the value it held
+    };
+    std::vector<FreeSlot> free_slots;
+    auto add_input = [&](ValueId v) {
+      if (std::find(kernel->inputs.begin(), kernel->inputs.end(), v) == kernel->inputs.end()) kernel->inputs.push_back(v);
+    };
+    for (std::size_t m = 0; m < groups[k].size(); ++m) {
+      const Node& n = g.nodes[groups[k][m]];
+      const ValueId out = n.outputs[0];
+      if (is_scalar_broadcast(g, n)) {  // read its one-element source for every index
+        add_input(n.inputs[0]);
+        where[out] = {FusedKernel::Source::Scalar, n.inputs[0], -1};
+        known[out] = true;
+        if (used_outside[out]) {
+          // Materialise it with a load.
+          FusedKernel::MicroOp load{Op::BroadcastInDim, g.type(out).dtype, g.type(out).dtype,
+                                    {{FusedKernel::Source::Full, n.inputs[0], -1}},
+                                    std::vector<std::int64_t>(kernel->shape.size(), 0), out, -1};
+          kernel->ops.push_back(std::move(load));
+          kernel->outputs.push_back(out);
+        }
+        continue;
+      }
+      FusedKernel::MicroOp op;
+      op.op = n.op;
+      op.out = out;
+      op.out_dtype = g.type(out).dtype;
+      op.in_dtype = g.type(n.inputs[n.op == Op::Select ? 1 : 0]).dtype;
+      for (ValueId v : n.inputs) {
+        if (known[v]) {
+          op.srcs.push_back(where[v]);
+        } else {
+          add_input(v);
+          const bool scalar = num_elements(g.type(v).shape) == 1 && kernel->n != 1;
+          op.srcs.push_back({scalar ? FusedKernel::Source::Scalar : FusedKernel::Source::Full, v, -1});
+        }
+      }
+      if (n.op == Op::BroadcastInDim) {
+        op.load_strides = broadcast_strides(kernel->shape, g.type(n.inputs[0]).shape, n.attrs.dims);
+      }
+      // Release the slots of operands whose last use in the group is this op.
+      for (ValueId v : n.inputs) {
+        if (known[v] && where[v].kind == FusedKernel::Source::Slot && last_use_in_group[v] == static_cast<int>(m)) {
+          const int slot = where[v].slot;
+          if (std::none_of(free_slots.begin(), free_slots.end(), [&](const FreeSlot& f) { return f.slot == slot; }))
+            free_slots.push_back({slot, static_cast<int>(m), itemsize(g.type(v).dtype)});
+        }
+      }
+      if (used_outside[out]) {
+        kernel->outputs.push_back(out);
+        where[out] = {FusedKernel::Source::Materialized, out, -1};
+      } else {
+        // A slot freed by an earlier op is free; one freed by this op's own operand may be
+        // written in place only when the result's elements are no wider than the operand's
+        // (kernels read element i before writing it, so result i never overwrites an
+        // operand element that is still to be read).
+        const std::size_t out_elem = itemsize(op.out_dtype);
+        auto reusable = std::find_if(free_slots.rbegin(), free_slots.rend(), [&](const FreeSlot& f) {
+          return f.freed_at < static_cast<int>(m) || f.elem >= out_elem;
+        });
+        int slot;
+        if (reusable != free_slots.rend()) {
+          slot = reusable->slot;
+          free_slots.erase(std::next(reusable).base());
+        } else {
+          slot = kernel->num_slots++;
+        }
+        op.slot = slot;
+        where[out] = {FusedKernel::Source::Slot, out, slot};
+      }
+      known[out] = true;
+      kernel->ops.push_back(std::move(op));
+    }
+    plan.kernels[gid] = std::move(kernel);
+  }
+  return plan;
+}
+
+}  // namespace qb::cpu

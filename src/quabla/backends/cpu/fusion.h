@@ -1,0 +1,55 @@
+// Elementwise fusion: maximal chains of elementwise ops (and the broadcasts feeding them)
+// over one shape become one kernel that works tile by tile, so intermediates live in a
+// small per-thread scratch tile set and never in full-size buffers. Each micro-op calls
+// the same kernel as op-by-op execution, element for element, so fused results are bitwise
+// identical to unfused ones.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "quabla/ir/graph.h"
+#include "quabla/runtime/buffer.h"
+
+namespace qb::cpu {
+
+struct FusedKernel {
+  static constexpr std::int64_t kTile = 1024;  // elements per tile
+  static constexpr std::int64_t kSlotBytes = kTile * 8;
+
+  struct Source {
+    enum Kind : std::uint8_t { Full, Scalar, Slot, Materialized } kind;
+    ValueId value = 0;  // Full/Scalar/Materialized: the value whose buffer is read
+    int slot = -1;      // Slot: the scratch slot
+  };
+  struct MicroOp {
+    Op op;                            // an elementwise op, or BroadcastInDim (a strided load)
+    DType in_dtype, out_dtype;
+    std::vector<Source> srcs;
+    std::vector<std::int64_t> load_strides;  // BroadcastInDim: source stride per group axis
+    ValueId out;
+    int slot = -1;                    // scratch slot of the result, or -1 when materialised
+  };
+
+  Shape shape;
+  std::int64_t n = 0;
+  std::vector<MicroOp> ops;
+  std::vector<ValueId> inputs;   // external values read (their buffers must be live)
+  std::vector<ValueId> outputs;  // member values written to full-size buffers
+  int num_slots = 0;
+
+  // Allocates the outputs in env and runs every tile (over the thread pool).
+  void run(std::vector<BufferPtr>& env, const Graph& g) const;
+};
+
+// The fusion plan of a graph: group[i] is the index of the fused kernel node i belongs to,
+// or -1; kernels[k] runs where its first member node stands.
+struct FusionPlan {
+  std::vector<int> group;
+  std::vector<std::uint32_t> first_node;  // per kernel
+  std::vector<std::shared_ptr<const FusedKernel>> kernels;
+};
+
+FusionPlan plan_fusion(const Graph& g);
+
+}  // namespace qb::cpu
