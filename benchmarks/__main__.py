@@ -10,9 +10,9 @@ import os
 import platform
 import sys
 
-from . import eager
+from . import eager, jit
 
-WORKLOADS = {"eager": eager.run}
+WORKLOADS = {"eager": eager.run, "jit": jit.run}
 
 
 def _machine() -> str:

@@ -41,6 +41,8 @@ def _format_plain(values, ndim):
 
 def __repr__(self):
     dtype = self.dtype.name
+    if self._is_tracer:
+        return f"Traced<{dtype}{list(self.shape)}>"
     try:
         import numpy as np
     except ImportError:  # pragma: no cover - exercised only without NumPy
@@ -53,6 +55,8 @@ def __repr__(self):
 
 
 def __str__(self):
+    if self._is_tracer:
+        return __repr__(self)
     try:
         import numpy as np
     except ImportError:  # pragma: no cover

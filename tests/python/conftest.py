@@ -1,12 +1,28 @@
 """Shared helpers for the Python test suite of Quabla's array and eager-operation layer."""
 from __future__ import annotations
 
+import os
 import re
+import sys
 
-import numpy as np
-import pytest
 
-import quabla as qb
+def _disable_editable_rebuild() -> None:
+    """With SKBUILD_EDITABLE_SKIP set, import the installed extension as it is: switch off the
+    scikit-build-core editable finder's rebuild-on-import (newer hooks only honour a build-dir
+    path in that variable, and then stop resolving the package altogether)."""
+    if not os.environ.get("SKBUILD_EDITABLE_SKIP") or "quabla" in sys.modules:
+        return
+    for finder in sys.meta_path:
+        if type(finder).__name__ == "ScikitBuildRedirectingFinder" and hasattr(finder, "rebuild_flag"):
+            finder.rebuild_flag = False
+
+
+_disable_editable_rebuild()
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import quabla as qb  # noqa: E402
 
 QB_DTYPES = {"float32": qb.float32, "float64": qb.float64, "bool": qb.bool_}
 NP_DTYPES = {"float32": np.float32, "float64": np.float64, "bool": np.bool_}

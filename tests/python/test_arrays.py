@@ -126,7 +126,6 @@ def test_array_dtype_argument(dtype, expected):
     check(qb.asarray([1, 0, 2.5], dtype=dtype), expected)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: NumPy scalar types (np.float32, np.float64, np.bool_) are rejected as dtype=")
 @pytest.mark.parametrize("np_type, expected", [
     (np.float32, np.array([1.0, 2.0], dtype=np.float32)),
     (np.float64, np.array([1.0, 2.0])),

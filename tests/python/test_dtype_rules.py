@@ -10,6 +10,10 @@ import pytest
 import quabla as qb
 from conftest import check, np_of, NP_DTYPES, QB_DTYPES
 
+# NumPy's own warnings while computing references (x / 0, pow of a negative base, f64 -> f32 overflow)
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:(divide by zero|invalid value|overflow) encountered:RuntimeWarning")
+
 VALUES = [1.0, -2.5, 0.1, 3.0, 1e-3]
 
 
@@ -181,7 +185,6 @@ def test_comparison_with_unconvertible_falls_back():
     assert (x == {}) is False
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: x == None raises nanobind TypeError instead of returning NotImplemented")
 def test_comparison_with_none():
     x = qb.array([1.0, 2.0])
     assert (x == None) is False  # noqa: E711

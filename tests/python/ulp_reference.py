@@ -154,6 +154,20 @@ def log_sweep(fmt: Format, lo: float, hi: float, n: int, seed: int, signs=(1, -1
     return _cast(np.concatenate(out), fmt)
 
 
+def bits_sweep(fmt: Format, n: int, seed: int, lo: float = 0.0, hi: float = math.inf,
+               signs=(1, -1)) -> np.ndarray:
+    """n random floats uniform over bit patterns with magnitude in [lo, hi] (so uniform in
+    exponent: subnormal, small, normal and huge alike), with a random sign from signs."""
+    rng = np.random.default_rng(seed)
+    _, _, big = fmt_consts(fmt)
+    dt, it = fmt.np_dtype, fmt.int_dtype
+    a = int(np.array(dt(lo)).view(it))
+    b = int(np.array(dt(min(hi, big))).view(it))
+    mags = rng.integers(a, b, n, endpoint=True).astype(it).view(dt)
+    sgn = rng.choice(np.array(signs, dtype=dt), n)
+    return (mags * sgn).astype(dt)
+
+
 def lin_sweep(fmt: Format, lo: float, hi: float, n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return _cast(np.sort(rng.uniform(lo, hi, n)), fmt)

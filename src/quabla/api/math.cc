@@ -127,19 +127,12 @@ V relu(Builder& b, V x) {
 
 V silu(Builder& b, V x) {
   require_float(b, "silu", x);
-  return b.emit1(Op::Mul, {x, b.emit1(Op::Logistic, {x})});
+  return b.emit1(Op::Silu, {x});
 }
 
 V gelu(Builder& b, V x, bool approximate) {
   require_float(b, "gelu", x);
-  if (approximate) {
-    // 0.5 x (1 + tanh(z)) = x * logistic(2z), z = sqrt(2/pi) (x + 0.044715 x^3): the logistic
-    // form has no cancellation for negative x.
-    V x3 = b.emit1(Op::Mul, {b.emit1(Op::Mul, {x, x}), x});
-    V inner = b.emit1(Op::Add, {x, b.emit1(Op::Mul, {like(b, x, 0.044715), x3})});
-    V z2 = b.emit1(Op::Mul, {like(b, x, 2.0 * 0.79788456080286535588), inner});
-    return b.emit1(Op::Mul, {x, b.emit1(Op::Logistic, {z2})});
-  }
+  if (approximate) return b.emit1(Op::GeluTanh, {x});  // a primitive for accuracy (scalar_math.h)
   // 0.5 x erfc(-x / sqrt 2): exact form, accurate in the left tail.
   V t = b.emit1(Op::Mul, {like(b, x, -0.70710678118654752440), x});
   return b.emit1(Op::Mul, {b.emit1(Op::Mul, {like(b, x, 0.5), x}), b.emit1(Op::Erfc, {t})});

@@ -65,12 +65,12 @@ double scalar_arg(nb::handle h, const char* fname, const char* what) {
 
 void bind_constructors(nb::module_& m) {
   m.def("array", [](nb::handle obj, nb::handle dtype) { return to_array(obj, parse_dtype(dtype)); },
-        nb::arg("obj"), nb::arg("dtype") = nb::none());
+        nb::arg("obj").none(), nb::arg("dtype") = nb::none());
   m.def("asarray", [](nb::handle obj, nb::handle dtype) -> nb::object {
     auto d = parse_dtype(dtype);
     if (nb::isinstance<Array>(obj) && (!d || nb::cast<const Array&>(obj).dtype() == *d)) return nb::borrow(obj);
     return nb::cast(to_array(obj, d));
-  }, nb::arg("obj"), nb::arg("dtype") = nb::none());
+  }, nb::arg("obj").none(), nb::arg("dtype") = nb::none());
   m.def("zeros", [](nb::handle shape, nb::handle dtype) {
     return generate(parse_dtype(dtype).value_or(DType::f64), checked_shape(shape, "zeros"), [](std::int64_t) { return 0.0; });
   }, nb::arg("shape"), nb::arg("dtype") = nb::none());

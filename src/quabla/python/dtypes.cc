@@ -22,7 +22,10 @@ std::optional<DType> parse_dtype(nb::handle obj) {
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::f64;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::bool_;
   std::string name;
-  if (nb::isinstance<nb::str>(obj)) {
+  if (PyType_Check(obj.ptr()) && nb::hasattr(obj, "__module__") &&
+      nb::cast<std::string>(nb::str(obj.attr("__module__"))) == "numpy") {  // np.float32 (a scalar type)
+    name = nb::cast<std::string>(nb::str(nb::module_::import_("numpy").attr("dtype")(obj).attr("name")));
+  } else if (nb::isinstance<nb::str>(obj)) {
     name = nb::cast<std::string>(obj);
   } else if (nb::hasattr(obj, "dtype") && nb::hasattr(obj.attr("dtype"), "name")) {  // np.float32 (a type)
     name = nb::cast<std::string>(nb::str(obj.attr("dtype").attr("name")));

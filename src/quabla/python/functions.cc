@@ -276,7 +276,7 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   def_both(m, cls, "broadcast_to", [](nb::handle x, nb::handle shape) {
     auto s = parse_shape(shape, "broadcast_to");
     return call1("broadcast_to" + shape_str(s), x, [&](Builder& b, V a) { return api::broadcast_to(b, a, s); });
-  });
+  }, nb::arg("x"), nb::arg("shape"));
   def_both(m, cls, "squeeze", [](nb::handle x, nb::handle axis) {
     auto axes = parse_axes(axis, "squeeze");
     return call1("squeeze" + axes_key(axes), x, [&](Builder& b, V a) { return api::squeeze(b, a, axes); });
@@ -285,7 +285,7 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     auto axes = parse_axes(axis, "expand_dims");
     if (!axes) throw TypeError("expand_dims: axis must be an int or a tuple of ints");
     return call1("expand_dims" + axes_key(axes), x, [&](Builder& b, V a) { return api::expand_dims(b, a, *axes); });
-  });
+  }, nb::arg("x"), nb::arg("axis"));
   def_both(m, cls, "flip", [](nb::handle x, nb::handle axis) {
     auto axes = parse_axes(axis, "flip");
     return call1("flip" + axes_key(axes), x, [&](Builder& b, V a) { return api::flip(b, a, axes); });
@@ -371,7 +371,7 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
                                   std::tuple{"__eq__", Op::Eq, "equal"}, std::tuple{"__ne__", Op::Ne, "not_equal"}}) {
     cls.def(dunder, [op, name](nb::handle x, nb::handle y) {
       return or_not_implemented([&] { return compare_op(op, name, x, y); });
-    });
+    }, nb::arg("other").none());
   }
 
   m.def("_eager_cache_size", &eager_cache_size);

@@ -27,6 +27,9 @@ PyObject* tracer_error_type() {
 }  // namespace qb::py
 
 NB_MODULE(_core, m) {
+  // Module-level objects (dtypes, cached programs' arrays) may outlive nanobind's teardown
+  // check at interpreter exit; that is not a leak of a running program.
+  nb::set_leak_warnings(false);
   m.doc() = "Quabla's C++ core: IR, CPU executor and host arrays (bindings only).";
   PyObject* quabla_error = qb::py::quabla_error_type();
   m.attr("QuablaError") = nb::borrow(quabla_error);

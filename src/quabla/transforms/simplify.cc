@@ -156,8 +156,14 @@ Graph simplify(const Graph& input) {
     }
     Attrs attrs = n.attrs;
     Op op = n.op;
-    // reshape(reshape(x)) -> reshape(x)
-    if (op == Op::Reshape && out.producer_of(ins[0]).op == Op::Reshape) ins[0] = out.producer_of(ins[0]).inputs[0];
+    // reshape(reshape(x)) -> reshape(x), and nothing at all when that is x's own shape.
+    if (op == Op::Reshape && out.producer_of(ins[0]).op == Op::Reshape) {
+      ins[0] = out.producer_of(ins[0]).inputs[0];
+      if (out.type(ins[0]).shape == attrs.shape) {
+        map[n.outputs[0]] = ins[0];
+        continue;
+      }
+    }
 
     // Constant folding, when every operand is a constant and the result is small.
     bool all_const = !ins.empty() && n.outputs.size() == 1;

@@ -108,9 +108,9 @@ void float_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n
     case Op::Log2: return map1<T, T>(in, out, n, [](T x) { return std::log2(x); });
     case Op::Log10: return map1<T, T>(in, out, n, [](T x) { return std::log10(x); });
     case Op::Log1p: return map1<T, T>(in, out, n, [](T x) { return std::log1p(x); });
-    case Op::Sin: return map1<T, T>(in, out, n, [](T x) { return std::sin(x); });
-    case Op::Cos: return map1<T, T>(in, out, n, [](T x) { return std::cos(x); });
-    case Op::Tan: return map1<T, T>(in, out, n, [](T x) { return std::tan(x); });
+    case Op::Sin: return map1<T, T>(in, out, n, [](T x) { return math::sin(x); });
+    case Op::Cos: return map1<T, T>(in, out, n, [](T x) { return math::cos(x); });
+    case Op::Tan: return map1<T, T>(in, out, n, [](T x) { return math::tan(x); });
     case Op::Asin: return map1<T, T>(in, out, n, [](T x) { return std::asin(x); });
     case Op::Acos: return map1<T, T>(in, out, n, [](T x) { return std::acos(x); });
     case Op::Atan: return map1<T, T>(in, out, n, [](T x) { return std::atan(x); });
@@ -124,6 +124,8 @@ void float_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n
     case Op::Erfc: return map1<T, T>(in, out, n, [](T x) { return std::erfc(x); });
     case Op::Logistic: return map1<T, T>(in, out, n, [](T x) { return math::logistic(x); });
     case Op::Softplus: return map1<T, T>(in, out, n, [](T x) { return math::softplus(x); });
+    case Op::Silu: return map1<T, T>(in, out, n, [](T x) { return math::silu(x); });
+    case Op::GeluTanh: return map1<T, T>(in, out, n, [](T x) { return math::gelu_tanh(x); });
     case Op::StopGradient: return map1<T, T>(in, out, n, [](T x) { return x; });
     case Op::IsNan: return map1<T, B>(in, out, n, [](T x) { return std::isnan(x); });
     case Op::IsInf: return map1<T, B>(in, out, n, [](T x) { return std::isinf(x); });

@@ -181,8 +181,14 @@ FusionPlan plan_fusion(const Graph& g) {
       op.out_dtype = g.type(out).dtype;
       op.in_dtype = g.type(n.inputs[n.op == Op::Select ? 1 : 0]).dtype;
       for (ValueId v : n.inputs) {
+        const Node& producer = g.producer_of(v);
         if (known[v]) {
           op.srcs.push_back(where[v]);
+        } else if (is_scalar_broadcast(g, producer)) {
+          // A broadcast scalar made outside the group (possibly never materialised: the
+          // executor passes such broadcasts through as their one element): read the scalar.
+          add_input(producer.inputs[0]);
+          op.srcs.push_back({FusedKernel::Source::Scalar, producer.inputs[0], -1});
         } else {
           add_input(v);
           const bool scalar = num_elements(g.type(v).shape) == 1 && kernel->n != 1;

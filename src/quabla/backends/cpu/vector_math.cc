@@ -3,7 +3,10 @@
 #if defined(QUABLA_HAVE_LIBMVEC) && defined(__AVX2__)
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
+
+#include "quabla/backends/cpu/scalar_math.h"
 
 // The x86_64 vector ABI names of libmvec's AVX2 ("d") variants: 8 floats or 4 doubles.
 #define QB_MVEC_FUNCS(X) \
@@ -86,6 +89,13 @@ bool vector_unary_f64(Op op, const double* x, double* y, std::int64_t n) {
   if (!f) return false;
   apply<double, __m256d>(f, [](const double* p) { return _mm256_loadu_pd(p); },
                          [](double* p, __m256d v) { _mm256_storeu_pd(p, v); }, x, y, n);
+  if (op == Op::Sin || op == Op::Cos || op == Op::Tan) {
+    // Huge arguments take the long double path of scalar_math.h (decided per value, so
+    // results never depend on an element's position).
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (math::huge_trig_arg(x[i])) y[i] = op == Op::Sin ? math::sin(x[i]) : op == Op::Cos ? math::cos(x[i]) : math::tan(x[i]);
+    }
+  }
   return true;
 }
 
