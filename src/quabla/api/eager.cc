@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "quabla/ir/errors.h"
+#include "quabla/transforms/simplify.h"
 
 namespace qb {
 
@@ -47,7 +48,8 @@ std::shared_ptr<const cpu::Executable> eager_program(const std::string& key, std
   for (const Array& a : args) params.push_back(b.param(a.type));
   b.set_results(build(b, params));
   verify(*g);
-  auto exe = std::make_shared<const cpu::Executable>(std::move(g));
+  // The same pipeline as jit (simplify, then plan), so eager and jit cannot disagree.
+  auto exe = std::make_shared<const cpu::Executable>(std::make_shared<const Graph>(simplify(*g)));
   std::lock_guard<std::mutex> lk(c.mutex);
   return c.programs.emplace(key, std::move(exe)).first->second;
 }

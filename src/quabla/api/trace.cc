@@ -12,6 +12,7 @@ constexpr const char* kEscaped =
 
 void Array::require_concrete(const char* what) const {
   if (!trace) return;
+  if (!trace->open) throw TracerError(std::string(what) + ": " + kEscaped);
   throw TracerError(std::string(what) + " needs a concrete value, but this array is traced (" + type.str() +
                     ") inside qb.jit or a transform; use qb.where(cond, a, b) for elementwise choices and "
                     "qb.cond for branches on traced values, or pass the value as a static argument");

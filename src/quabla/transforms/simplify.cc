@@ -156,6 +156,14 @@ Graph simplify(const Graph& input) {
     }
     Attrs attrs = n.attrs;
     Op op = n.op;
+    // broadcast(broadcast(x)) -> one broadcast of x (operand axis i lands on dims2[dims1[i]]).
+    if (op == Op::BroadcastInDim && out.producer_of(ins[0]).op == Op::BroadcastInDim) {
+      const Node& inner = out.producer_of(ins[0]);
+      std::vector<std::int64_t> dims;
+      for (auto d : inner.attrs.dims) dims.push_back(attrs.dims[d]);
+      ins[0] = inner.inputs[0];
+      attrs.dims = std::move(dims);
+    }
     // reshape(reshape(x)) -> reshape(x), and nothing at all when that is x's own shape.
     if (op == Op::Reshape && out.producer_of(ins[0]).op == Op::Reshape) {
       ins[0] = out.producer_of(ins[0]).inputs[0];

@@ -1,6 +1,7 @@
 #include "quabla/backends/cpu/fusion.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
 #include <vector>
 
@@ -161,14 +162,23 @@ FusionPlan plan_fusion(const Graph& g) {
     for (std::size_t m = 0; m < groups[k].size(); ++m) {
       const Node& n = g.nodes[groups[k][m]];
       const ValueId out = n.outputs[0];
-      if (is_scalar_broadcast(g, n)) {  // read its one-element source for every index
-        add_input(n.inputs[0]);
-        where[out] = {FusedKernel::Source::Scalar, n.inputs[0], -1};
+      // A broadcast of a scalar (a one-element value, or a member or outside value that is
+      // itself a broadcast scalar) reads that scalar for every index.
+      std::optional<ValueId> scalar_root;
+      if (n.op == Op::BroadcastInDim) {
+        const ValueId src = n.inputs[0];
+        if (known[src] && where[src].kind == FusedKernel::Source::Scalar) scalar_root = where[src].value;
+        else if (!known[src] && is_scalar_broadcast(g, g.producer_of(src))) scalar_root = g.producer_of(src).inputs[0];
+        else if (num_elements(g.type(src).shape) == 1) scalar_root = src;
+      }
+      if (scalar_root) {
+        add_input(*scalar_root);
+        where[out] = {FusedKernel::Source::Scalar, *scalar_root, -1};
         known[out] = true;
         if (used_outside[out]) {
           // Materialise it with a load.
           FusedKernel::MicroOp load{Op::BroadcastInDim, g.type(out).dtype, g.type(out).dtype,
-                                    {{FusedKernel::Source::Full, n.inputs[0], -1}},
+                                    {{FusedKernel::Source::Full, *scalar_root, -1}},
                                     std::vector<std::int64_t>(kernel->shape.size(), 0), out, -1};
           kernel->ops.push_back(std::move(load));
           kernel->outputs.push_back(out);
