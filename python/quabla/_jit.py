@@ -104,6 +104,7 @@ class Compiled:
         self._in_positions = in_positions
         self._single_output = out_treedef == _SINGLE_LEAF and out_kinds == ["array"]
         self._alive = True  # False once evicted from its function's cache
+        self._key = None    # its signature in the function's cache
 
     def as_text(self) -> str:
         """The optimised program's text form."""
@@ -237,6 +238,7 @@ class JittedFunction:
                 self._cache.move_to_end(key)
         if compiled is None:
             compiled = self._trace(args, kwargs, treedef, classified)
+            compiled._key = key
             with self._lock:
                 self._cache[key] = compiled
                 while len(self._cache) > self._max_traces:
@@ -260,6 +262,7 @@ class JittedFunction:
             if fast_key is not None:
                 compiled = self._fast.get(fast_key)
                 if compiled is not None and compiled._alive:
+                    self._cache.move_to_end(compiled._key)  # keeps the LRU order (O(1))
                     outs = compiled._program.run_args(*args)
                     return outs[0] if compiled._single_output else compiled._unflatten_outputs(outs)
         compiled, classified = self._lookup(args, kwargs)

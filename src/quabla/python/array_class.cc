@@ -29,9 +29,11 @@ const char* buffer_format(DType d) {
 int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   const Array* a = nb::inst_ptr<Array>(self);
   if (a->is_tracer()) {
-    PyErr_SetString(tracer_error_type(),
-                    "converting a traced array to NumPy (numpy(), np.asarray, memoryview) needs a concrete value; "
-                    "return the array from the jitted function and convert the result");
+    try {
+      a->require_concrete("converting an array to NumPy (numpy(), np.asarray, memoryview)");
+    } catch (const TracerError& e) {
+      PyErr_SetString(tracer_error_type(), e.what());
+    }
     view->obj = nullptr;
     return -1;
   }
