@@ -26,10 +26,15 @@ std::vector<std::int64_t> broadcast_strides(const Shape& out_shape, const Shape&
 }
 
 // dst[k] = src[offset(begin + k)] for k < len, where offset maps a flat index over `shape`
-// through `strides`.
+// through `strides`. Works in runs along the innermost axis (a copy, a fill or a strided
+// gather), so a row broadcast such as a bias costs about a memcpy.
 void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& shape,
                         const std::vector<std::int64_t>& strides, std::int64_t begin, std::int64_t len, std::byte* dst) {
   const std::size_t rank = shape.size();
+  if (rank == 0) {
+    for (std::int64_t k = 0; k < len; ++k) std::memcpy(dst + k * static_cast<std::int64_t>(elem), src, elem);
+    return;
+  }
   std::vector<std::int64_t> idx(rank, 0);
   std::int64_t rem = begin, off = 0;
   for (std::size_t a = rank; a-- > 0;) {
@@ -37,9 +42,27 @@ void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& sha
     rem /= shape[a];
     off += idx[a] * strides[a];
   }
-  for (std::int64_t k = 0; k < len; ++k) {
-    std::memcpy(dst + k * static_cast<std::int64_t>(elem), src + off * static_cast<std::int64_t>(elem), elem);
-    for (std::size_t a = rank; a-- > 0;) {
+  const std::size_t last = rank - 1;
+  const std::int64_t inner_stride = strides[last];
+  const auto e = static_cast<std::int64_t>(elem);
+  std::int64_t k = 0;
+  while (k < len) {
+    const std::int64_t run = std::min(len - k, shape[last] - idx[last]);
+    std::byte* out = dst + k * e;
+    const std::byte* in = src + off * e;
+    if (inner_stride == 1) {
+      std::memcpy(out, in, static_cast<std::size_t>(run * e));
+    } else if (inner_stride == 0) {
+      for (std::int64_t r = 0; r < run; ++r) std::memcpy(out + r * e, in, elem);
+    } else {
+      for (std::int64_t r = 0; r < run; ++r) std::memcpy(out + r * e, in + r * inner_stride * e, elem);
+    }
+    k += run;
+    // Move to the start of the next row: innermost index back to 0, odometer on the rest.
+    off += (shape[last] - idx[last]) * inner_stride;
+    off -= shape[last] * inner_stride;
+    idx[last] = 0;
+    for (std::size_t a = last; a-- > 0;) {
       off += strides[a];
       if (++idx[a] < shape[a]) break;
       off -= strides[a] * shape[a];
