@@ -110,6 +110,11 @@ class Compiled:
         """The optimised program's text form."""
         return self._program.as_text()
 
+    def plan_text(self) -> str:
+        """The CPU plan: one line per kernel; fused kernels list their member nodes
+        ([tile]: lives in a scratch tile only; [epilogue]: a reduction done tile by tile)."""
+        return self._program.plan_text()
+
     def stats(self) -> dict:
         """kernels, buffers and peak planned bytes of the compiled plan."""
         return dict(self._program.stats())

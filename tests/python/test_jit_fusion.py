@@ -308,3 +308,43 @@ def test_random_programs_jit_matches_eager(prog):
     assert_tree_bitwise(f(*args), expected)
     assert_tree_bitwise(f(*args), expected)
     assert f.trace_count == 1
+
+
+# ---- reduction epilogues: a trailing-axis sum of a fused chain is done tile by tile
+
+@pytest.mark.parametrize("shape, axis", [((4096, 64), 1), ((3, 5000), 1), ((7, 3, 1500), (1, 2)),
+                                         ((100000,), 0), ((5, 2048), -1), ((2, 3, 1025), -1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sum_epilogue_matches_op_by_op_bitwise(shape, axis, dtype):
+    x = qb.array(np.random.default_rng(3).normal(size=shape).astype(dtype))
+
+    def g(x):
+        return qb.sum(qb.exp(x * 0.5) * x - 1.0, axis=axis)
+
+    f = qb.jit(g)
+    compiled = f.lower(x).compile()
+    assert compiled.stats()["kernels"] == 1
+    assert "[epilogue]" in compiled.plan_text()
+    # Eager runs each op as its own program: the unfused order.
+    step = qb.exp(x * 0.5) * x - 1.0
+    assert_bitwise(f(x), qb.sum(step, axis=axis))
+
+
+def test_epilogue_not_used_when_the_summed_value_is_also_returned():
+    x = qb.array(np.random.default_rng(4).normal(size=(64, 300)).astype(np.float32))
+
+    def g(x):
+        y = qb.tanh(x) * 2.0
+        return y, qb.sum(y, axis=1)
+
+    f = qb.jit(g)
+    assert "[epilogue]" not in f.lower(x).compile().plan_text()
+    y, s = f(x)
+    assert_bitwise(s, qb.sum(qb.tanh(x) * 2.0, axis=1))
+
+
+def test_plan_text_lists_fused_members_in_tiles():
+    x = qb.ShapeDtype((1000,), qb.float32)
+    plan = qb.jit(lambda x: qb.sin(qb.exp(x) + 1.0) * 3.0).lower(x).compile().plan_text()
+    assert "fused [1000]" in plan
+    assert plan.count("[tile]") >= 2

@@ -72,6 +72,8 @@ struct Graph {
 //     %2 = broadcast_in_dim(%1) shape=[4] dims=[] : f32[4]
 //     ...
 std::string print(const Graph& g);
+// One node's line of the text form ("%3 = add(%1, %2) : f32[4]").
+std::string print_node(const Graph& g, const Node& n);
 
 // Checks SSA order, operand counts and that every node's recorded types are what inference
 // says; throws InternalError describing the first violation.

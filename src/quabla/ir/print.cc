@@ -46,6 +46,16 @@ void print_attrs(std::ostream& os, const Node& n) {
   }
 }
 
+void print_node_line(std::ostream& os, const Graph& g, const Node& n) {
+  for (std::size_t i = 0; i < n.outputs.size(); ++i) os << (i ? ", " : "") << "%" << n.outputs[i];
+  os << " = " << op_name(n.op) << "(";
+  for (std::size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << "%" << n.inputs[i];
+  os << ")";
+  print_attrs(os, n);
+  os << " :";
+  for (auto v : n.outputs) os << " " << g.type(v).str();
+}
+
 void print_graph(std::ostream& os, const Graph& g, const std::string& indent) {
   os << "func(";
   for (std::size_t i = 0; i < g.params.size(); ++i) {
@@ -57,13 +67,7 @@ void print_graph(std::ostream& os, const Graph& g, const std::string& indent) {
   for (const Node& n : g.nodes) {
     if (n.op == Op::Parameter) continue;
     os << indent << "  ";
-    for (std::size_t i = 0; i < n.outputs.size(); ++i) os << (i ? ", " : "") << "%" << n.outputs[i];
-    os << " = " << op_name(n.op) << "(";
-    for (std::size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << "%" << n.inputs[i];
-    os << ")";
-    print_attrs(os, n);
-    os << " :";
-    for (auto v : n.outputs) os << " " << g.type(v).str();
+    print_node_line(os, g, n);
     os << "\n";
     for (const auto& region : n.regions) {
       os << indent << "    region ";
@@ -76,6 +80,12 @@ void print_graph(std::ostream& os, const Graph& g, const std::string& indent) {
 }
 
 }  // namespace
+
+std::string print_node(const Graph& g, const Node& n) {
+  std::ostringstream os;
+  print_node_line(os, g, n);
+  return os.str();
+}
 
 std::string print(const Graph& g) {
   std::ostringstream os;

@@ -59,7 +59,10 @@ NB_MODULE(_core, m) {
   qb::py::bind_functions(m, array_class);
   qb::py::bind_constructors(m);
   qb::py::bind_program(m);
-  m.def("set_num_threads", &qb::set_num_threads, "Threads the CPU kernels may use (results do not depend on it).");
+  m.def("set_num_threads", [](int n) {
+    if (n < 1) throw qb::ValueError("set_num_threads: n must be at least 1, got " + std::to_string(n));
+    qb::set_num_threads(n);
+  }, nb::arg("n"), "Threads the CPU kernels (GEMMs included) may use; results do not depend on it.");
   m.def("num_threads", &qb::num_threads);
   m.def("release_cached_buffers", &qb::release_cached_buffers,
         "Returns the freed large blocks Quabla keeps for reuse to the system.");

@@ -67,6 +67,7 @@ void bind_program(nb::module_& m) {
         return p.run(in);
       })
       .def("as_text", [](const Program& p) { return print(p.exe->graph()); })
+      .def("plan_text", [](const Program& p) { return p.exe->plan_text(); })
       .def("traced_text", [](const Program& p) { return print(*p.traced); })
       .def("stats", [](const Program& p) {
         const auto& s = p.exe->stats();

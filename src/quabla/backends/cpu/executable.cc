@@ -63,6 +63,36 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
   compute_stats();
 }
 
+std::string Executable::plan_text() const {
+  const Graph& g = *graph_;
+  std::string s = "plan(";
+  for (std::size_t i = 0; i < g.params.size(); ++i) s += (i ? ", %" : "%") + std::to_string(g.params[i]) + ": " + g.type(g.params[i]).str();
+  s += ") {\n";
+  int kernel = 0;
+  for (const Step& st : steps_) {
+    if (st.fused) {
+      s += "  kernel " + std::to_string(kernel++) + ": fused " + shape_str(st.fused->shape) + " (" +
+           std::to_string(st.fused->ops.size()) + " ops, " + std::to_string(st.fused->num_slots) + " scratch tiles) -> ";
+      for (std::size_t i = 0; i < st.fused->outputs.size(); ++i) s += (i ? ", %" : "%") + std::to_string(st.fused->outputs[i]);
+      if (st.fused->epilogue) s += std::string(st.fused->outputs.empty() ? "" : ", ") + "%" + std::to_string(st.fused->epilogue->out);
+      s += "\n";
+      for (const auto& m : st.fused->ops) {
+        const Node& member = g.producer_of(m.out);
+        s += "      " + print_node(g, member) + (m.slot >= 0 ? "  [tile]" : "") + "\n";
+      }
+      if (st.fused->epilogue) s += "      " + print_node(g, g.producer_of(st.fused->epilogue->out)) + "  [epilogue]\n";
+      continue;
+    }
+    const Node& n = g.nodes[st.node];
+    const bool view = n.op == Op::Constant || n.op == Op::Reshape || st.virtual_broadcast;
+    s += view ? "  view:     " : "  kernel " + std::to_string(kernel++) + ": ";
+    s += print_node(g, n) + "\n";
+  }
+  s += "  return";
+  for (std::size_t i = 0; i < g.results.size(); ++i) s += (i ? ", %" : " %") + std::to_string(g.results[i]);
+  return s + "\n}\n";
+}
+
 void Executable::compute_stats() {
   const Graph& g = *graph_;
   auto bytes = [&](ValueId v) { return num_elements(g.type(v).shape) * static_cast<std::int64_t>(itemsize(g.type(v).dtype)); };
@@ -75,7 +105,9 @@ void Executable::compute_stats() {
     const Node& n = g.nodes[s.node];
     if (s.fused) {
       ++stats_.kernels;
-      for (auto v : s.fused->outputs) {
+      std::vector<ValueId> outs = s.fused->outputs;
+      if (s.fused->epilogue) outs.push_back(s.fused->epilogue->out);
+      for (auto v : outs) {
         owns[v] = true;
         ++stats_.buffers;
         live += bytes(v);

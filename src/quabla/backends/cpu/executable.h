@@ -27,6 +27,8 @@ class Executable {
 
   const Graph& graph() const { return *graph_; }
   const PlanStats& stats() const { return stats_; }
+  // The plan as text: one line per kernel, fused kernels with their member nodes.
+  std::string plan_text() const;
 
  private:
   struct Step {

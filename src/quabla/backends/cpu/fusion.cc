@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "quabla/backends/cpu/kernels.h"
+#include "quabla/backends/cpu/summation.h"
 #include "quabla/runtime/thread_pool.h"
 
 namespace qb::cpu {
@@ -73,42 +74,94 @@ void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& sha
 
 }  // namespace
 
+void FusedKernel::run_range(std::int64_t b, std::int64_t len, const std::vector<const std::byte*>& base,
+                            std::byte* slots, const Graph& g) const {
+  for (const MicroOp& m : ops) {
+    std::byte* dst = m.slot >= 0 ? slots + m.slot * kSlotBytes
+                                 : const_cast<std::byte*>(base[m.out]) + b * static_cast<std::int64_t>(itemsize(m.out_dtype));
+    if (m.op == Op::BroadcastInDim) {
+      strided_range_copy(itemsize(m.out_dtype), base[m.srcs[0].value], shape, m.load_strides, b, len, dst);
+      continue;
+    }
+    Operand operands[3];
+    for (std::size_t i = 0; i < m.srcs.size(); ++i) {
+      const Source& s = m.srcs[i];
+      const std::int64_t elem = static_cast<std::int64_t>(itemsize(g.type(s.value).dtype));
+      switch (s.kind) {
+        case Source::Full: case Source::Materialized: operands[i] = {base[s.value] + b * elem, false}; break;
+        case Source::Scalar: operands[i] = {base[s.value], true}; break;
+        case Source::Slot: operands[i] = {slots + s.slot * kSlotBytes, false}; break;
+      }
+    }
+    elementwise(m.op, m.in_dtype, m.out_dtype, std::span<const Operand>(operands, m.srcs.size()), dst, len);
+  }
+}
+
+namespace {
+template <class T>
+void sum_rows(const std::byte* tile, std::int64_t rows, std::int64_t row_len, std::byte* out) {
+  const T* x = reinterpret_cast<const T*>(tile);
+  T* y = reinterpret_cast<T*>(out);
+  for (std::int64_t r = 0; r < rows; ++r) y[r] = pairwise_sum(x + r * row_len, row_len);
+}
+}  // namespace
+
 void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
   for (ValueId v : outputs) {
     env[v] = Buffer::allocate(static_cast<std::size_t>(n) * itemsize(g.type(v).dtype));
   }
-  const std::int64_t tiles = (n + kTile - 1) / kTile;
   // Pointers resolved once per run, not per tile.
   std::vector<const std::byte*> base(g.values.size(), nullptr);
   for (ValueId v : inputs) base[v] = env[v]->data();
   for (ValueId v : outputs) base[v] = env[v]->data();
-  parallel_for(tiles, 8, [&](std::int64_t tb, std::int64_t te) {
-    thread_local std::vector<std::byte> scratch;
-    if (scratch.size() < static_cast<std::size_t>(num_slots * kSlotBytes)) scratch.resize(num_slots * kSlotBytes);
-    std::byte* slots = scratch.data();
-    for (std::int64_t t = tb; t < te; ++t) {
-      const std::int64_t b = t * kTile, len = std::min(kTile, n - b);
-      for (const MicroOp& m : ops) {
-        std::byte* dst = m.slot >= 0 ? slots + m.slot * kSlotBytes
-                                     : const_cast<std::byte*>(base[m.out]) + b * static_cast<std::int64_t>(itemsize(m.out_dtype));
-        if (m.op == Op::BroadcastInDim) {
-          strided_range_copy(itemsize(m.out_dtype), base[m.srcs[0].value], shape, m.load_strides, b, len, dst);
-          continue;
-        }
-        Operand operands[3];
-        for (std::size_t i = 0; i < m.srcs.size(); ++i) {
-          const Source& s = m.srcs[i];
-          const std::int64_t elem = static_cast<std::int64_t>(itemsize(g.type(s.value).dtype));
-          switch (s.kind) {
-            case Source::Full: case Source::Materialized: operands[i] = {base[s.value] + b * elem, false}; break;
-            case Source::Scalar: operands[i] = {base[s.value], true}; break;
-            case Source::Slot: operands[i] = {slots + s.slot * kSlotBytes, false}; break;
-          }
-        }
-        elementwise(m.op, m.in_dtype, m.out_dtype, std::span<const Operand>(operands, m.srcs.size()), dst, len);
-      }
-    }
-  });
+  auto with_scratch = [&](auto&& body) {
+    return [&, body](std::int64_t tb, std::int64_t te) {
+      thread_local std::vector<std::byte> scratch;
+      if (scratch.size() < static_cast<std::size_t>(num_slots * kSlotBytes)) scratch.resize(num_slots * kSlotBytes);
+      for (std::int64_t t = tb; t < te; ++t) body(t, scratch.data());
+    };
+  };
+  if (!epilogue) {
+    const std::int64_t tiles = (n + kTile - 1) / kTile;
+    parallel_for(tiles, 8, with_scratch([&](std::int64_t t, std::byte* slots) {
+      run_range(t * kTile, std::min(kTile, n - t * kTile), base, slots, g);
+    }));
+    return;
+  }
+  const Epilogue& ep = *epilogue;
+  const DType dt = g.type(ep.out).dtype;
+  const auto elem = static_cast<std::int64_t>(itemsize(dt));
+  const std::int64_t rows = n / ep.row_len;
+  env[ep.out] = Buffer::allocate(static_cast<std::size_t>(rows * elem));
+  std::byte* out = env[ep.out]->data();
+  int slot = -1;
+  for (const MicroOp& m : ops)
+    if (m.out == ep.input) slot = m.slot;
+  auto sum_tile = [&](const std::byte* tile, std::int64_t count, std::int64_t len, std::byte* dst) {
+    if (dt == DType::f32) sum_rows<float>(tile, count, len, dst);
+    else sum_rows<double>(tile, count, len, dst);
+  };
+  if (ep.row_len <= kSumBlock) {
+    // Whole rows per tile; each row is one pairwise sum, as blocked_sum does.
+    const std::int64_t rows_per_tile = kTile / ep.row_len;
+    const std::int64_t tiles = (rows + rows_per_tile - 1) / rows_per_tile;
+    parallel_for(tiles, 8, with_scratch([&](std::int64_t t, std::byte* slots) {
+      const std::int64_t r0 = t * rows_per_tile, count = std::min(rows_per_tile, rows - r0);
+      run_range(r0 * ep.row_len, count * ep.row_len, base, slots, g);
+      sum_tile(slots + slot * kSlotBytes, count, ep.row_len, out + r0 * elem);
+    }));
+    return;
+  }
+  // Long rows: one tile per kSumBlock block of a row, block sums combined per row.
+  const std::int64_t blocks = (ep.row_len + kSumBlock - 1) / kSumBlock;
+  std::vector<std::byte> partial(static_cast<std::size_t>(rows * blocks * elem));
+  parallel_for(rows * blocks, 8, with_scratch([&](std::int64_t t, std::byte* slots) {
+    const std::int64_t r = t / blocks, j = t % blocks;
+    const std::int64_t len = std::min(kSumBlock, ep.row_len - j * kSumBlock);
+    run_range(r * ep.row_len + j * kSumBlock, len, base, slots, g);
+    sum_tile(slots + slot * kSlotBytes, 1, len, partial.data() + t * elem);
+  }));
+  for (std::int64_t r = 0; r < rows; ++r) sum_tile(partial.data() + r * blocks * elem, 1, blocks, out + r * elem);
 }
 
 FusionPlan plan_fusion(const Graph& g) {
@@ -141,6 +194,29 @@ FusionPlan plan_fusion(const Graph& g) {
     plan.group[i] = open;
   }
 
+  // 2a. A sum over trailing axes of a float member that nothing else reads joins the
+  //     member's group as its epilogue (one per group).
+  std::vector<std::uint32_t> users_count(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    for (ValueId v : n.inputs) ++users_count[v];
+  for (ValueId v : g.results) ++users_count[v];
+  std::vector<int> epilogue_node(groups.size(), -1);
+  for (std::uint32_t i = 0; i < N; ++i) {
+    const Node& n = g.nodes[i];
+    if (n.op != Op::ReduceSum || n.attrs.dims.empty()) continue;
+    const ValueId v = n.inputs[0];
+    const int k = plan.group[g.producer[v]];
+    if (k < 0 || epilogue_node[k] >= 0 || users_count[v] != 1 || !is_float(g.type(v).dtype)) continue;
+    const Shape& s = g.type(v).shape;
+    const auto rank = static_cast<std::int64_t>(s.size());
+    bool trailing = n.attrs.dims.back() == rank - 1;
+    for (std::size_t j = 0; trailing && j < n.attrs.dims.size(); ++j)
+      trailing = n.attrs.dims[j] == rank - static_cast<std::int64_t>(n.attrs.dims.size() - j);
+    if (!trailing || s != group_shape[k] || is_scalar_broadcast(g, g.producer_of(v))) continue;
+    epilogue_node[k] = static_cast<int>(i);
+    plan.group[i] = k;
+  }
+
   // 2. Which member values are read outside their group (or are results): materialised.
   std::vector<bool> used_outside(g.values.size(), false);
   for (std::uint32_t i = 0; i < N; ++i)
@@ -153,6 +229,7 @@ FusionPlan plan_fusion(const Graph& g) {
   for (std::size_t k = 0; k < groups.size(); ++k) {
     int real = 0;
     for (auto i : groups[k]) real += !is_scalar_broadcast(g, g.nodes[i]);
+    real += epilogue_node[k] >= 0;
     if (real >= 2) {
       renumber[k] = static_cast<int>(plan.kernels.size());
       plan.kernels.push_back(nullptr);
@@ -185,6 +262,7 @@ FusionPlan plan_fusion(const Graph& g) {
     for (std::size_t m = 0; m < groups[k].size(); ++m) {
       const Node& n = g.nodes[groups[k][m]];
       const ValueId out = n.outputs[0];
+      if (epilogue_node[k] == static_cast<int>(groups[k][m])) continue;  // added after the loop
       // A broadcast of a scalar (a one-element value, or a member or outside value that is
       // itself a broadcast scalar) reads that scalar for every index.
       std::optional<ValueId> scalar_root;
@@ -263,6 +341,12 @@ FusionPlan plan_fusion(const Graph& g) {
       }
       known[out] = true;
       kernel->ops.push_back(std::move(op));
+    }
+    if (epilogue_node[k] >= 0) {
+      const Node& r = g.nodes[epilogue_node[k]];
+      std::int64_t row = 1;
+      for (auto d : r.attrs.dims) row *= kernel->shape[d];
+      kernel->epilogue = FusedKernel::Epilogue{r.inputs[0], r.outputs[0], row};
     }
     plan.kernels[gid] = std::move(kernel);
   }

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "quabla/ir/graph.h"
@@ -31,8 +32,18 @@ struct FusedKernel {
     int slot = -1;                    // scratch slot of the result, or -1 when materialised
   };
 
+  // A sum over the trailing axes of one member, computed tile by tile instead of from a
+  // full-size buffer (row_len elements per output element; tiles then hold whole rows, or
+  // kSumBlock-element blocks of one row, so the order is blocked_sum's: summation.h).
+  struct Epilogue {
+    ValueId input;   // the member being summed (kept in a scratch slot)
+    ValueId out;     // the reduce node's result
+    std::int64_t row_len = 0;
+  };
+
   Shape shape;
   std::int64_t n = 0;
+  std::optional<Epilogue> epilogue;
   std::vector<MicroOp> ops;
   std::vector<ValueId> inputs;   // external values read (their buffers must be live)
   std::vector<ValueId> outputs;  // member values written to full-size buffers
@@ -40,6 +51,11 @@ struct FusedKernel {
 
   // Allocates the outputs in env and runs every tile (over the thread pool).
   void run(std::vector<BufferPtr>& env, const Graph& g) const;
+
+ private:
+  // Runs the micro-ops over elements [b, b + len) (len <= kTile).
+  void run_range(std::int64_t b, std::int64_t len, const std::vector<const std::byte*>& base, std::byte* slots,
+                 const Graph& g) const;
 };
 
 // The fusion plan of a graph: group[i] is the index of the fused kernel node i belongs to,

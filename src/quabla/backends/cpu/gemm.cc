@@ -2,38 +2,63 @@
 // with its symbols prefixed scipy_ so it never clashes with another BLAS in the process).
 #include <cblas.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/ir/errors.h"
+#include "quabla/runtime/thread_pool.h"
 
 namespace qb::cpu {
+
+namespace {
+// Rows of C per task: a fixed split (never derived from the thread count), so each element
+// of C is always computed by the same single-threaded BLAS call and results are bitwise
+// identical for any number of threads.
+constexpr std::int64_t kRowBlock = 128;
+
+void ensure_single_threaded_blas() {
+  static const bool once = [] {
+    scipy_openblas_set_num_threads(1);  // our pool splits GEMMs; OpenBLAS's own threads stay off
+    return true;
+  }();
+  (void)once;
+}
+}  // namespace
 
 void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::int64_t batch,
             std::int64_t m, std::int64_t k, std::int64_t n) {
   constexpr auto kMax = std::numeric_limits<blasint>::max();
   if (m > kMax || k > kMax || n > kMax) throw ValueError("matmul: a matrix dimension exceeds the 32-bit BLAS limit");
-  const auto M = static_cast<blasint>(m), K = static_cast<blasint>(k), N = static_cast<blasint>(n);
-  for (std::int64_t i = 0; i < batch; ++i) {
-    switch (dtype) {
-      case DType::f32: {
-        auto* A = reinterpret_cast<const float*>(a) + i * m * k;
-        auto* B = reinterpret_cast<const float*>(b) + i * k * n;
-        auto* C = reinterpret_cast<float*>(c) + i * m * n;
-        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
-        break;
+  ensure_single_threaded_blas();
+  const auto K = static_cast<blasint>(k), N = static_cast<blasint>(n);
+  const std::int64_t row_blocks = (m + kRowBlock - 1) / kRowBlock;
+  // Small products run on the caller: a task switch costs more than the arithmetic.
+  const std::int64_t grain = m * k * n < (1 << 18) ? batch * row_blocks : 1;
+  parallel_for(batch * row_blocks, grain, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t i = t / row_blocks, r0 = (t % row_blocks) * kRowBlock;
+      const auto M = static_cast<blasint>(std::min(kRowBlock, m - r0));
+      switch (dtype) {
+        case DType::f32: {
+          auto* A = reinterpret_cast<const float*>(a) + i * m * k + r0 * k;
+          auto* B = reinterpret_cast<const float*>(b) + i * k * n;
+          auto* C = reinterpret_cast<float*>(c) + i * m * n + r0 * n;
+          scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
+          break;
+        }
+        case DType::f64: {
+          auto* A = reinterpret_cast<const double*>(a) + i * m * k + r0 * k;
+          auto* B = reinterpret_cast<const double*>(b) + i * k * n;
+          auto* C = reinterpret_cast<double*>(c) + i * m * n + r0 * n;
+          scipy_cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, A, K, B, N, 0.0, C, N);
+          break;
+        }
+        case DType::bool_: case DType::i32:
+          throw InternalError("cpu::matmul: needs a float dtype");
       }
-      case DType::f64: {
-        auto* A = reinterpret_cast<const double*>(a) + i * m * k;
-        auto* B = reinterpret_cast<const double*>(b) + i * k * n;
-        auto* C = reinterpret_cast<double*>(c) + i * m * n;
-        scipy_cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, A, K, B, N, 0.0, C, N);
-        break;
-      }
-      case DType::bool_: case DType::i32:
-        throw InternalError("cpu::matmul: needs a float dtype");
     }
-  }
+  });
 }
 
 }  // namespace qb::cpu

@@ -6,28 +6,13 @@
 
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/backends/cpu/scalar_math.h"
+#include "quabla/backends/cpu/summation.h"
 #include "quabla/ir/errors.h"
 #include "quabla/runtime/thread_pool.h"
 
 namespace qb::cpu {
 
 namespace {
-
-// Pairwise summation of a contiguous run: error grows with log(n), not n (as NumPy's sum).
-template <class T>
-T pairwise_sum(const T* x, std::int64_t n) {
-  if (n <= 64) {
-    T acc[8] = {};
-    std::int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-      for (int l = 0; l < 8; ++l) acc[l] += x[i + l];
-    T s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; i < n; ++i) s += x[i];
-    return s;
-  }
-  const std::int64_t half = (n / 2) & ~std::int64_t{7};
-  return pairwise_sum(x, half) + pairwise_sum(x + half, n - half);
-}
 
 struct Layout {
   std::int64_t outer, red, inner;
@@ -56,7 +41,7 @@ void reduce_float(Op op, const T* in, Layout l, T* out) {
       if (l.inner == 1) {
         parallel_for(l.outer, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, l.red)),
                      [&](std::int64_t b, std::int64_t e) {
-                       for (std::int64_t o = b; o < e; ++o) out[o] = pairwise_sum(in + o * l.red, l.red);
+                       for (std::int64_t o = b; o < e; ++o) out[o] = blocked_sum(in + o * l.red, l.red);
                      });
         return;
       }
