@@ -181,7 +181,22 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
       for (std::size_t i = 0; i < n.inputs.size(); ++i) ops.push_back({in(i), s.scalar_operand[i]});
       // Select's value operands carry the dtype; the predicate is operand 0.
       const DType in_dtype = in_type(n.op == Op::Select ? 1 : 0).dtype;
-      std::byte* out = alloc();
+      // In place: an operand of the output's size that dies here and that nothing else holds
+      // (no array, view or constant) becomes the output; each element is read before it is
+      // written, so the kernel may overwrite it.
+      std::byte* out = nullptr;
+      const std::size_t out_bytes = static_cast<std::size_t>(num_elements(ot.shape)) * itemsize(ot.dtype);
+      for (std::size_t i = 0; i < n.inputs.size() && !out; ++i) {
+        const ValueId v = n.inputs[i];
+        BufferPtr& buf = env[v];
+        if (!s.scalar_operand[i] && buf.use_count() == 1 && buf->nbytes() == out_bytes &&
+            itemsize(g.type(v).dtype) == itemsize(ot.dtype) &&
+            std::find(s.release.begin(), s.release.end(), v) != s.release.end()) {
+          env[n.outputs[0]] = buf;
+          out = buf->data();
+        }
+      }
+      if (!out) out = alloc();
       elementwise(n.op, in_dtype, ot.dtype, ops, out, num_elements(ot.shape));
       return;
     }
