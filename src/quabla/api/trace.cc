@@ -1,5 +1,7 @@
 #include "quabla/api/trace.h"
 
+#include <atomic>
+
 #include "quabla/ir/errors.h"
 
 namespace qb {
@@ -16,6 +18,11 @@ void Array::require_concrete(const char* what) const {
   throw TracerError(std::string(what) + " needs a concrete value, but this array is traced (" + type.str() +
                     ") inside qb.jit or a transform; use qb.where(cond, a, b) for elementwise choices and "
                     "qb.cond for branches on traced values, or pass the value as a static argument");
+}
+
+Trace::Trace() : builder(graph) {
+  static std::atomic<std::uint64_t> next{0};
+  id = next++;
 }
 
 Array Trace::parameter(ValueType type) {
@@ -36,8 +43,20 @@ ValueId Trace::value_of(const Array& a) {
   if (a.trace) {
     if (a.trace.get() != this) {
       if (!a.trace->open) throw TracerError(kEscaped);
-      throw TracerError("a traced value of an enclosing qb.jit or transform was used inside a nested one; pass it "
-                        "as an argument of the inner function");
+      if (a.trace->id > id) {
+        throw TracerError("a traced value of an inner transform was used in an enclosing one (it escaped its "
+                          "function); return it from the inner function instead");
+      }
+      // A tracer of an enclosing trace (a closure over an outer transform's value): an
+      // extra parameter here, fed with the outer tracer when this trace is inlined.
+      const std::string key = std::to_string(a.trace->id) + ":" + std::to_string(a.value);
+      if (auto it = capture_params.find(key); it != capture_params.end()) return it->second;
+      ValueType t = a.type;
+      t.weak = false;
+      const ValueId p = builder.param(t);
+      capture_params.emplace(key, p);
+      captured.push_back(a);
+      return p;
     }
     return a.value;
   }
@@ -65,13 +84,33 @@ std::shared_ptr<const Graph> Trace::finish(std::span<const Array> results) {
 }
 
 std::shared_ptr<Trace> trace_of(std::span<const Array> args) {
+  std::shared_ptr<Trace> inner;
   for (const Array& a : args) {
     if (a.trace) {
       if (!a.trace->open) throw TracerError(kEscaped);
-      return a.trace;
+      if (!inner || a.trace->id > inner->id) inner = a.trace;
     }
   }
-  return nullptr;
+  return inner;
+}
+
+std::vector<Array> inline_graph(Trace& trace, const Graph& g, std::span<const Array> args) {
+  if (args.size() != g.params.size()) {
+    throw InternalError("inline_graph: " + std::to_string(g.params.size()) + " parameters, " +
+                        std::to_string(args.size()) + " arguments");
+  }
+  std::vector<ValueId> map(g.values.size(), 0);
+  for (std::size_t i = 0; i < args.size(); ++i) map[g.params[i]] = trace.value_of(args[i]);
+  for (const Node& n : g.nodes) {
+    if (n.op == Op::Parameter) continue;
+    std::vector<ValueId> in;
+    for (auto v : n.inputs) in.push_back(map[v]);
+    auto outs = trace.builder.emit(n.op, in, n.attrs);
+    for (std::size_t k = 0; k < outs.size(); ++k) map[n.outputs[k]] = outs[k];
+  }
+  std::vector<Array> out;
+  for (auto v : g.results) out.push_back(trace.tracer(map[v]));
+  return out;
 }
 
 }  // namespace qb

@@ -13,15 +13,21 @@
 namespace qb {
 
 struct Trace : std::enable_shared_from_this<Trace> {
-  Trace() : builder(graph) {}
+  Trace();
   Trace(const Trace&) = delete;
   Trace& operator=(const Trace&) = delete;
 
   Graph graph;
   Builder builder;
   bool open = true;
+  // Traces nest (a transform traced inside jit); a later trace is an inner one.
+  std::uint64_t id;
   // Concrete arrays captured as constants, by storage (one Constant node per buffer+type).
   std::unordered_map<std::string, ValueId> constants;
+  // Tracers of enclosing (open) traces read here: each becomes an extra parameter of this
+  // trace, appended in first-use order; `captured` holds the outer tracers to pass for them.
+  std::vector<Array> captured;
+  std::unordered_map<std::string, ValueId> capture_params;
 
   Array parameter(ValueType type);
   // The value standing for `a` in this trace: its value if it is this trace's tracer, a
@@ -33,7 +39,12 @@ struct Trace : std::enable_shared_from_this<Trace> {
   std::shared_ptr<const Graph> finish(std::span<const Array> results);
 };
 
-// The trace any of `args` belongs to (the first tracer's), or null when all are concrete.
+// Records graph `g` into this trace with `args` for its parameters (tracers of this or an
+// enclosing trace, or concrete arrays) and returns its results as tracers: how a
+// transformed function called on tracers is inlined into its caller.
+std::vector<Array> inline_graph(Trace& trace, const Graph& g, std::span<const Array> args);
+
+// The innermost trace any of `args` belongs to, or null when all are concrete.
 std::shared_ptr<Trace> trace_of(std::span<const Array> args);
 
 }  // namespace qb

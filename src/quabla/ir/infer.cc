@@ -149,6 +149,19 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       return {strong(x.dtype, s)};
     }
 
+    case Op::Pad: {
+      const auto& x = in[0];
+      const std::size_t r = x.shape.size();
+      if (in[1].dtype != x.dtype || !in[1].shape.empty()) fail(op, "the padding value must be a scalar " + std::string(dtype_short_name(x.dtype)));
+      if (a.starts.size() != r || a.limits.size() != r || a.strides.size() != r) fail(op, "low/high/interior need one entry per axis");
+      Shape s(r);
+      for (std::size_t i = 0; i < r; ++i) {
+        if (a.starts[i] < 0 || a.limits[i] < 0 || a.strides[i] < 0) fail(op, "negative padding");
+        s[i] = a.starts[i] + a.limits[i] + x.shape[i] + (x.shape[i] - 1) * a.strides[i];
+      }
+      return {strong(x.dtype, s)};
+    }
+
     case Op::Reverse:
       reduce_shape(op, in[0], a.dims);  // validates the axes
       return {strong(in[0].dtype, in[0].shape)};

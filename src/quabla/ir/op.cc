@@ -33,7 +33,7 @@ bool is_elementwise(Op op) {
     case Op::Ge: case Op::Eq: case Op::Ne: case Op::Select: case Op::Convert:
       return true;
     case Op::Parameter: case Op::Constant: case Op::Reshape: case Op::BroadcastInDim:
-    case Op::Transpose: case Op::Slice: case Op::Reverse: case Op::Concat: case Op::ReduceSum:
+    case Op::Transpose: case Op::Slice: case Op::Reverse: case Op::Concat: case Op::Pad: case Op::ReduceSum:
     case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceAny:
     case Op::ReduceAll: case Op::Cumsum: case Op::MatMul: case Op::Gather: case Op::ScatterAdd:
       return false;

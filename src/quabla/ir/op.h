@@ -11,7 +11,7 @@ enum class Op : std::uint8_t {
 #undef QB_OP
 };
 
-enum class AttrKind : std::uint8_t { None, ParamIndex, Literal, DType, Shape, Broadcast, Perm, Axes, Slice, Axis, Cumsum, Gather };
+enum class AttrKind : std::uint8_t { None, ParamIndex, Literal, DType, Shape, Broadcast, Perm, Axes, Slice, Axis, Cumsum, Gather, Pad };
 
 std::string_view op_name(Op op);
 // Number of operands; -1 for variadic ops.

@@ -40,6 +40,9 @@ void print_attrs(std::ostream& os, const Node& n) {
     case AttrKind::Slice:
       os << " starts=" << shape_str(a.starts) << " limits=" << shape_str(a.limits) << " strides=" << shape_str(a.strides);
       break;
+    case AttrKind::Pad:
+      os << " low=" << shape_str(a.starts) << " high=" << shape_str(a.limits) << " interior=" << shape_str(a.strides);
+      break;
     case AttrKind::Axis: os << " axis=" << a.axis; break;
     case AttrKind::Gather: os << " axis=" << a.axis << " indices=" << shape_str(a.dims) << " index_shape=" << shape_str(a.shape); break;
     case AttrKind::Cumsum: os << " axis=" << a.axis << (a.reverse ? " reverse" : ""); break;

@@ -149,7 +149,7 @@ void float_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n
     case Op::Ne: return map2<T, B>(in, out, n, [](T a, T b) { return a != b; });
     case Op::Select: return select<T>(in, out, n);
     case Op::Not: case Op::And: case Op::Or: case Op::Convert: case Op::Parameter: case Op::Constant:
-    case Op::Reshape: case Op::BroadcastInDim: case Op::Transpose: case Op::Slice: case Op::Reverse:
+    case Op::Reshape: case Op::BroadcastInDim: case Op::Transpose: case Op::Slice: case Op::Reverse: case Op::Pad:
     case Op::Concat: case Op::ReduceSum: case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin:
     case Op::ReduceAny: case Op::ReduceAll: case Op::Cumsum: case Op::MatMul: case Op::Gather:
     case Op::ScatterAdd:

@@ -235,6 +235,21 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
       strided_copy(itemsize(ot.dtype), in(0), offset, ot.shape, strides, alloc());
       return;
     }
+    case Op::Pad: {
+      const std::size_t elem = itemsize(ot.dtype);
+      std::byte* out = alloc();
+      const std::int64_t total = num_elements(ot.shape);
+      for (std::int64_t i = 0; i < total; ++i) std::copy_n(in(1), elem, out + i * static_cast<std::int64_t>(elem));
+      const auto out_strides = row_major_strides(ot.shape);
+      std::int64_t offset = 0;
+      std::vector<std::int64_t> strides(out_strides.size());
+      for (std::size_t i = 0; i < out_strides.size(); ++i) {
+        offset += n.attrs.starts[i] * out_strides[i];
+        strides[i] = (n.attrs.strides[i] + 1) * out_strides[i];
+      }
+      strided_store(elem, in(0), in_type(0).shape, offset, strides, out);
+      return;
+    }
     case Op::Reverse: {
       auto strides = row_major_strides(ot.shape);
       std::int64_t offset = 0;

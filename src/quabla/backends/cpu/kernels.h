@@ -33,6 +33,11 @@ void strided_copy(std::size_t elem_size, const std::byte* in, std::int64_t offse
                   std::span<const std::int64_t> out_shape, std::span<const std::int64_t> in_strides,
                   std::byte* out);
 
+// out = pad value everywhere, then out[offset + sum_k idx_k * out_strides[k]] = in[idx] over
+// in_shape (the store-side twin of strided_copy).
+void strided_store(std::size_t elem_size, const std::byte* in, std::span<const std::int64_t> in_shape,
+                   std::int64_t offset, std::span<const std::int64_t> out_strides, std::byte* out);
+
 // Static-index gather/scatter-add along `axis` of an array of shape `shape`.
 void gather(std::size_t elem_size, const std::byte* in, std::span<const std::int64_t> shape, int axis,
             std::span<const std::int64_t> indices, std::byte* out);

@@ -44,6 +44,24 @@ void copy_rows(const T* in, std::int64_t offset, std::span<const std::int64_t> s
 
 }  // namespace
 
+void strided_store(std::size_t elem, const std::byte* in, std::span<const std::int64_t> in_shape,
+                   std::int64_t offset, std::span<const std::int64_t> out_strides, std::byte* out) {
+  const std::size_t rank = in_shape.size();
+  const std::int64_t n = num_elements(in_shape);
+  std::vector<std::int64_t> idx(rank, 0);
+  std::int64_t dst = offset;
+  const auto e = static_cast<std::int64_t>(elem);
+  for (std::int64_t k = 0; k < n; ++k) {
+    std::memcpy(out + dst * e, in + k * e, elem);
+    for (std::size_t a = rank; a-- > 0;) {
+      dst += out_strides[a];
+      if (++idx[a] < in_shape[a]) break;
+      dst -= out_strides[a] * in_shape[a];
+      idx[a] = 0;
+    }
+  }
+}
+
 void strided_copy(std::size_t elem_size, const std::byte* in, std::int64_t offset,
                   std::span<const std::int64_t> out_shape, std::span<const std::int64_t> in_strides,
                   std::byte* out) {

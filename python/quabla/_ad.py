@@ -1,0 +1,267 @@
+"""Automatic differentiation (API.md §3): grad, value_and_grad, jvp, vjp, and the
+compositions jacobian/jacfwd/jacrev/hessian/hvp.
+
+Each transform traces the function into a Graph (fresh tracers for its array arguments),
+applies the C++ IR->IR transform (jvp, or vjp = linearize + transpose) and calls the
+result: on concrete arrays it compiles and runs; on tracers of an enclosing jit or
+transform it is inlined into that trace, so transforms nest in any order. Values an inner
+function reads from an enclosing trace (closures) become extra inputs of its graph, which
+the enclosing transform then differentiates through.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence, Tuple, Union
+
+from . import _core
+from . import tree as _tree
+
+__all__ = ["grad", "value_and_grad", "jvp", "vjp"]
+
+
+def _is_array_like(x) -> bool:
+    return isinstance(x, _core.Array) or hasattr(x, "__array__") or hasattr(x, "__array_interface__")
+
+
+def _to_array(x, name: str):
+    if isinstance(x, _core.Array):
+        return x
+    if isinstance(x, bool):
+        return _core.asarray(x)
+    if isinstance(x, (int, float)) or _is_array_like(x):
+        return _core.asarray(float(x) if isinstance(x, int) else x)
+    raise TypeError(f"{name}: expected arrays (or Python numbers), got {type(x).__name__}")
+
+
+class _Staged:
+    """A function traced once on fresh tracers: its graph, inputs and output structure."""
+
+    def __init__(self, fun: Callable, args: tuple, kwargs: dict, array_positions: set, name: str):
+        leaves, treedef = _tree.flatten((list(args), kwargs))
+        trace = _core.Trace()
+        self.inputs = []           # the concrete-or-outer-tracer arrays fed to the graph
+        self.input_leaf = []       # leaf index of each input
+        call_leaves = []
+        for i, leaf in enumerate(leaves):
+            if i in array_positions or _is_array_like(leaf):
+                a = _to_array(leaf, name)
+                self.inputs.append(a)
+                self.input_leaf.append(i)
+                call_leaves.append(trace.parameter(a.shape, a.dtype))
+            else:
+                call_leaves.append(leaf)  # static: baked into the trace (Python scalars are weak)
+        call_args, call_kwargs = _tree.unflatten(treedef, call_leaves)
+        try:
+            self.out = fun(*call_args, **call_kwargs)
+        except BaseException:
+            trace.close()
+            raise
+        self.trace = trace
+        self.treedef = treedef
+        self.leaves = leaves
+
+    def finish(self, results: Sequence[Any]):
+        graph, captured = _core.finish_graph(self.trace, list(results))
+        return graph, list(captured)
+
+
+def _leaf_positions(args: tuple, kwargs: dict, argnums: Tuple[int, ...]):
+    """Leaf indices (in the flattening of (args, kwargs)) of each argument in argnums."""
+    positions = {}
+    offset = 0
+    for i, a in enumerate(args):
+        n = len(_tree.leaves(a))
+        if i in argnums:
+            positions[i] = list(range(offset, offset + n))
+        offset += n
+    return positions
+
+
+def _normalize_argnums(argnums, nargs: int, name: str) -> Tuple[Tuple[int, ...], bool]:
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    if not nums:
+        raise ValueError(f"{name}: argnums must name at least one argument")
+    out = []
+    for a in nums:
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise TypeError(f"{name}: argnums must be ints, got {a!r}")
+        if not -nargs <= a < nargs:
+            raise ValueError(f"{name}: argnums {a} is out of range for {nargs} positional arguments")
+        out.append(a % nargs)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: argnums {nums} repeats an argument")
+    return tuple(out), single
+
+
+def _check_scalar_loss(value, name: str):
+    if not isinstance(value, _core.Array):
+        raise TypeError(f"{name}: the function must return a scalar array, got {type(value).__name__}")
+    if value.shape != () or value.dtype == _core.bool_:
+        raise ValueError(f"{name}: the function must return a rank-0 float array (a scalar loss), got "
+                         f"{value.dtype.name}{list(value.shape)}; for vector outputs use qb.jacobian or qb.vjp")
+
+
+def value_and_grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+    """value_and_grad(f)(*args) -> (f(*args), gradient with respect to args[argnums]).
+
+    The gradient mirrors the differentiated argument's pytree and keeps its dtypes (bool
+    leaves get None). With has_aux, f returns (value, aux) and the result is
+    ((value, aux), gradient)."""
+    if fun is None:
+        return lambda f: value_and_grad(f, argnums=argnums, has_aux=has_aux)
+    if not callable(fun):
+        raise TypeError(f"value_and_grad: expected a callable, got {type(fun).__name__}")
+    name = getattr(fun, "__name__", "function")
+
+    def vg(*args, **kwargs):
+        nums, single = _normalize_argnums(argnums, len(args), "grad")
+        positions = _leaf_positions(args, kwargs, nums)
+        diff = {p for ps in positions.values() for p in ps}
+        staged = _Staged(fun, args, kwargs, diff, "grad")
+        out = staged.out
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                staged.trace.close()
+                raise ValueError(f"grad({name}) with has_aux=True: the function must return (value, aux), got "
+                                 f"{type(out).__name__}")
+            value, aux = out
+        else:
+            value, aux = out, None
+        try:
+            _check_scalar_loss(value, f"grad({name})")
+        except BaseException:
+            staged.trace.close()
+            raise
+        aux_leaves, aux_def = _tree.flatten(aux)
+        aux_arrays = [i for i, leaf in enumerate(aux_leaves) if isinstance(leaf, _core.Array)]
+        graph, captured = staged.finish([value] + [aux_leaves[i] for i in aux_arrays])
+        wrt = [staged.input_leaf[k] in diff and staged.inputs[k].dtype != _core.bool_
+               for k in range(len(staged.inputs))] + [False] * len(captured)
+        seed = [True] + [False] * len(aux_arrays)
+        vjp_graph = graph.vjp(wrt, seed)
+        seed_value = _core.ones((), dtype=value.dtype)
+        outs = vjp_graph.call(staged.inputs + captured + [seed_value])
+        n_res = 1 + len(aux_arrays)
+        primal, grads = outs[:n_res], iter(outs[n_res:])
+        grad_by_leaf = {}
+        for k, flag in enumerate(wrt[:len(staged.inputs)]):
+            if flag:
+                grad_by_leaf[staged.input_leaf[k]] = next(grads)
+        results = []
+        for i in nums:
+            arg_leaves, arg_def = _tree.flatten(args[i])
+            g = [grad_by_leaf.get(p) for p in positions[i]]
+            results.append(_tree.unflatten(arg_def, g))
+        grad_out = results[0] if single else tuple(results)
+        val = primal[0]
+        if has_aux:
+            aux_out = list(aux_leaves)
+            for j, i in enumerate(aux_arrays):
+                aux_out[i] = primal[1 + j]
+            return (val, _tree.unflatten(aux_def, aux_out)), grad_out
+        return val, grad_out
+
+    vg.__name__ = f"value_and_grad({name})"
+    return vg
+
+
+def grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+    """grad(f)(*args): the gradient of the scalar f with respect to args[argnums]."""
+    if fun is None:
+        return lambda f: grad(f, argnums=argnums, has_aux=has_aux)
+    vg = value_and_grad(fun, argnums=argnums, has_aux=has_aux)
+    name = getattr(fun, "__name__", "function")
+
+    def g(*args, **kwargs):
+        (value_aux), gradient = vg(*args, **kwargs)
+        if has_aux:
+            return gradient, value_aux[1]
+        return gradient
+
+    g.__name__ = f"grad({name})"
+    return g
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
+    """(fun(*primals), directional derivative along tangents); primals and tangents are
+    sequences of matching pytrees."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples or lists of arguments")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    p_leaves, p_def = _tree.flatten(list(primals))
+    t_leaves, t_def = _tree.flatten(list(tangents))
+    if p_def != t_def:
+        raise ValueError(f"jvp: tangents have structure {t_def}, primals {p_def}")
+    staged = _Staged(fun, tuple(primals), {}, set(range(len(p_leaves))), "jvp")
+    out_leaves, out_def = _tree.flatten(staged.out)
+    if not all(isinstance(o, _core.Array) for o in out_leaves):
+        staged.trace.close()
+        raise TypeError("jvp: the function must return arrays (or pytrees of arrays)")
+    graph, captured = staged.finish(out_leaves)
+    tangent_args = []
+    wrt = []
+    for k, a in enumerate(staged.inputs):
+        t = _to_array(t_leaves[staged.input_leaf[k]], "jvp")
+        float_input = a.dtype != _core.bool_
+        if float_input:
+            if t.shape != a.shape or t.dtype != a.dtype:
+                raise ValueError(f"jvp: tangent {k} is {t.dtype.name}{list(t.shape)}, its primal "
+                                 f"{a.dtype.name}{list(a.shape)}; they must match")
+            tangent_args.append(t)
+        wrt.append(float_input)
+    wrt += [False] * len(captured)
+    outs = graph.jvp(wrt).call(staged.inputs + captured + tangent_args)
+    n = len(out_leaves)
+    primal_out = outs[:n]
+    dys = iter(outs[n:])
+    tangent_out = [next(dys) if o.dtype != _core.bool_ else _core.zeros_like(o) for o in primal_out]
+    return _tree.unflatten(out_def, primal_out), _tree.unflatten(out_def, tangent_out)
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
+    """(fun(*primals), vjp_fun[, aux]): vjp_fun(cotangent) gives the cotangents of primals
+    (a tuple, one per primal). vjp_fun can be called many times."""
+    staged = _Staged(fun, primals, {}, set(range(len(_tree.leaves(list(primals))))), "vjp")
+    out = staged.out
+    aux = None
+    if has_aux:
+        if not (isinstance(out, tuple) and len(out) == 2):
+            staged.trace.close()
+            raise ValueError("vjp with has_aux=True: the function must return (output, aux)")
+        out, aux = out
+    out_leaves, out_def = _tree.flatten(out)
+    graph, captured = staged.finish(out_leaves)
+    wrt = [a.dtype != _core.bool_ for a in staged.inputs] + [False] * len(captured)
+    seed = [o.dtype != _core.bool_ for o in out_leaves]
+    vjp_graph = graph.vjp(wrt, seed)
+    # The forward values, computed once.
+    primal_out = graph.call(staged.inputs + captured)
+    inputs = staged.inputs + captured
+
+    def vjp_fun(cotangent):
+        ct_leaves, ct_def = _tree.flatten(cotangent)
+        if ct_def != out_def:
+            raise ValueError(f"vjp_fun: the cotangent has structure {ct_def}, the output {out_def}")
+        cts = []
+        for c, o in zip(ct_leaves, primal_out):
+            if o.dtype == _core.bool_:
+                continue
+            c = _to_array(c, "vjp_fun")
+            if c.shape != o.shape or c.dtype != o.dtype:
+                raise ValueError(f"vjp_fun: cotangent {c.dtype.name}{list(c.shape)} does not match the output "
+                                 f"{o.dtype.name}{list(o.shape)}")
+            cts.append(c)
+        outs = vjp_graph.call(inputs + cts)
+        grads = iter(outs[len(out_leaves):])
+        by_leaf = {staged.input_leaf[k]: next(grads) for k, flag in enumerate(wrt[:len(staged.inputs)]) if flag}
+        result = []
+        offset = 0
+        for p in primals:
+            leaves, d = _tree.flatten(p)
+            result.append(_tree.unflatten(d, [by_leaf.get(offset + j) for j in range(len(leaves))]))
+            offset += len(leaves)
+        return tuple(result)
+
+    out_value = _tree.unflatten(out_def, primal_out)
+    return (out_value, vjp_fun, aux) if has_aux else (out_value, vjp_fun)

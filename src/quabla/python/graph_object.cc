@@ -1,0 +1,96 @@
+// quabla._core.Graph: a traced program as a value that transforms map to new programs
+// (jvp, vjp, later vmap). Calling it on concrete arrays compiles once and runs; calling it
+// with tracers inlines it into the enclosing trace (DESIGN.md rule 3).
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <mutex>
+
+#include "quabla/api/eager.h"
+#include "quabla/api/trace.h"
+#include "quabla/backends/cpu/executable.h"
+#include "quabla/ir/errors.h"
+#include "quabla/python/bindings.h"
+#include "quabla/transforms/jvp.h"
+#include "quabla/transforms/simplify.h"
+#include "quabla/transforms/vjp.h"
+
+namespace qb::py {
+
+namespace {
+
+struct GraphObject {
+  std::shared_ptr<const Graph> graph;
+  mutable std::mutex mutex;
+  mutable std::shared_ptr<cpu::Executable> exe;  // compiled on the first concrete call
+
+  explicit GraphObject(Graph g) : graph(std::make_shared<const Graph>(simplify(g))) {}
+
+  std::vector<Array> call(const std::vector<Array>& args) const {
+    if (args.size() != graph->params.size()) {
+      throw InternalError("Graph.call: expected " + std::to_string(graph->params.size()) + " arguments, got " +
+                          std::to_string(args.size()));
+    }
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const ValueType& t = graph->type(graph->params[i]);
+      if (args[i].dtype() != t.dtype || args[i].shape() != t.shape) {
+        throw InternalError("Graph.call: argument " + std::to_string(i) + " is " + args[i].type.str() + ", expected " + t.str());
+      }
+    }
+    if (auto trace = trace_of(args)) return inline_graph(*trace, *graph, args);
+    std::shared_ptr<cpu::Executable> e;
+    {
+      std::lock_guard<std::mutex> lk(mutex);
+      if (!exe) exe = std::make_shared<cpu::Executable>(graph);
+      e = exe;
+    }
+    return run_program(*e, args);
+  }
+};
+
+std::unique_ptr<bool[]> flags(const std::vector<bool>& v) {
+  auto f = std::make_unique<bool[]>(v.size() + 1);
+  for (std::size_t i = 0; i < v.size(); ++i) f[i] = v[i];
+  return f;
+}
+
+}  // namespace
+
+void bind_graph(nb::module_& m) {
+  nb::class_<GraphObject>(m, "Graph")
+      .def("call", &GraphObject::call, nb::arg("args"))
+      .def("as_text", [](const GraphObject& g) { return print(*g.graph); })
+      .def_prop_ro("num_params", [](const GraphObject& g) { return g.graph->params.size(); })
+      .def_prop_ro("num_results", [](const GraphObject& g) { return g.graph->results.size(); })
+      .def("result_info", [](const GraphObject& g) {
+        nb::list out;
+        for (auto v : g.graph->results) {
+          nb::list shape;
+          for (auto d : g.graph->type(v).shape) shape.append(d);
+          out.append(nb::make_tuple(nb::tuple(shape), std::string(dtype_name(g.graph->type(v).dtype))));
+        }
+        return out;
+      })
+      .def("jvp", [](const GraphObject& g, const std::vector<bool>& wrt) {
+        auto f = flags(wrt);
+        return std::make_shared<GraphObject>(jvp(*g.graph, std::span<const bool>(f.get(), wrt.size())));
+      }, nb::arg("wrt"))
+      .def("vjp", [](const GraphObject& g, const std::vector<bool>& wrt, const std::vector<bool>& seed) {
+        auto f = flags(wrt);
+        auto s = flags(seed);
+        return std::make_shared<GraphObject>(
+            vjp(*g.graph, std::span<const bool>(f.get(), wrt.size()), std::span<const bool>(s.get(), seed.size())));
+      }, nb::arg("wrt"), nb::arg("seed"));
+
+  m.def("finish_graph", [](Trace& t, nb::handle results) {
+    std::vector<Array> outs;
+    for (nb::handle h : nb::borrow<nb::sequence>(results)) outs.push_back(to_operand(h));
+    auto captured = t.captured;
+    auto g = t.finish(outs);
+    return nb::make_tuple(std::make_shared<GraphObject>(*g), captured);
+  }, nb::arg("trace"), nb::arg("results"));
+}
+
+}  // namespace qb::py

@@ -1,0 +1,66 @@
+#include "quabla/transforms/emit.h"
+
+namespace qb::ad {
+
+V Emit::scalar(double c, DType d) {
+  auto lit = std::make_shared<Literal>();
+  lit->type = ValueType{d, {}, false};
+  lit->data = Buffer::allocate(itemsize(d));
+  if (d == DType::f32) *lit->data->as<float>() = static_cast<float>(c);
+  else if (d == DType::f64) *lit->data->as<double>() = c;
+  else *lit->data->as<std::uint8_t>() = c != 0;
+  return b.constant(std::move(lit));
+}
+
+V Emit::like(V x, double c) {
+  const ValueType t = type(x);
+  return broadcast(scalar(c, t.dtype), t.shape, {});
+}
+
+V Emit::zeros(const ValueType& t) { return broadcast(scalar(0.0, t.dtype), t.shape, {}); }
+
+V Emit::convert(V x, DType d) {
+  if (type(x).dtype == d) return x;
+  Attrs a;
+  a.dtype = d;
+  return op(Op::Convert, {x}, std::move(a));
+}
+
+V Emit::broadcast(V x, const Shape& shape, std::vector<std::int64_t> dims) {
+  if (type(x).shape == shape) return x;
+  Attrs a;
+  a.shape = shape;
+  a.dims = std::move(dims);
+  return op(Op::BroadcastInDim, {x}, std::move(a));
+}
+
+V Emit::reshape(V x, const Shape& shape) {
+  if (type(x).shape == shape) return x;
+  Attrs a;
+  a.shape = shape;
+  return op(Op::Reshape, {x}, std::move(a));
+}
+
+V Emit::reduce_sum(V x, std::vector<std::int64_t> axes) {
+  if (axes.empty()) return x;
+  Attrs a;
+  a.dims = std::move(axes);
+  return op(Op::ReduceSum, {x}, std::move(a));
+}
+
+V Emit::transpose(V x, std::vector<std::int64_t> perm) {
+  Attrs a;
+  a.dims = std::move(perm);
+  return op(Op::Transpose, {x}, std::move(a));
+}
+
+V Emit::mT(V x) {
+  const auto r = static_cast<std::int64_t>(type(x).shape.size());
+  std::vector<std::int64_t> perm;
+  for (std::int64_t i = 0; i < r - 2; ++i) perm.push_back(i);
+  perm.push_back(r - 1);
+  perm.push_back(r - 2);
+  return transpose(x, std::move(perm));
+}
+
+}  // namespace qb::ad

@@ -1,0 +1,37 @@
+// Small helpers for transforms that emit primitives on a Builder: operands already agree in
+// dtype and shape, scalars are broadcast explicitly.
+#pragma once
+#include <cmath>
+
+#include "quabla/ir/builder.h"
+
+namespace qb::ad {
+
+using V = ValueId;
+
+struct Emit {
+  Builder& b;
+
+  ValueType type(V v) const { return b.type(v); }
+  V op(Op o, std::initializer_list<V> in, Attrs a = {}) { return b.emit1(o, in, std::move(a)); }
+  V scalar(double c, DType d);
+  V like(V x, double c);  // a constant of x's dtype and shape
+  V zeros(const ValueType& t);
+  V add(V x, V y) { return op(Op::Add, {x, y}); }
+  V sub(V x, V y) { return op(Op::Sub, {x, y}); }
+  V mul(V x, V y) { return op(Op::Mul, {x, y}); }
+  V div(V x, V y) { return op(Op::Div, {x, y}); }
+  V neg(V x) { return op(Op::Neg, {x}); }
+  V scale(V x, double c) { return mul(x, like(x, c)); }
+  V select(V p, V x, V y) { return op(Op::Select, {p, x, y}); }
+  V eq(V x, V y) { return op(Op::Eq, {x, y}); }
+  V convert(V x, DType d);
+  V broadcast(V x, const Shape& shape, std::vector<std::int64_t> dims);
+  V reshape(V x, const Shape& shape);
+  V reduce_sum(V x, std::vector<std::int64_t> axes);
+  V transpose(V x, std::vector<std::int64_t> perm);
+  // Swaps the last two axes (matrix transpose of a batched [..., m, n] value).
+  V mT(V x);
+};
+
+}  // namespace qb::ad

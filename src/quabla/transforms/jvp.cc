@@ -1,0 +1,275 @@
+// JVP rules of every op: one switch over Op, no default. Derivative conventions (API.md §2):
+// sqrt has derivative 0 at 0; floor/ceil/round/sign have 0; power's d/dx is 0 where x == 0
+// and y < 1, its d/dy 0 for x <= 0; atan2 and hypot are 0 at the origin; abs and relu have
+// subgradient 0 at 0; max/min (elementwise and reductions) share ties equally; select
+// routes nothing to the unselected branch; stop_gradient is 0.
+#include "quabla/transforms/jvp.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "quabla/ir/builder.h"
+#include "quabla/ir/errors.h"
+#include "quabla/transforms/emit.h"
+
+namespace qb {
+
+using ad::Emit;
+using ad::V;
+using T = std::optional<V>;
+
+bool has_tangent(const ValueType& t) { return is_float(t.dtype); }
+
+namespace {
+
+// The tangent of a node's (single) output from its primal inputs x, their tangents t (empty
+// when zero) and its primal output y.
+T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>& t, V y) {
+  auto tz = [&](std::size_t i) -> V { return t[i] ? *t[i] : e.zeros(e.type(x[i])); };
+  auto scale_t = [&](V factor) -> T { return e.mul(*t[0], factor); };
+  const Attrs& a = n.attrs;
+  switch (n.op) {
+    case Op::Parameter: case Op::Constant:
+      return std::nullopt;
+    case Op::Neg: return e.neg(*t[0]);
+    case Op::Abs: return e.mul(*t[0], e.op(Op::Sign, {x[0]}));
+    case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round: case Op::StopGradient:
+      return std::nullopt;
+    case Op::Sqrt: {
+      // t / (2 sqrt x), and 0 at x == 0 at every order.
+      V d = e.div(*t[0], e.scale(y, 2.0));
+      return e.select(e.eq(x[0], e.like(x[0], 0.0)), e.like(x[0], 0.0), d);
+    }
+    case Op::Cbrt: return e.div(*t[0], e.scale(e.mul(y, y), 3.0));
+    case Op::Exp: return scale_t(y);
+    case Op::Exp2: return scale_t(e.scale(y, 0.69314718055994530942));
+    case Op::Expm1: return scale_t(e.add(y, e.like(y, 1.0)));
+    case Op::Log: return e.div(*t[0], x[0]);
+    case Op::Log2: return e.div(*t[0], e.scale(x[0], 0.69314718055994530942));
+    case Op::Log10: return e.div(*t[0], e.scale(x[0], 2.30258509299404568402));
+    case Op::Log1p: return e.div(*t[0], e.add(x[0], e.like(x[0], 1.0)));
+    case Op::Sin: return scale_t(e.op(Op::Cos, {x[0]}));
+    case Op::Cos: return e.neg(e.mul(*t[0], e.op(Op::Sin, {x[0]})));
+    case Op::Tan: return scale_t(e.add(e.like(y, 1.0), e.mul(y, y)));
+    case Op::Asin: case Op::Acos: {
+      V r = e.op(Op::Sqrt, {e.sub(e.like(x[0], 1.0), e.mul(x[0], x[0]))});
+      V d = e.div(*t[0], r);
+      return n.op == Op::Asin ? d : e.neg(d);
+    }
+    case Op::Atan: return e.div(*t[0], e.add(e.like(x[0], 1.0), e.mul(x[0], x[0])));
+    case Op::Sinh: return scale_t(e.op(Op::Cosh, {x[0]}));
+    case Op::Cosh: return scale_t(e.op(Op::Sinh, {x[0]}));
+    case Op::Tanh: return scale_t(e.sub(e.like(y, 1.0), e.mul(y, y)));
+    case Op::Asinh: return e.div(*t[0], e.op(Op::Sqrt, {e.add(e.mul(x[0], x[0]), e.like(x[0], 1.0))}));
+    case Op::Acosh: {
+      V r = e.mul(e.op(Op::Sqrt, {e.sub(x[0], e.like(x[0], 1.0))}), e.op(Op::Sqrt, {e.add(x[0], e.like(x[0], 1.0))}));
+      return e.div(*t[0], r);
+    }
+    case Op::Atanh: return e.div(*t[0], e.sub(e.like(x[0], 1.0), e.mul(x[0], x[0])));
+    case Op::Erf: case Op::Erfc: {
+      V g = e.scale(e.op(Op::Exp, {e.neg(e.mul(x[0], x[0]))}), 1.12837916709551257390);  // 2/sqrt(pi)
+      return n.op == Op::Erf ? scale_t(g) : e.neg(e.mul(*t[0], g));
+    }
+    case Op::Logistic: return scale_t(e.mul(y, e.sub(e.like(y, 1.0), y)));
+    case Op::Softplus: return scale_t(e.op(Op::Logistic, {x[0]}));
+    case Op::Silu: {
+      // d/dx x s(x) = s (1 + x (1 - s))
+      V s = e.op(Op::Logistic, {x[0]});
+      return scale_t(e.mul(s, e.add(e.like(s, 1.0), e.mul(x[0], e.sub(e.like(s, 1.0), s)))));
+    }
+    case Op::GeluTanh: {
+      // x s(2z), z = c (x + k x^3): s + x s (1 - s) 2c (1 + 3k x^2)
+      constexpr double c = 0.79788456080286535588, k = 0.044715;
+      V x2 = e.mul(x[0], x[0]);
+      V z = e.scale(e.add(x[0], e.scale(e.mul(x2, x[0]), k)), c);
+      V s = e.op(Op::Logistic, {e.scale(z, 2.0)});
+      V dz = e.scale(e.add(e.like(x2, 1.0), e.scale(x2, 3.0 * k)), 2.0 * c);
+      V ds = e.mul(e.mul(s, e.sub(e.like(s, 1.0), s)), dz);
+      return scale_t(e.add(s, e.mul(x[0], ds)));
+    }
+    case Op::IsNan: case Op::IsInf: case Op::IsFinite: case Op::Not: case Op::And: case Op::Or:
+    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
+    case Op::ReduceAny: case Op::ReduceAll:
+      return std::nullopt;  // bool results carry no tangent
+    case Op::Add:
+      if (!t[0]) return t[1];
+      if (!t[1]) return t[0];
+      return e.add(*t[0], *t[1]);
+    case Op::Sub:
+      if (!t[0]) return e.neg(*t[1]);
+      if (!t[1]) return t[0];
+      return e.sub(*t[0], *t[1]);
+    case Op::Mul: {
+      T r;
+      if (t[0]) r = e.mul(*t[0], x[1]);
+      if (t[1]) r = r ? e.add(*r, e.mul(x[0], *t[1])) : e.mul(x[0], *t[1]);
+      return r;
+    }
+    case Op::Div: {
+      // (ta - tb * y) / b
+      V num = t[0] ? (t[1] ? e.sub(*t[0], e.mul(*t[1], y)) : *t[0]) : e.neg(e.mul(*t[1], y));
+      return e.div(num, x[1]);
+    }
+    case Op::Pow: {
+      T r;
+      V zero = e.like(x[0], 0.0);
+      if (t[0]) {
+        V dx = e.mul(x[1], e.op(Op::Pow, {x[0], e.sub(x[1], e.like(x[1], 1.0))}));
+        V at_zero = e.op(Op::And, {e.eq(x[0], zero), e.op(Op::Lt, {x[1], e.like(x[1], 1.0)})});
+        r = e.mul(*t[0], e.select(at_zero, zero, dx));
+      }
+      if (t[1]) {
+        V dy = e.select(e.op(Op::Le, {x[0], zero}), zero, e.mul(y, e.op(Op::Log, {x[0]})));
+        V term = e.mul(*t[1], dy);
+        r = r ? e.add(*r, term) : term;
+      }
+      return r;
+    }
+    case Op::Atan2: {
+      // (b ta - a tb) / (a^2 + b^2), 0 at the origin
+      V den = e.add(e.mul(x[0], x[0]), e.mul(x[1], x[1]));
+      V num = t[0] ? e.mul(x[1], *t[0]) : e.like(x[0], 0.0);
+      if (t[1]) num = e.sub(num, e.mul(x[0], *t[1]));
+      V zero = e.like(den, 0.0);
+      V origin = e.eq(den, zero);
+      return e.select(origin, zero, e.div(num, e.select(origin, e.like(den, 1.0), den)));
+    }
+    case Op::Hypot: {
+      V num = t[0] ? e.mul(x[0], *t[0]) : e.like(x[0], 0.0);
+      if (t[1]) num = e.add(num, e.mul(x[1], *t[1]));
+      V zero = e.like(y, 0.0);
+      V origin = e.eq(y, zero);
+      return e.select(origin, zero, e.div(num, e.select(origin, e.like(y, 1.0), y)));
+    }
+    case Op::Rem: {
+      // r = a - b trunc(a/b): dr = ta - tb trunc(a/b), trunc(a/b) = (a - r) / b
+      T r = t[0];
+      if (t[1]) {
+        V q = e.div(e.sub(x[0], y), x[1]);
+        V term = e.mul(*t[1], e.op(Op::Round, {q}));
+        r = r ? e.sub(*r, term) : e.neg(term);
+      }
+      return r;
+    }
+    case Op::Max: case Op::Min: {
+      // Ties share equally: weight 1 to the selected side, 1/2 each on a tie.
+      V win = e.op(n.op == Op::Max ? Op::Gt : Op::Lt, {x[0], x[1]});
+      V w = e.select(win, e.like(x[0], 1.0), e.select(e.eq(x[0], x[1]), e.like(x[0], 0.5), e.like(x[0], 0.0)));
+      T r;
+      if (t[0]) r = e.mul(*t[0], w);
+      if (t[1]) {
+        V term = e.mul(*t[1], e.sub(e.like(w, 1.0), w));
+        r = r ? e.add(*r, term) : term;
+      }
+      return r;
+    }
+    case Op::LogAddExp: {
+      T r;
+      if (t[0]) r = e.mul(*t[0], e.op(Op::Exp, {e.sub(x[0], y)}));
+      if (t[1]) {
+        V term = e.mul(*t[1], e.op(Op::Exp, {e.sub(x[1], y)}));
+        r = r ? e.add(*r, term) : term;
+      }
+      return r;
+    }
+    case Op::Select:
+      if (!t[1] && !t[2]) return std::nullopt;
+      return e.select(x[0], tz(1), tz(2));
+    case Op::Convert:
+      if (!is_float(a.dtype) || !t[0]) return std::nullopt;
+      return e.convert(*t[0], a.dtype);
+    case Op::Reshape: case Op::BroadcastInDim: case Op::Transpose: case Op::Slice: case Op::Reverse:
+    case Op::ReduceSum: case Op::Cumsum: case Op::Gather:
+      return e.op(n.op, {*t[0]}, a);
+    case Op::Concat: {
+      std::vector<V> ts;
+      for (std::size_t i = 0; i < x.size(); ++i) ts.push_back(tz(i));
+      return e.b.emit(Op::Concat, ts, a)[0];
+    }
+    case Op::Pad:
+      return e.op(Op::Pad, {tz(0), t[1] ? *t[1] : e.zeros(e.type(x[1]))}, a);
+    case Op::ScatterAdd:
+      return e.op(Op::ScatterAdd, {tz(0), tz(1)}, a);
+    case Op::ReduceProd: {
+      // d prod = sum over the axis of t * prod / x (inputs are assumed nonzero).
+      Attrs bc;
+      bc.shape = e.type(x[0]).shape;
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(bc.shape.size()); ++i)
+        if (std::find(a.dims.begin(), a.dims.end(), i) == a.dims.end()) bc.dims.push_back(i);
+      V yb = e.op(Op::BroadcastInDim, {y}, bc);
+      return e.op(Op::ReduceSum, {e.mul(*t[0], e.div(yb, x[0]))}, a);
+    }
+    case Op::ReduceMax: case Op::ReduceMin: {
+      // The mean of the tangents at the positions that attain the extremum.
+      Attrs bc;
+      bc.shape = e.type(x[0]).shape;
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(bc.shape.size()); ++i)
+        if (std::find(a.dims.begin(), a.dims.end(), i) == a.dims.end()) bc.dims.push_back(i);
+      V mask = e.convert(e.eq(x[0], e.op(Op::BroadcastInDim, {y}, bc)), e.type(x[0]).dtype);
+      V count = e.op(Op::ReduceSum, {mask}, a);
+      return e.div(e.op(Op::ReduceSum, {e.mul(*t[0], mask)}, a), count);
+    }
+    case Op::MatMul: {
+      T r;
+      if (t[0]) r = e.op(Op::MatMul, {*t[0], x[1]});
+      if (t[1]) {
+        V term = e.op(Op::MatMul, {x[0], *t[1]});
+        r = r ? e.add(*r, term) : term;
+      }
+      return r;
+    }
+  }
+  throw InternalError("jvp: unknown op");
+}
+
+}  // namespace
+
+Graph jvp(const Graph& g, std::span<const bool> wrt) {
+  Graph out;
+  Builder b(out);
+  Emit e{b};
+  std::vector<V> map(g.values.size(), 0);
+  std::vector<T> tan(g.values.size());
+  for (auto p : g.params) map[p] = b.param(g.type(p));
+  for (std::size_t i = 0; i < g.params.size(); ++i) {
+    const ValueType& t = g.type(g.params[i]);
+    if (i < wrt.size() && wrt[i] && has_tangent(t)) tan[g.params[i]] = b.param(t);
+  }
+  for (const Node& n : g.nodes) {
+    if (n.op == Op::Parameter) continue;
+    std::vector<V> x;
+    std::vector<T> t;
+    bool any = false;
+    for (auto v : n.inputs) {
+      x.push_back(map[v]);
+      t.push_back(tan[v]);
+      any = any || tan[v].has_value();
+    }
+    auto outs = b.emit(n.op, x, n.attrs);
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      out.values[outs[k]].weak = g.type(n.outputs[k]).weak;
+      map[n.outputs[k]] = outs[k];
+    }
+    if (any && outs.size() == 1 && has_tangent(g.type(n.outputs[0]))) {
+      tan[n.outputs[0]] = jvp_rule(e, n, x, t, outs[0]);
+    }
+  }
+  std::vector<V> results;
+  for (auto v : g.results) results.push_back(map[v]);
+  for (auto v : g.results) {
+    const ValueType& t = g.type(v);
+    if (!has_tangent(t)) continue;
+    if (tan[v]) {
+      results.push_back(*tan[v]);
+    } else {
+      ValueType strong = t;
+      strong.weak = false;
+      results.push_back(e.zeros(strong));
+    }
+  }
+  b.set_results(std::move(results));
+  verify(out);
+  return out;
+}
+
+}  // namespace qb

@@ -1,0 +1,244 @@
+// Transpose rules: one switch over Op, no default. Only linear ops (those a JVP emits on
+// tangents) have rules; the others raise InternalError, since a tangent never flows
+// through them.
+#include "quabla/transforms/vjp.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "quabla/ir/builder.h"
+#include "quabla/ir/errors.h"
+#include "quabla/transforms/emit.h"
+#include "quabla/transforms/jvp.h"
+
+namespace qb {
+
+using ad::Emit;
+using ad::V;
+
+namespace {
+
+struct Cotangents {
+  Emit& e;
+  std::vector<std::optional<V>> ct;
+  void add(ValueId v, V c) { ct[v] = ct[v] ? e.add(*ct[v], c) : c; }
+};
+
+[[noreturn]] void not_linear(Op op) {
+  throw InternalError(std::string("transpose: ") + std::string(op_name(op)) + " is not linear in a tangent");
+}
+
+// Adds the cotangent contributions of node n (of the linear graph) to its linear operands.
+// x: the operands mapped into the output graph (only non-linear ones are valid), lin: which
+// operands are linear, c: the cotangent of n's output.
+void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>& x, const std::vector<bool>& lin,
+                    V c, Cotangents& out) {
+  const Attrs& a = n.attrs;
+  auto in_type = [&](std::size_t i) { return g.type(n.inputs[i]); };
+  auto give = [&](std::size_t i, V v) {
+    if (lin[i]) out.add(n.inputs[i], v);
+  };
+  switch (n.op) {
+    case Op::Neg: return give(0, e.neg(c));
+    case Op::Add: give(0, c); give(1, c); return;
+    case Op::Sub: give(0, c); if (lin[1]) give(1, e.neg(c)); return;
+    case Op::Mul:
+      if (lin[0] && lin[1]) not_linear(n.op);
+      if (lin[0]) give(0, e.mul(c, x[1]));
+      if (lin[1]) give(1, e.mul(x[0], c));
+      return;
+    case Op::Div:
+      if (lin[1]) not_linear(n.op);
+      return give(0, e.div(c, x[1]));
+    case Op::Convert: return give(0, e.convert(c, in_type(0).dtype));
+    case Op::Reshape: return give(0, e.reshape(c, in_type(0).shape));
+    case Op::BroadcastInDim: {
+      const Shape& in = in_type(0).shape;
+      const Shape& outs = a.shape;
+      std::vector<std::int64_t> sum_axes;
+      for (std::int64_t d = 0; d < static_cast<std::int64_t>(outs.size()); ++d) {
+        auto it = std::find(a.dims.begin(), a.dims.end(), d);
+        if (it == a.dims.end() || (in[it - a.dims.begin()] == 1 && outs[d] != 1)) sum_axes.push_back(d);
+      }
+      return give(0, e.reshape(e.reduce_sum(c, sum_axes), in));
+    }
+    case Op::Transpose: {
+      std::vector<std::int64_t> inv(a.dims.size());
+      for (std::size_t i = 0; i < a.dims.size(); ++i) inv[a.dims[i]] = static_cast<std::int64_t>(i);
+      return give(0, e.transpose(c, inv));
+    }
+    case Op::Slice: {
+      const Shape& in = in_type(0).shape;
+      Attrs p;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::int64_t count = (a.limits[i] - a.starts[i] + a.strides[i] - 1) / a.strides[i];
+        p.starts.push_back(a.starts[i]);
+        p.limits.push_back(in[i] - a.starts[i] - (count - 1) * a.strides[i] - 1);
+        p.strides.push_back(a.strides[i] - 1);
+      }
+      return give(0, e.op(Op::Pad, {c, e.scalar(0.0, in_type(0).dtype)}, std::move(p)));
+    }
+    case Op::Pad: {
+      const Shape& in = in_type(0).shape;
+      Attrs s;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        s.starts.push_back(a.starts[i]);
+        s.strides.push_back(a.strides[i] + 1);
+        s.limits.push_back(a.starts[i] + (in[i] - 1) * (a.strides[i] + 1) + 1);
+      }
+      V inner = e.op(Op::Slice, {c}, s);
+      give(0, inner);
+      if (lin[1]) {
+        std::vector<std::int64_t> all(in.size());
+        for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+        give(1, e.sub(e.reduce_sum(c, all), e.reduce_sum(inner, all)));
+      }
+      return;
+    }
+    case Op::Reverse: return give(0, e.op(Op::Reverse, {c}, a));
+    case Op::Concat: {
+      const Shape& os = g.type(n.outputs[0]).shape;
+      std::int64_t start = 0;
+      for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+        const Shape& is = in_type(i).shape;
+        if (lin[i]) {
+          Attrs s;
+          s.starts.assign(os.size(), 0);
+          s.limits = os;
+          s.strides.assign(os.size(), 1);
+          s.starts[a.axis] = start;
+          s.limits[a.axis] = start + is[a.axis];
+          give(i, e.op(Op::Slice, {c}, std::move(s)));
+        }
+        start += is[a.axis];
+      }
+      return;
+    }
+    case Op::ReduceSum: {
+      const Shape& in = in_type(0).shape;
+      std::vector<std::int64_t> kept;
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(in.size()); ++i)
+        if (std::find(a.dims.begin(), a.dims.end(), i) == a.dims.end()) kept.push_back(i);
+      return give(0, e.broadcast(c, in, kept));
+    }
+    case Op::Cumsum: {
+      Attrs r = a;
+      r.reverse = !a.reverse;
+      return give(0, e.op(Op::Cumsum, {c}, std::move(r)));
+    }
+    case Op::Select:
+      if (lin[0]) not_linear(n.op);
+      if (lin[1]) give(1, e.select(x[0], c, e.zeros(e.type(c))));
+      if (lin[2]) give(2, e.select(x[0], e.zeros(e.type(c)), c));
+      return;
+    case Op::Gather: return give(0, e.op(Op::ScatterAdd, {e.zeros(in_type(0)), c}, a));
+    case Op::ScatterAdd:
+      give(0, c);
+      if (lin[1]) give(1, e.op(Op::Gather, {c}, a));
+      return;
+    case Op::MatMul:
+      if (lin[0] && lin[1]) not_linear(n.op);
+      if (lin[0]) give(0, e.op(Op::MatMul, {c, e.mT(x[1])}));
+      if (lin[1]) give(1, e.op(Op::MatMul, {e.mT(x[0]), c}));
+      return;
+    case Op::Parameter: case Op::Constant: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil:
+    case Op::Round: case Op::Sqrt: case Op::Cbrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log:
+    case Op::Log2: case Op::Log10: case Op::Log1p: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Asin:
+    case Op::Acos: case Op::Atan: case Op::Sinh: case Op::Cosh: case Op::Tanh: case Op::Asinh: case Op::Acosh:
+    case Op::Atanh: case Op::Erf: case Op::Erfc: case Op::Logistic: case Op::Softplus: case Op::Silu:
+    case Op::GeluTanh: case Op::StopGradient: case Op::IsNan: case Op::IsInf: case Op::IsFinite: case Op::Not:
+    case Op::Pow: case Op::Atan2: case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min: case Op::LogAddExp:
+    case Op::And: case Op::Or: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
+    case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceAny: case Op::ReduceAll:
+      not_linear(n.op);
+  }
+  throw InternalError("transpose: unknown op");
+}
+
+}  // namespace
+
+Graph transpose_linear(const Graph& g, std::span<const bool> linear_params, std::span<const bool> seed) {
+  // Which values depend on a linear parameter.
+  std::vector<bool> lin(g.values.size(), false);
+  for (std::size_t i = 0; i < g.params.size(); ++i) lin[g.params[i]] = i < linear_params.size() && linear_params[i];
+  for (const Node& n : g.nodes)
+    for (auto v : n.inputs)
+      if (lin[v])
+        for (auto o : n.outputs) lin[o] = true;
+
+  Graph out;
+  Builder b(out);
+  Emit e{b};
+  std::vector<V> map(g.values.size(), 0);
+  for (std::size_t i = 0; i < g.params.size(); ++i)
+    if (!lin[g.params[i]]) map[g.params[i]] = b.param(g.type(g.params[i]));
+  // One cotangent parameter per linear float result.
+  std::vector<std::pair<ValueId, V>> result_ct;
+  for (std::size_t j = 0; j < g.results.size(); ++j) {
+    const ValueId r = g.results[j];
+    if (!seed.empty() && (j >= seed.size() || !seed[j])) continue;
+    if (lin[r] && has_tangent(g.type(r))) {
+      ValueType t = g.type(r);
+      t.weak = false;
+      result_ct.push_back({r, b.param(t)});
+    }
+  }
+  // The non-linear part, copied as is.
+  for (const Node& n : g.nodes) {
+    if (n.op == Op::Parameter || lin[n.outputs[0]]) continue;
+    std::vector<V> x;
+    for (auto v : n.inputs) x.push_back(map[v]);
+    auto outs = b.emit(n.op, x, n.attrs);
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      out.values[outs[k]].weak = g.type(n.outputs[k]).weak;
+      map[n.outputs[k]] = outs[k];
+    }
+  }
+  Cotangents ct{e, std::vector<std::optional<V>>(g.values.size())};
+  for (auto [r, c] : result_ct) ct.add(r, c);
+  for (std::size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (n.op == Op::Parameter || !lin[n.outputs[0]] || !ct.ct[n.outputs[0]]) continue;
+    std::vector<V> x;
+    std::vector<bool> linear;
+    for (auto v : n.inputs) {
+      x.push_back(map[v]);
+      linear.push_back(lin[v]);
+    }
+    transpose_rule(e, g, n, x, linear, *ct.ct[n.outputs[0]], ct);
+  }
+  std::vector<V> results;
+  for (auto r : g.results)
+    if (!lin[r]) results.push_back(map[r]);
+  for (std::size_t i = 0; i < g.params.size(); ++i) {
+    const ValueId p = g.params[i];
+    if (!lin[p]) continue;
+    ValueType t = g.type(p);
+    t.weak = false;
+    results.push_back(ct.ct[p] ? *ct.ct[p] : e.zeros(t));
+  }
+  b.set_results(std::move(results));
+  verify(out);
+  return out;
+}
+
+Graph vjp(const Graph& g, std::span<const bool> wrt, std::span<const bool> seed) {
+  const Graph lin = jvp(g, wrt);
+  // Seeds index the jvp graph's results: the primal results (never linear), then one
+  // tangent per float result of g.
+  auto lin_seed = std::make_unique<bool[]>(lin.results.size());
+  for (std::size_t j = 0; j < lin.results.size(); ++j) lin_seed[j] = seed.empty();
+  if (!seed.empty()) {
+    std::size_t k = g.results.size();
+    for (std::size_t j = 0; j < g.results.size(); ++j)
+      if (has_tangent(g.type(g.results[j]))) lin_seed[k++] = j < seed.size() && seed[j];
+  }
+  // jvp's parameters: the primals, then one tangent per float wrt parameter.
+  auto linear = std::make_unique<bool[]>(lin.params.size());
+  for (std::size_t i = 0; i < lin.params.size(); ++i) linear[i] = i >= g.params.size();
+  return transpose_linear(lin, std::span<const bool>(linear.get(), lin.params.size()),
+                          std::span<const bool>(lin_seed.get(), lin.results.size()));
+}
+
+}  // namespace qb
