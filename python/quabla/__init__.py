@@ -31,6 +31,8 @@ from . import _array_methods  # noqa: E402
 from . import tree  # noqa: E402,F401
 from ._jit import jit, ShapeDtype  # noqa: E402,F401
 from ._ad import grad, value_and_grad, jvp, vjp  # noqa: E402,F401
+from ._vmap import vmap  # noqa: E402,F401
+from . import optim  # noqa: E402,F401
 
 _array_methods.install()
 

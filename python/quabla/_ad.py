@@ -32,6 +32,19 @@ def _to_array(x, name: str):
     raise TypeError(f"{name}: expected arrays (or Python numbers), got {type(x).__name__}")
 
 
+class ExampleOf:
+    """A mapped argument while vmap stages its function: the trace gets a parameter of the
+    per-example shape (axis `axis` removed) and the graph is later fed the whole array."""
+
+    __slots__ = ("array", "axis", "shape", "dtype")
+
+    def __init__(self, array, axis: int):
+        self.array = array
+        self.axis = axis
+        self.shape = tuple(d for i, d in enumerate(array.shape) if i != axis)
+        self.dtype = array.dtype
+
+
 class _Staged:
     """A function traced once on fresh tracers: its graph, inputs and output structure."""
 
@@ -42,7 +55,11 @@ class _Staged:
         self.input_leaf = []       # leaf index of each input
         call_leaves = []
         for i, leaf in enumerate(leaves):
-            if i in array_positions or _is_array_like(leaf):
+            if isinstance(leaf, ExampleOf):  # vmap: a parameter of the per-example type
+                self.inputs.append(leaf.array)
+                self.input_leaf.append(i)
+                call_leaves.append(trace.parameter(leaf.shape, leaf.dtype))
+            elif i in array_positions or _is_array_like(leaf):
                 a = _to_array(leaf, name)
                 self.inputs.append(a)
                 self.input_leaf.append(i)

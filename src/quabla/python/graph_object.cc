@@ -16,6 +16,7 @@
 #include "quabla/transforms/jvp.h"
 #include "quabla/transforms/simplify.h"
 #include "quabla/transforms/vjp.h"
+#include "quabla/transforms/vmap.h"
 
 namespace qb::py {
 
@@ -82,7 +83,10 @@ void bind_graph(nb::module_& m) {
         auto s = flags(seed);
         return std::make_shared<GraphObject>(
             vjp(*g.graph, std::span<const bool>(f.get(), wrt.size()), std::span<const bool>(s.get(), seed.size())));
-      }, nb::arg("wrt"), nb::arg("seed"));
+      }, nb::arg("wrt"), nb::arg("seed"))
+      .def("vmap", [](const GraphObject& g, const std::vector<std::int64_t>& in_axes, std::int64_t batch) {
+        return std::make_shared<GraphObject>(vmap(*g.graph, in_axes, batch));
+      }, nb::arg("in_axes"), nb::arg("batch"));
 
   m.def("finish_graph", [](Trace& t, nb::handle results) {
     std::vector<Array> outs;

@@ -1,0 +1,114 @@
+"""qb.vmap (API.md §3): a function written for one example, applied over a batch axis.
+
+The function is traced once on per-example tracers and its graph is batched by the C++
+vmap transform, so the program does not grow with the batch size. in_axes and out_axes
+are pytree prefixes (int, None, or a structure of them); negative axes count from the end.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import _core
+from . import tree as _tree
+from ._ad import ExampleOf, _Staged, _is_array_like, _to_array
+
+__all__ = ["vmap"]
+
+
+def _broadcast_prefix(prefix, full, what: str):
+    """One axis spec per leaf of `full`, from a pytree prefix `prefix` of it."""
+    if prefix is None or isinstance(prefix, int):
+        return [prefix] * len(_tree.leaves(full))
+    p_leaves = None
+    if isinstance(prefix, (tuple, list)) and isinstance(full, (tuple, list)):
+        if len(prefix) != len(full):
+            raise ValueError(f"vmap: {what} has {len(prefix)} entries for {len(full)} arguments/outputs")
+        out = []
+        for p, f in zip(prefix, full):
+            out.extend(_broadcast_prefix(p, f, what))
+        return out
+    if isinstance(prefix, dict) and isinstance(full, dict):
+        if sorted(prefix) != sorted(full):
+            raise ValueError(f"vmap: {what} keys {sorted(prefix)} differ from {sorted(full)}")
+        out = []
+        for k in sorted(full):
+            out.extend(_broadcast_prefix(prefix[k], full[k], what))
+        return out
+    raise ValueError(f"vmap: {what} {prefix!r} is not a prefix of the structure {_tree.structure(full)} "
+                     f"(use an int, None, or a matching tuple/list/dict of them)")
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
+    """vmap(f, in_axes, out_axes)(*args): f mapped over the in_axes of its arguments."""
+    if not callable(fun):
+        raise TypeError(f"vmap: expected a callable, got {type(fun).__name__}")
+    name = getattr(fun, "__name__", "function")
+
+    def mapped(*args, **kwargs):
+        if kwargs:
+            raise TypeError("vmap: keyword arguments are not mapped; pass them positionally or close over them")
+        spec = in_axes
+        if isinstance(spec, list):
+            spec = tuple(spec)
+        if isinstance(spec, tuple) and len(args) != len(spec):
+            raise ValueError(f"vmap({name}): in_axes has {len(spec)} entries but {len(args)} arguments were given")
+        axes = _broadcast_prefix(spec, args, "in_axes") if isinstance(spec, tuple) else \
+            _broadcast_prefix(spec, list(args), "in_axes")
+        leaves, treedef = _tree.flatten((list(args), {}))
+        batch = None
+        example_leaves = []
+        for leaf, ax in zip(leaves, axes):
+            if ax is None:
+                example_leaves.append(leaf)
+                continue
+            if not isinstance(ax, int) or isinstance(ax, bool):
+                raise TypeError(f"vmap({name}): in_axes entries must be ints or None, got {ax!r}")
+            if not _is_array_like(leaf) and not isinstance(leaf, (int, float)):
+                raise ValueError(f"vmap({name}): cannot map over a {type(leaf).__name__} leaf; use in_axes=None for it")
+            a = _to_array(leaf, "vmap")
+            if a.ndim == 0:
+                raise ValueError(f"vmap({name}): cannot map axis {ax} of a scalar; use in_axes=None for it")
+            if not -a.ndim <= ax < a.ndim:
+                raise ValueError(f"vmap({name}): in_axes {ax} is out of range for an argument of shape {a.shape}")
+            ax %= a.ndim
+            if batch is None:
+                batch = a.shape[ax]
+            elif a.shape[ax] != batch:
+                raise ValueError(f"vmap({name}): mapped axes have different sizes ({batch} and {a.shape[ax]}); "
+                                 f"every mapped argument needs the same batch size")
+            example_leaves.append(ExampleOf(a, ax))
+        if batch is None:
+            raise ValueError(f"vmap({name}): in_axes maps no argument; at least one must be mapped (not None)")
+        ex_args, _ = _tree.unflatten(treedef, example_leaves)
+        staged = _Staged(fun, tuple(ex_args), {}, set(), "vmap")
+        out_leaves, out_def = _tree.flatten(staged.out)
+        for o in out_leaves:
+            if not isinstance(o, _core.Array):
+                staged.trace.close()
+                raise TypeError(f"vmap({name}): the function must return arrays, got {type(o).__name__}")
+        graph, captured = staged.finish(out_leaves)
+        graph_axes = []
+        for k in range(len(staged.inputs)):
+            leaf = example_leaves[staged.input_leaf[k]]
+            graph_axes.append(leaf.axis if isinstance(leaf, ExampleOf) else -1)
+        graph_axes += [-1] * len(captured)
+        outs = graph.vmap(graph_axes, batch).call(staged.inputs + captured)
+        o_axes = _broadcast_prefix(out_axes, staged.out, "out_axes")
+        result = []
+        for o, ax in zip(outs, o_axes):
+            if ax is None:
+                raise ValueError(f"vmap({name}): out_axes=None needs an output that does not depend on the mapped "
+                                 f"axis; use out_axes=0")
+            nd = o.ndim
+            if not -nd <= ax < nd:
+                raise ValueError(f"vmap({name}): out_axes {ax} is out of range for an output of rank {nd}")
+            ax %= nd
+            if ax != 0:
+                perm = list(range(1, nd))
+                perm.insert(ax, 0)
+                o = _core.transpose(o, tuple(perm))
+            result.append(o)
+        return _tree.unflatten(out_def, result)
+
+    mapped.__name__ = f"vmap({name})"
+    return mapped

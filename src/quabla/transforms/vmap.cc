@@ -1,0 +1,183 @@
+// Batching rules of every op: one switch over Op, no default. Inside the transform every
+// batched value carries the batch axis first; unbatched operands of an op with batched
+// ones are broadcast along it.
+#include "quabla/transforms/vmap.h"
+
+#include "quabla/ir/builder.h"
+#include "quabla/ir/errors.h"
+#include "quabla/transforms/emit.h"
+
+namespace qb {
+
+using ad::Emit;
+using ad::V;
+
+namespace {
+
+std::vector<std::int64_t> shifted(const std::vector<std::int64_t>& v) {
+  std::vector<std::int64_t> out;
+  for (auto d : v) out.push_back(d + 1);
+  return out;
+}
+
+Shape with_batch(std::int64_t batch, const Shape& s) {
+  Shape out{batch};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+struct Batcher {
+  Emit& e;
+  std::int64_t batch;
+
+  // x (unbatched, per-example shape) broadcast along a new leading batch axis.
+  V lift(V x) {
+    const Shape& s = e.type(x).shape;
+    std::vector<std::int64_t> dims;
+    for (std::size_t i = 0; i < s.size(); ++i) dims.push_back(static_cast<std::int64_t>(i + 1));
+    return e.broadcast(x, with_batch(batch, s), std::move(dims));
+  }
+  V batched(V x, bool is_batched) { return is_batched ? x : lift(x); }
+
+  // The batched outputs of node n (all operands made batched where the rule needs it).
+  std::vector<V> rule(const Node& n, const std::vector<V>& x, const std::vector<bool>& b) {
+    Attrs a = n.attrs;
+    auto all_batched = [&] {
+      std::vector<V> xs;
+      for (std::size_t i = 0; i < x.size(); ++i) xs.push_back(batched(x[i], b[i]));
+      return xs;
+    };
+    switch (n.op) {
+      case Op::Parameter: case Op::Constant:
+        throw InternalError("vmap: leaves are not batched by rules");
+      case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round: case Op::Sqrt:
+      case Op::Cbrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log: case Op::Log2: case Op::Log10:
+      case Op::Log1p: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Asin: case Op::Acos: case Op::Atan:
+      case Op::Sinh: case Op::Cosh: case Op::Tanh: case Op::Asinh: case Op::Acosh: case Op::Atanh: case Op::Erf:
+      case Op::Erfc: case Op::Logistic: case Op::Softplus: case Op::Silu: case Op::GeluTanh: case Op::StopGradient:
+      case Op::IsNan: case Op::IsInf: case Op::IsFinite: case Op::Not: case Op::Add: case Op::Sub: case Op::Mul:
+      case Op::Div: case Op::Pow: case Op::Atan2: case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min:
+      case Op::LogAddExp: case Op::And: case Op::Or: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+      case Op::Eq: case Op::Ne: case Op::Select: case Op::Convert:
+        return e.b.emit(n.op, all_batched(), std::move(a));
+      case Op::Reshape:
+        a.shape = with_batch(batch, a.shape);
+        return {e.op(Op::Reshape, {x[0]}, std::move(a))};
+      case Op::BroadcastInDim: {
+        std::vector<std::int64_t> dims{0};
+        for (auto d : a.dims) dims.push_back(d + 1);
+        a.dims = std::move(dims);
+        a.shape = with_batch(batch, a.shape);
+        return {e.op(Op::BroadcastInDim, {x[0]}, std::move(a))};
+      }
+      case Op::Transpose: {
+        std::vector<std::int64_t> perm{0};
+        for (auto p : a.dims) perm.push_back(p + 1);
+        a.dims = std::move(perm);
+        return {e.op(Op::Transpose, {x[0]}, std::move(a))};
+      }
+      case Op::Slice:
+        a.starts.insert(a.starts.begin(), 0);
+        a.limits.insert(a.limits.begin(), batch);
+        a.strides.insert(a.strides.begin(), 1);
+        return {e.op(Op::Slice, {x[0]}, std::move(a))};
+      case Op::Pad: {
+        Attrs p = a;
+        p.starts.insert(p.starts.begin(), 0);
+        p.limits.insert(p.limits.begin(), 0);
+        p.strides.insert(p.strides.begin(), 0);
+        if (!b[1]) return {e.op(Op::Pad, {batched(x[0], b[0]), x[1]}, std::move(p))};
+        // A per-example padding value: pad with 0, then add value * (1 where padded).
+        const ValueType xt = e.type(x[0]);
+        const DType dt = xt.dtype;
+        Shape example = b[0] ? Shape(xt.shape.begin() + 1, xt.shape.end()) : xt.shape;
+        V mask = e.op(Op::Pad, {e.zeros(ValueType{dt, example, false}), e.scalar(1.0, dt)}, a);
+        V padded = e.op(Op::Pad, {batched(x[0], b[0]), e.scalar(0.0, dt)}, std::move(p));
+        const Shape& out = e.type(padded).shape;
+        V value = e.broadcast(x[1], out, {0});
+        return {e.add(padded, e.mul(lift(mask), value))};
+      }
+      case Op::Reverse:
+        a.dims = shifted(a.dims);
+        return {e.op(Op::Reverse, {x[0]}, std::move(a))};
+      case Op::Concat:
+        a.axis += 1;
+        return e.b.emit(Op::Concat, all_batched(), std::move(a));
+      case Op::ReduceSum: case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceAny:
+      case Op::ReduceAll:
+        a.dims = shifted(a.dims);
+        return {e.op(n.op, {x[0]}, std::move(a))};
+      case Op::Cumsum: case Op::Gather:
+        a.axis += 1;
+        return {e.op(n.op, {x[0]}, std::move(a))};
+      case Op::ScatterAdd:
+        a.axis += 1;
+        return e.b.emit(Op::ScatterAdd, all_batched(), std::move(a));
+      case Op::MatMul:
+        return e.b.emit(Op::MatMul, all_batched(), std::move(a));
+    }
+    throw InternalError("vmap: unknown op");
+  }
+};
+
+}  // namespace
+
+Graph vmap(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t batch) {
+  Graph out;
+  Builder b(out);
+  Emit e{b};
+  Batcher bt{e, batch};
+  std::vector<V> map(g.values.size(), 0);
+  std::vector<bool> is_batched(g.values.size(), false);
+  std::vector<V> raw_params;
+  for (std::size_t i = 0; i < g.params.size(); ++i) {
+    ValueType t = g.type(g.params[i]);
+    t.weak = false;
+    const std::int64_t ax = i < in_axes.size() ? in_axes[i] : -1;
+    if (ax >= 0) {
+      if (ax > static_cast<std::int64_t>(t.shape.size())) throw InternalError("vmap: in_axis out of range");
+      t.shape.insert(t.shape.begin() + ax, batch);
+    }
+    raw_params.push_back(b.param(t));
+  }
+  for (std::size_t i = 0; i < g.params.size(); ++i) {
+    const std::int64_t ax = i < in_axes.size() ? in_axes[i] : -1;
+    V p = raw_params[i];
+    if (ax > 0) {  // move the batch axis first
+      std::vector<std::int64_t> perm{ax};
+      for (std::int64_t d = 0; d < static_cast<std::int64_t>(e.type(p).shape.size()); ++d)
+        if (d != ax) perm.push_back(d);
+      p = e.transpose(p, perm);
+    }
+    map[g.params[i]] = p;
+    is_batched[g.params[i]] = ax >= 0;
+  }
+  for (const Node& n : g.nodes) {
+    if (n.op == Op::Parameter) continue;
+    std::vector<V> x;
+    std::vector<bool> bb;
+    bool any = false;
+    for (auto v : n.inputs) {
+      x.push_back(map[v]);
+      bb.push_back(is_batched[v]);
+      any = any || is_batched[v];
+    }
+    std::vector<V> outs = any ? bt.rule(n, x, bb) : b.emit(n.op, x, n.attrs);
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      map[n.outputs[k]] = outs[k];
+      is_batched[n.outputs[k]] = any;
+      if (!any) out.values[outs[k]].weak = g.type(n.outputs[k]).weak;
+    }
+  }
+  std::vector<V> results;
+  for (auto r : g.results) {
+    V v = is_batched[r] ? map[r] : bt.lift(map[r]);
+    out.values[v].weak = false;
+    results.push_back(v);
+  }
+  b.set_results(std::move(results));
+  verify(out);
+  return out;
+}
+
+}  // namespace qb

@@ -1,0 +1,18 @@
+// Batching as an IR->IR transform: a graph written for one example becomes a graph over a
+// batch (DESIGN.md rule 3), so vmap(grad(grad(u))) is one program whose size does not
+// depend on the batch size.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "quabla/ir/graph.h"
+
+namespace qb {
+
+// For g with parameters x_i of per-example types, returns a graph whose parameter i has
+// x_i's type with an axis of size `batch` inserted at in_axes[i] (in_axes[i] < 0: not
+// mapped, x_i's own type), and whose results are g's results with the batch axis first
+// (results that do not depend on a mapped input are broadcast).
+Graph vmap(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t batch);
+
+}  // namespace qb
