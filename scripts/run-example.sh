@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+.venv/bin/python examples/glance.py
 exec .venv/bin/python examples/quickstart.py

@@ -30,7 +30,7 @@ from ._shapes import meshgrid  # noqa: E402,F401
 from . import _array_methods  # noqa: E402
 from . import tree  # noqa: E402,F401
 from ._jit import jit, ShapeDtype  # noqa: E402,F401
-from ._ad import grad, value_and_grad, jvp, vjp  # noqa: E402,F401
+from ._ad import grad, value_and_grad, jvp, vjp, jacfwd, jacrev, jacobian, hessian, hvp  # noqa: E402,F401
 from ._vmap import vmap  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 

@@ -36,3 +36,49 @@ def test_main_example_runs():
                          check=True).stdout
     assert out.startswith(EXPECTED)
     assert "f32 0.6748224496841431" in out  # the masked loss of the Quickstart, eagerly
+
+
+def _run(path):
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=True).stdout
+
+
+def test_at_a_glance_prints_pi_and_a_tiny_loss():
+    out = _run(ROOT / "examples" / "glance.py").strip()
+    assert out.startswith("w = 3.141593, loss = ")
+    loss = float(out.split("loss = ")[1])
+    assert loss < 1e-10
+    readme = (ROOT / "README.md").read_text()
+    assert "w = 3.141593, loss = 1.5e-13" in readme
+    assert out == "w = 3.141593, loss = 1.5e-13"
+
+
+def _readme_block_after(readme: str, marker: str) -> str:
+    start = readme.index(marker)
+    code_start = readme.index("```python\n", start) + len("```python\n")
+    return readme[code_start:readme.index("```", code_start)]
+
+
+def test_quickstart_transform_lines_print_the_documented_values():
+    """The README Quickstart, run as one session, prints the product description's values
+    (float32 results to float32 rounding)."""
+    readme = (ROOT / "README.md").read_text()
+    arrays = _readme_block_after(readme, "## Quickstart")
+    transforms = _readme_block_after(readme, "grad and value_and_grad differentiate")
+    out = subprocess.run([sys.executable, "-c", arrays + transforms], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    expected = [
+        "f32 0.6748224496841431",
+        [-0.0, 0.09867792576551437, 0.53318190574646, 1.2793999910354614, 1.3702377080917358],
+        [0.0, -0.03947117179632187, 0.053318191319704056, 0.2558799982070923],
+        [0.2575097382068634, 0.5868375897407532],
+        [0.6748224496841431, 1.3702377080917358],
+    ]
+    assert out[2] == expected[0]
+    import ast
+    import numpy as np
+    line3 = out[3].replace("] ", "], ")
+    w_grads, b_grad = ast.literal_eval(line3)
+    np.testing.assert_allclose(w_grads + [b_grad], expected[1], rtol=2e-7)
+    np.testing.assert_allclose(ast.literal_eval(out[4]), expected[2], rtol=2e-7)
+    np.testing.assert_allclose(ast.literal_eval(out[5]), expected[3], rtol=2e-7)
+    np.testing.assert_allclose([float(v) for v in out[6].split()], expected[4], rtol=2e-7)
