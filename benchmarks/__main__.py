@@ -10,9 +10,9 @@ import os
 import platform
 import sys
 
-from . import eager, jit
+from . import eager, jit, pinn
 
-WORKLOADS = {"eager": eager.run, "jit": jit.run}
+WORKLOADS = {"eager": eager.run, "jit": jit.run, "pinn": pinn.run}
 
 
 def _machine() -> str:
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     for name in args.workload or sorted(WORKLOADS):
         for label, unit, t in WORKLOADS[name](quick=args.quick):
             q, n, j = t.get("quabla"), t.get("numpy"), t.get("jax")
-            fmt = lambda v: f"{v:10.3f}" if v is not None else f"{'-':>10}"
+            fmt = lambda v: (f"{v:10.3g}" if abs(v) < 1e-2 and v != 0 else f"{v:10.3f}") if v is not None else f"{'-':>10}"
             ratio = lambda a, b: f"{a / b:7.2f}" if a is not None and b else f"{'-':>7}"
             print(f"{label:<24} {unit:<8} {fmt(q)} {fmt(n)} {fmt(j)} {ratio(q, n)} {ratio(q, j)}")
             results.append({"workload": name, "case": label, "unit": unit, **t})
