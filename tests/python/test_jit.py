@@ -721,7 +721,9 @@ def test_constant_folding_of_weak_scalar_conversion():
     traced, compiled, prog = _texts(lambda x: x * 2.0 + 3.0, S4)
     assert "convert" in _ops(traced) and "broadcast_in_dim" in _ops(traced)
     ops = _ops(compiled)
-    assert "convert" not in ops and "broadcast_in_dim" not in ops, compiled
+    # The weak scalars' conversions fold to float32 scalars; their broadcasts stay (folding
+    # never makes a literal larger than its operands: programs do not grow with shapes).
+    assert "convert" not in ops, compiled
     assert ops.count("constant") == 2 and ops.count("mul") == 1 and ops.count("add") == 1
     x = qb.array([1.0, 2.0, 3.0, 4.0], dtype=qb.float32)
     assert_bitwise(prog(x), x * 2.0 + 3.0)

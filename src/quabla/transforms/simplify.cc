@@ -180,7 +180,9 @@ Graph simplify(const Graph& input) {
     if (all_const && num_elements(ot.shape) <= kMaxFoldElements) {
       std::int64_t largest_input = 1;
       for (auto v : ins) largest_input = std::max(largest_input, num_elements(out.type(v).shape));
-      if (num_elements(ot.shape) <= std::max<std::int64_t>(largest_input, 64)) {
+      // Never larger than an operand: a broadcast scalar stays a scalar (the executor reads
+      // it with stride 0), and the program's size never depends on array sizes.
+      if (num_elements(ot.shape) <= largest_input) {
         std::vector<const Literal*> lits;
         for (auto v : ins) lits.push_back(out.producer_of(v).attrs.literal.get());
         Attrs folded;

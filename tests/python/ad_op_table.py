@@ -1,0 +1,198 @@
+"""The op table shared by test_autodiff.py and test_vmap.py.
+
+Every op of src/quabla/ir/ops.def (parsed at test time) has an entry here: a small function
+of float64 arrays on a safe domain that reaches the op through the public API. A test
+asserts the table covers ops.def exactly, so an op added later without an entry (and thus
+without derivative and batching tests) fails the suite; another asserts each entry's traced
+program really contains its op.
+"""
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+import quabla as qb
+
+ROOT = Path(__file__).resolve().parents[2]
+OPS_DEF = ROOT / "src" / "quabla" / "ir" / "ops.def"
+
+
+def ops_in_def() -> list:
+    """The text names of every QB_OP line of ops.def, in order."""
+    text = OPS_DEF.read_text()
+    names = re.findall(r'^\s*QB_OP\(\s*\w+\s*,\s*"([^"]+)"', text, flags=re.M)
+    assert names, "no QB_OP lines found in ops.def"
+    return names
+
+
+@dataclass
+class Case:
+    op: str
+    fn: Callable
+    specs: Sequence  # one (shape, lo, hi) per argument (uniform on [lo, hi])
+    # Ops that must appear in the traced program ("= name("); defaults to (op,).
+    ops: Optional[tuple] = None
+    # When finite differences cannot see the derivative (stop_gradient, f32 round trips):
+    # the exact Jacobian from the NumPy arguments, shape (out.size, sum(in.size)).
+    exact_jac: Optional[Callable] = None
+    bool_op: bool = False  # the op yields bools; it is exercised through qb.where
+    pred: Optional[Callable] = None  # for bool ops: the bool-valued function itself
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def nargs(self) -> int:
+        return len(self.specs)
+
+    def np_args(self, salt: int = 0) -> list:
+        rng = np.random.default_rng(zlib.crc32(self.op.encode()) + 7919 * salt)
+        return [rng.uniform(lo, hi, size=shape) for shape, lo, hi in self.specs]
+
+    def args(self, salt: int = 0) -> list:
+        return [qb.array(a) for a in self.np_args(salt)]
+
+    def __repr__(self):
+        return self.op
+
+
+S = (3, 4)  # the default argument shape
+C34 = np.linspace(-1.0, 1.5, 12).reshape(3, 4)
+C234 = np.linspace(0.5, 2.0, 24).reshape(2, 3, 4)
+
+
+def _pad_via_slice_grad(x):
+    # The gradient of a strided slice is a pad (the transpose of slice).
+    return qb.grad(lambda z: qb.sum(qb.sin(z[1:, ::2]) * qb.cos(z[1:, ::2])))(x) * x
+
+
+def _stop_gradient_jac(x):
+    return np.diag((x + np.cos(x)).ravel())
+
+
+def _convert_jac(x):
+    return np.diag((2.0 + (x > 0)).ravel())
+
+
+CASES = [
+    # Leaves
+    Case("parameter", lambda x: x, [(S, -2, 2)], ops=()),
+    Case("constant", lambda x: x * qb.array(C34) + 2.5, [(S, -2, 2)]),
+    # Unary float -> float
+    Case("neg", lambda x: -qb.sin(x), [(S, -2, 2)]),
+    Case("abs", lambda x: qb.abs(x) * x, [(S, -2, 2)]),
+    Case("sign", lambda x: qb.sign(x) * qb.sin(x), [(S, -2, 2)]),
+    Case("floor", lambda x: qb.floor(3.0 * x) * x, [(S, -2, 2)]),
+    Case("ceil", lambda x: qb.ceil(3.0 * x) * x, [(S, -2, 2)]),
+    Case("round", lambda x: qb.round(3.0 * x) * x, [(S, -2, 2)]),
+    Case("sqrt", qb.sqrt, [(S, 0.2, 3)]),
+    Case("cbrt", qb.cbrt, [(S, 0.3, 3)]),
+    Case("exp", qb.exp, [(S, -2, 2)]),
+    Case("exp2", qb.exp2, [(S, -2, 2)]),
+    Case("expm1", qb.expm1, [(S, -2, 2)]),
+    Case("log", qb.log, [(S, 0.3, 3)]),
+    Case("log2", qb.log2, [(S, 0.3, 3)]),
+    Case("log10", qb.log10, [(S, 0.3, 3)]),
+    Case("log1p", qb.log1p, [(S, -0.5, 2)]),
+    Case("sin", qb.sin, [(S, -3, 3)]),
+    Case("cos", qb.cos, [(S, -3, 3)]),
+    Case("tan", qb.tan, [(S, -1.2, 1.2)]),
+    Case("asin", qb.arcsin, [(S, -0.9, 0.9)]),
+    Case("acos", qb.arccos, [(S, -0.9, 0.9)]),
+    Case("atan", qb.arctan, [(S, -3, 3)]),
+    Case("sinh", qb.sinh, [(S, -2, 2)]),
+    Case("cosh", qb.cosh, [(S, -2, 2)]),
+    Case("tanh", qb.tanh, [(S, -2, 2)]),
+    Case("asinh", qb.arcsinh, [(S, -3, 3)]),
+    Case("acosh", qb.arccosh, [(S, 1.2, 3)]),
+    Case("atanh", qb.arctanh, [(S, -0.9, 0.9)]),
+    Case("erf", qb.erf, [(S, -2, 2)]),
+    Case("erfc", qb.erfc, [(S, -2, 2)]),
+    Case("logistic", qb.sigmoid, [(S, -4, 4)]),
+    Case("softplus", qb.softplus, [(S, -4, 4)]),
+    Case("silu", qb.silu, [(S, -4, 4)]),
+    Case("gelu_tanh", lambda x: qb.gelu(x, approximate=True), [(S, -4, 4)]),
+    Case("stop_gradient", lambda x: qb.stop_gradient(x) * x + qb.sin(x), [(S, -2, 2)],
+         exact_jac=_stop_gradient_jac),
+    # Unary float -> bool
+    Case("is_nan", lambda x: qb.where(qb.isnan(x), 0.0, x * x), [(S, -2, 2)], bool_op=True, pred=qb.isnan),
+    Case("is_inf", lambda x: qb.where(qb.isinf(x), 0.0, qb.sin(x)), [(S, -2, 2)], bool_op=True, pred=qb.isinf),
+    Case("is_finite", lambda x: qb.where(qb.isfinite(x), qb.exp(x), 0.0), [(S, -2, 2)], bool_op=True,
+         pred=qb.isfinite),
+    # Unary bool -> bool
+    Case("not", lambda x: qb.where(qb.logical_not(x > 0.0), qb.sin(x), x * x), [(S, -2, 2)], bool_op=True,
+         pred=lambda x: qb.logical_not(x > 0.0)),
+    # Binary float x float -> float
+    Case("add", lambda x, y: qb.sin(x) + y, [(S, -2, 2), (S, -2, 2)]),
+    Case("sub", lambda x, y: x - qb.cos(y), [(S, -2, 2), (S, -2, 2)]),
+    Case("mul", lambda x, y: x * y, [(S, -2, 2), (S, -2, 2)]),
+    Case("div", lambda x, y: x / y, [(S, -2, 2), (S, 0.5, 2)]),
+    Case("pow", qb.power, [(S, 0.3, 2), (S, -1.5, 1.5)]),
+    Case("atan2", qb.arctan2, [(S, -2, 2), (S, -2, 2)]),
+    Case("hypot", qb.hypot, [(S, -2, 2), (S, -2, 2)]),
+    Case("rem", qb.fmod, [(S, -3, 3), (S, 0.7, 1.3)]),
+    Case("max", qb.maximum, [(S, -2, 2), (S, -2, 2)]),
+    Case("min", qb.minimum, [(S, -2, 2), (S, -2, 2)]),
+    Case("logaddexp", qb.logaddexp, [(S, -2, 2), (S, -2, 2)]),
+    # Binary bool x bool -> bool
+    Case("and", lambda x, y: qb.where(qb.logical_and(x > 0.0, y > 0.0), x * y, x - y), [(S, -2, 2), (S, -2, 2)],
+         bool_op=True, pred=lambda x, y: qb.logical_and(x > 0.0, y > 0.0)),
+    Case("or", lambda x, y: qb.where(qb.logical_or(x > 0.0, y > 0.0), x * y, x - y), [(S, -2, 2), (S, -2, 2)],
+         bool_op=True, pred=lambda x, y: qb.logical_or(x > 0.0, y > 0.0)),
+    # Comparisons
+    Case("lt", lambda x, y: qb.where(x < y, x * y, x + y), [(S, -2, 2), (S, -2, 2)], bool_op=True,
+         pred=lambda x, y: x < y),
+    Case("le", lambda x, y: qb.where(x <= y, qb.sin(x), y * y), [(S, -2, 2), (S, -2, 2)], bool_op=True,
+         pred=lambda x, y: x <= y),
+    Case("gt", lambda x, y: qb.where(x > y, x * y, x + y), [(S, -2, 2), (S, -2, 2)], bool_op=True,
+         pred=lambda x, y: x > y),
+    Case("ge", lambda x, y: qb.where(x >= y, qb.exp(x), y), [(S, -2, 2), (S, -2, 2)], bool_op=True,
+         pred=lambda x, y: x >= y),
+    Case("eq", lambda x, y: qb.where(x == y, x, x * y), [(S, -2, 2), (S, -2, 2)], bool_op=True,
+         pred=lambda x, y: x == y),
+    Case("ne", lambda x, y: qb.where(x != y, x * y, y), [(S, -2, 2), (S, -2, 2)], bool_op=True,
+         pred=lambda x, y: x != y),
+    # select
+    Case("select", lambda x, y: qb.where(x > 0.0, qb.sin(x) * y, qb.cos(y)), [(S, -2, 2), (S, -2, 2)]),
+    # Conversions and data movement
+    Case("convert", lambda x: (x.astype(qb.float32) * 2.0).astype(qb.float64) + (x > 0.0).astype(qb.float64) * x,
+         [(S, -2, 2)], exact_jac=_convert_jac),
+    Case("reshape", lambda x: qb.sin(qb.reshape(x, (2, 6))) * qb.reshape(x, (2, 6)), [(S, -2, 2)]),
+    Case("broadcast_in_dim", lambda x: qb.sin(qb.broadcast_to(x, (2, 3, 4)) * qb.array(C234)), [(S, -2, 2)]),
+    Case("transpose", lambda x: qb.transpose(x) * qb.sin(qb.transpose(x)), [(S, -2, 2)]),
+    Case("slice", lambda x: qb.sin(x[1:, ::2]) * x[:2, 1::2], [(S, -2, 2)]),
+    Case("reverse", lambda x: qb.flip(x, axis=1) * x, [(S, -2, 2)]),
+    Case("concat", lambda x, y: qb.concat([x * x, qb.sin(y)], axis=1), [(S, -2, 2), ((3, 2), -2, 2)]),
+    Case("pad", _pad_via_slice_grad, [(S, -2, 2)]),
+    # Reductions
+    Case("reduce_sum", lambda x: qb.sum(x * x, axis=1), [(S, -2, 2)]),
+    Case("reduce_prod", lambda x: qb.prod(x, axis=1), [(S, 0.5, 1.5)]),
+    Case("reduce_max", lambda x: qb.max(qb.sin(x), axis=1), [(S, -1.5, 1.5)]),
+    Case("reduce_min", lambda x: qb.min(x * x, axis=0), [(S, -2, 2)]),
+    Case("reduce_any", lambda x: qb.where(qb.any(x > 1.0, axis=1, keepdims=True), x, -x * x), [(S, -2, 2)],
+         bool_op=True, pred=lambda x: qb.any(x > 1.0, axis=1)),
+    Case("reduce_all", lambda x: qb.where(qb.all(x > -1.0, axis=0, keepdims=True), x * x, qb.sin(x)),
+         [(S, -2, 2)], bool_op=True, pred=lambda x: qb.all(x > -1.0, axis=0)),
+    Case("cumsum", lambda x: qb.cumsum(x, axis=1) * qb.cumsum(x, axis=0, reverse=True), [(S, -2, 2)]),
+    # Static integer indices
+    Case("gather", lambda x: qb.gather(x, [2, 0, 2, 3], axis=1) ** 2, [(S, -2, 2)]),
+    Case("scatter_add", lambda x, u: qb.scatter_add(x, [0, 2, 0], u * u, axis=1), [(S, -2, 2), ((3, 3), -2, 2)]),
+    # Products
+    Case("matmul", lambda x, y: x @ y, [(S, -2, 2), ((4, 2), -2, 2)]),
+]
+
+CASE_BY_OP = {}
+for _c in CASES:
+    assert _c.op not in CASE_BY_OP, f"duplicate op table entry {_c.op}"
+    CASE_BY_OP[_c.op] = _c
+
+
+def traced_text(case: Case, args) -> str:
+    return qb.jit(case.fn).lower(*args).as_text()
+
+
+def stack_np(results) -> np.ndarray:
+    return np.stack([np.asarray(r) for r in results])
