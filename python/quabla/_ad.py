@@ -248,12 +248,18 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
             raise ValueError("vjp with has_aux=True: the function must return (output, aux)")
         out, aux = out
     out_leaves, out_def = _tree.flatten(out)
-    graph, captured = staged.finish(out_leaves)
+    aux_leaves, aux_def = _tree.flatten(aux)
+    aux_arrays = [i for i, leaf in enumerate(aux_leaves) if isinstance(leaf, _core.Array)]
+    graph, captured = staged.finish(out_leaves + [aux_leaves[i] for i in aux_arrays])
     wrt = [a.dtype != _core.bool_ for a in staged.inputs] + [False] * len(captured)
-    seed = [o.dtype != _core.bool_ for o in out_leaves]
+    seed = [o.dtype != _core.bool_ for o in out_leaves] + [False] * len(aux_arrays)
     vjp_graph = graph.vjp(wrt, seed)
-    # The forward values, computed once.
-    primal_out = graph.call(staged.inputs + captured)
+    # The forward values (and aux), computed once.
+    computed = graph.call(staged.inputs + captured)
+    primal_out = computed[:len(out_leaves)]
+    for j, i in enumerate(aux_arrays):
+        aux_leaves[i] = computed[len(out_leaves) + j]
+    aux = _tree.unflatten(aux_def, aux_leaves) if has_aux else None
     inputs = staged.inputs + captured
 
     def vjp_fun(cotangent):
@@ -270,7 +276,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
                                  f"{o.dtype.name}{list(o.shape)}")
             cts.append(c)
         outs = vjp_graph.call(inputs + cts)
-        grads = iter(outs[len(out_leaves):])
+        grads = iter(outs[len(out_leaves) + len(aux_arrays):])
         by_leaf = {staged.input_leaf[k]: next(grads) for k, flag in enumerate(wrt[:len(staged.inputs)]) if flag}
         result = []
         offset = 0

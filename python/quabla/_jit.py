@@ -270,6 +270,9 @@ class JittedFunction:
                     self._cache.move_to_end(compiled._key)  # keeps the LRU order (O(1))
                     outs = compiled._program.run_args(*args)
                     return outs[0] if compiled._single_output else compiled._unflatten_outputs(outs)
+        if any(isinstance(leaf, _core.Array) and leaf._is_tracer for leaf in _tree.leaves((args, kwargs))):
+            # Called on tracers of a transform (grad/vmap of a jitted function): inline.
+            return self._fun(*args, **kwargs)
         compiled, classified = self._lookup(args, kwargs)
         if not kwargs and not self._static_argnums and fast_key is not None \
                 and len(compiled._in_positions) == len(args):

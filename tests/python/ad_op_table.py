@@ -161,9 +161,11 @@ CASES = [
     Case("convert", lambda x: (x.astype(qb.float32) * 2.0).astype(qb.float64) + (x > 0.0).astype(qb.float64) * x,
          [(S, -2, 2)], exact_jac=_convert_jac),
     Case("reshape", lambda x: qb.sin(qb.reshape(x, (2, 6))) * qb.reshape(x, (2, 6)), [(S, -2, 2)]),
-    Case("broadcast_in_dim", lambda x: qb.sin(qb.broadcast_to(x, (2, 3, 4)) * qb.array(C234)), [(S, -2, 2)]),
+    # broadcast_to, and NumPy broadcasting of size-1 axes: (3, 1) * (1, 4)
+    Case("broadcast_in_dim", lambda x: qb.sin(qb.broadcast_to(x, (2, 3, 4)) * qb.array(C234)) + x[:, :1] * x[:1, :],
+         [(S, -2, 2)]),
     Case("transpose", lambda x: qb.transpose(x) * qb.sin(qb.transpose(x)), [(S, -2, 2)]),
-    Case("slice", lambda x: qb.sin(x[1:, ::2]) * x[:2, 1::2], [(S, -2, 2)]),
+    Case("slice", lambda x: qb.sin(x[1:, ::2]) * x[:2, 1::2] + x[::-2, ::-3] ** 2, [(S, -2, 2)]),
     Case("reverse", lambda x: qb.flip(x, axis=1) * x, [(S, -2, 2)]),
     Case("concat", lambda x, y: qb.concat([x * x, qb.sin(y)], axis=1), [(S, -2, 2), ((3, 2), -2, 2)]),
     Case("pad", _pad_via_slice_grad, [(S, -2, 2)]),
@@ -181,7 +183,7 @@ CASES = [
     Case("gather", lambda x: qb.gather(x, [2, 0, 2, 3], axis=1) ** 2, [(S, -2, 2)]),
     Case("scatter_add", lambda x, u: qb.scatter_add(x, [0, 2, 0], u * u, axis=1), [(S, -2, 2), ((3, 3), -2, 2)]),
     # Products
-    Case("matmul", lambda x, y: x @ y, [(S, -2, 2), ((4, 2), -2, 2)]),
+    Case("matmul", lambda x, y: x @ y + qb.reshape(x @ y[:, 0], (3, 1)) * (x[0] @ y), [(S, -2, 2), ((4, 2), -2, 2)]),
 ]
 
 CASE_BY_OP = {}

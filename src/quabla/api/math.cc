@@ -122,7 +122,9 @@ V reciprocal(Builder& b, V x) {
 
 V relu(Builder& b, V x) {
   require_float(b, "relu", x);
-  return b.emit1(Op::Max, {x, like(b, x, 0.0)});
+  // select(x <= 0, 0, x): subgradient 0 at 0 (API.md §2), NaN passes through.
+  V zero = like(b, x, 0.0);
+  return b.emit1(Op::Select, {b.emit1(Op::Le, {x, zero}), zero, x});
 }
 
 V silu(Builder& b, V x) {
@@ -140,9 +142,16 @@ V gelu(Builder& b, V x, bool approximate) {
 
 V clip(Builder& b, V x, std::optional<V> lo, std::optional<V> hi) {
   require_float(b, "clip", x);
+  // Selects rather than max/min: x gets derivative 0 at a bound (API.md §2; max/min would
+  // share a tie), and NaN passes through.
   V r = x;
-  if (lo) r = binary(b, "clip", Op::Max, r, *lo);
-  if (hi) r = binary(b, "clip", Op::Min, r, *hi);
+  if (lo) r = where(b, compare(b, "clip", Op::Le, r, *lo), *lo, r);
+  if (hi) r = where(b, compare(b, "clip", Op::Ge, r, *hi), *hi, r);
+  const DType d = b.type(x).dtype;
+  if (b.type(r).dtype != d) {
+    throw ValueError("clip: bounds of another float dtype than x (" + std::string(dtype_name(d)) +
+                     "); convert them with astype");
+  }
   return r;
 }
 

@@ -36,9 +36,11 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
     case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round: case Op::StopGradient:
       return std::nullopt;
     case Op::Sqrt: {
-      // t / (2 sqrt x), and 0 at x == 0 at every order.
-      V d = e.div(*t[0], e.scale(y, 2.0));
-      return e.select(e.eq(x[0], e.like(x[0], 0.0)), e.like(x[0], 0.0), d);
+      // t / (2 sqrt x), and 0 at x == 0 at every order. The divisor is made safe too, so
+      // the transposed rule sends 0 (not 0/0) to the cotangent at 0.
+      V at_zero = e.eq(x[0], e.like(x[0], 0.0));
+      V d = e.div(*t[0], e.scale(e.select(at_zero, e.like(y, 1.0), y), 2.0));
+      return e.select(at_zero, e.like(x[0], 0.0), d);
     }
     case Op::Cbrt: return e.div(*t[0], e.scale(e.mul(y, y), 3.0));
     case Op::Exp: return scale_t(y);
@@ -191,13 +193,20 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
     case Op::ScatterAdd:
       return e.op(Op::ScatterAdd, {tz(0), tz(1)}, a);
     case Op::ReduceProd: {
-      // d prod = sum over the axis of t * prod / x (inputs are assumed nonzero).
+      // d prod / d x_i = prod of the others: y / x_i without zeros; with exactly one zero,
+      // the product of the nonzeros at the zero and 0 elsewhere; with more, 0.
       Attrs bc;
       bc.shape = e.type(x[0]).shape;
       for (std::int64_t i = 0; i < static_cast<std::int64_t>(bc.shape.size()); ++i)
         if (std::find(a.dims.begin(), a.dims.end(), i) == a.dims.end()) bc.dims.push_back(i);
-      V yb = e.op(Op::BroadcastInDim, {y}, bc);
-      return e.op(Op::ReduceSum, {e.mul(*t[0], e.div(yb, x[0]))}, a);
+      V zero = e.eq(x[0], e.like(x[0], 0.0));
+      V x_safe = e.select(zero, e.like(x[0], 1.0), x[0]);
+      V p_nz = e.op(Op::BroadcastInDim, {e.op(Op::ReduceProd, {x_safe}, a)}, bc);
+      V zeros = e.op(Op::BroadcastInDim, {e.op(Op::ReduceSum, {e.convert(zero, e.type(x[0]).dtype)}, a)}, bc);
+      V none = e.eq(zeros, e.like(zeros, 0.0));
+      V one = e.op(Op::And, {e.eq(zeros, e.like(zeros, 1.0)), zero});
+      V d = e.select(none, e.div(p_nz, x_safe), e.select(one, p_nz, e.like(x[0], 0.0)));
+      return e.op(Op::ReduceSum, {e.mul(*t[0], d)}, a);
     }
     case Op::ReduceMax: case Op::ReduceMin: {
       // The mean of the tangents at the positions that attain the extremum.

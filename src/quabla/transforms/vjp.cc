@@ -158,7 +158,8 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
 
 }  // namespace
 
-Graph transpose_linear(const Graph& g, std::span<const bool> linear_params, std::span<const bool> seed) {
+Graph transpose_linear(const Graph& g, std::span<const bool> linear_params, std::span<const bool> seed,
+                       std::span<const bool> primal) {
   // Which values depend on a linear parameter.
   std::vector<bool> lin(g.values.size(), false);
   for (std::size_t i = 0; i < g.params.size(); ++i) lin[g.params[i]] = i < linear_params.size() && linear_params[i];
@@ -178,11 +179,13 @@ Graph transpose_linear(const Graph& g, std::span<const bool> linear_params, std:
   for (std::size_t j = 0; j < g.results.size(); ++j) {
     const ValueId r = g.results[j];
     if (!seed.empty() && (j >= seed.size() || !seed[j])) continue;
-    if (lin[r] && has_tangent(g.type(r))) {
-      ValueType t = g.type(r);
-      t.weak = false;
-      result_ct.push_back({r, b.param(t)});
-    }
+    if (!has_tangent(g.type(r))) continue;
+    // Every seeded float result takes a cotangent parameter (the caller passes one per
+    // result); one the inputs do not reach (a constant tangent) just goes unused.
+    ValueType t = g.type(r);
+    t.weak = false;
+    const V c = b.param(t);
+    if (lin[r]) result_ct.push_back({r, c});
   }
   // The non-linear part, copied as is.
   for (const Node& n : g.nodes) {
@@ -209,8 +212,12 @@ Graph transpose_linear(const Graph& g, std::span<const bool> linear_params, std:
     transpose_rule(e, g, n, x, linear, *ct.ct[n.outputs[0]], ct);
   }
   std::vector<V> results;
-  for (auto r : g.results)
-    if (!lin[r]) results.push_back(map[r]);
+  for (std::size_t j = 0; j < g.results.size(); ++j) {
+    const bool keep = primal.empty() ? !lin[g.results[j]] : (j < primal.size() && primal[j]);
+    if (!keep) continue;
+    if (lin[g.results[j]]) throw InternalError("transpose: a primal result depends on a linear parameter");
+    results.push_back(map[g.results[j]]);
+  }
   for (std::size_t i = 0; i < g.params.size(); ++i) {
     const ValueId p = g.params[i];
     if (!lin[p]) continue;
@@ -237,8 +244,11 @@ Graph vjp(const Graph& g, std::span<const bool> wrt, std::span<const bool> seed)
   // jvp's parameters: the primals, then one tangent per float wrt parameter.
   auto linear = std::make_unique<bool[]>(lin.params.size());
   for (std::size_t i = 0; i < lin.params.size(); ++i) linear[i] = i >= g.params.size();
+  auto primal = std::make_unique<bool[]>(lin.results.size());
+  for (std::size_t j = 0; j < lin.results.size(); ++j) primal[j] = j < g.results.size();
   return transpose_linear(lin, std::span<const bool>(linear.get(), lin.params.size()),
-                          std::span<const bool>(lin_seed.get(), lin.results.size()));
+                          std::span<const bool>(lin_seed.get(), lin.results.size()),
+                          std::span<const bool>(primal.get(), lin.results.size()));
 }
 
 }  // namespace qb

@@ -17,6 +17,9 @@ Graph vjp(const Graph& g, std::span<const bool> wrt, std::span<const bool> seed 
 
 // The transpose of the linear part of a graph: `linear[i]` marks the parameters the results
 // are linear in; `seed` as for vjp, indexed by the graph's results.
-Graph transpose_linear(const Graph& lin, std::span<const bool> linear_params, std::span<const bool> seed = {});
+// `primal[j]` (when given) selects the results returned as they are (the others are linear
+// outputs); by default every result that does not depend on a linear parameter.
+Graph transpose_linear(const Graph& lin, std::span<const bool> linear_params, std::span<const bool> seed = {},
+                       std::span<const bool> primal = {});
 
 }  // namespace qb
