@@ -304,11 +304,26 @@ def _with_arg(args, i, value):
     return tuple(value if j == i else a for j, a in enumerate(args))
 
 
-def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0):
-    """The Jacobian by forward mode: one JVP per input element, batched with vmap.
-    Shape: output shape + input shape."""
-    from ._vmap import vmap
+# Directions per batched pass of jacfwd/jacrev: memory stays bounded by this many JVPs or
+# VJPs at once, whatever the input or output size.
+JACOBIAN_CHUNK = 256
 
+
+def _chunked_vmap(fn, basis):
+    """vmap(fn) over the rows of basis, JACOBIAN_CHUNK rows at a time, results concatenated."""
+    from ._vmap import vmap
+    n = basis.shape[0]
+    if n <= JACOBIAN_CHUNK:
+        return vmap(fn)(basis)
+    pieces = [vmap(fn)(basis[s:min(n, s + JACOBIAN_CHUNK)]) for s in range(0, n, JACOBIAN_CHUNK)]
+    if isinstance(pieces[0], tuple):
+        return tuple(_core.concat([p[k] for p in pieces], axis=0) for k in range(len(pieces[0])))
+    return _core.concat(pieces, axis=0)
+
+
+def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0):
+    """The Jacobian by forward mode: one JVP per input element, batched with vmap in chunks
+    of JACOBIAN_CHUNK directions. Shape: output shape + input shape."""
     def jac(*args):
         nums, single = _single_array_arg(args, argnums, "jacfwd")
         outs = []
@@ -322,7 +337,7 @@ def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0):
                                  for j, a in enumerate(args))
                 return jvp(fun, tuple(_to_array(a, "jacfwd") for a in args), tangents)[1]
 
-            cols = vmap(column)(basis)  # [n, *out]
+            cols = _chunked_vmap(column, basis)  # [n, *out]
             out_nd = cols.ndim - 1
             perm = tuple(range(1, out_nd + 1)) + (0,)
             j = _core.transpose(cols, perm) if out_nd else cols
@@ -333,10 +348,8 @@ def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0):
 
 
 def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0):
-    """The Jacobian by reverse mode: one VJP per output element, batched with vmap.
-    Shape: output shape + input shape."""
-    from ._vmap import vmap
-
+    """The Jacobian by reverse mode: one VJP per output element, batched with vmap in chunks
+    of JACOBIAN_CHUNK directions. Shape: output shape + input shape."""
     def jac(*args):
         nums, single = _single_array_arg(args, argnums, "jacrev")
         arrays = tuple(_to_array(a, "jacrev") for a in args)
@@ -345,7 +358,7 @@ def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0):
             raise TypeError("jacrev: the function must return one array")
         m = out.size
         basis = _core.reshape(_core.eye(m, dtype=out.dtype), (m,) + out.shape)
-        rows = vmap(fn)(basis)  # tuple over args of [m, *in]
+        rows = _chunked_vmap(fn, basis)  # tuple over args of [m, *in]
         results = []
         for i in nums:
             r = rows[i]
