@@ -31,7 +31,7 @@ class TreeDef:
         self._aux = aux
         self._children = children
         self._num_leaves = 1 if kind == _LEAF else sum(c._num_leaves for c in children)
-        self._hash = hash((kind, _hashable_aux(aux), children))
+        self._hash = None  # computed on first use: flattening on every jit call stays cheap
 
     @property
     def num_leaves(self) -> int:
@@ -42,10 +42,14 @@ class TreeDef:
         return self._children
 
     def __eq__(self, other) -> bool:
-        return (isinstance(other, TreeDef) and self._hash == other._hash and self._kind == other._kind
+        if self is other:
+            return True
+        return (isinstance(other, TreeDef) and hash(self) == hash(other) and self._kind == other._kind
                 and self._aux == other._aux and self._children == other._children)
 
     def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash((self._kind, _hashable_aux(self._aux), self._children))
         return self._hash
 
     def __repr__(self) -> str:
@@ -88,6 +92,30 @@ def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
+_KIND_CACHE: dict = {}  # type -> container kind (or _LEAF); cleared by register()
+
+
+def _kind_of_type(t: type) -> int:
+    kind = _KIND_CACHE.get(t)
+    if kind is None:
+        if t in _registry:
+            kind = _CUSTOM
+        elif t is type(None):
+            kind = _NONE
+        elif issubclass(t, dict):
+            kind = _DICT
+        elif issubclass(t, tuple) and hasattr(t, "_fields"):
+            kind = _NAMEDTUPLE
+        elif t is tuple:
+            kind = _TUPLE
+        elif t is list:
+            kind = _LIST
+        else:
+            kind = _LEAF
+        _KIND_CACHE[t] = kind
+    return kind
+
+
 def _children(node):
     """(kind, aux, children, keys) of a container node, or None for a leaf."""
     if node is None:
@@ -114,7 +142,31 @@ def _children(node):
     return None
 
 
+def _flatten_fast(node, leaves: list) -> TreeDef:
+    """_flatten without is_leaf and paths: the per-call path of jit and the transforms."""
+    kind = _kind_of_type(type(node))
+    if kind == _LEAF:
+        leaves.append(node)
+        return _LEAF_DEF
+    if kind == _NONE:
+        return _NONE_DEF
+    if kind == _DICT:
+        try:
+            keys = tuple(sorted(node))
+        except TypeError as exc:
+            raise TypeError(f"qb.tree: dict keys must be sortable, got {list(node)!r}") from exc
+        return TreeDef(_DICT, keys, tuple(_flatten_fast(node[k], leaves) for k in keys))
+    if kind == _TUPLE or kind == _LIST:
+        return TreeDef(kind, None, tuple(_flatten_fast(c, leaves) for c in node))
+    if kind == _NAMEDTUPLE:
+        return TreeDef(_NAMEDTUPLE, type(node), tuple(_flatten_fast(c, leaves) for c in node))
+    children, aux = _registry[type(node)][0](node)
+    return TreeDef(_CUSTOM, (type(node), aux), tuple(_flatten_fast(c, leaves) for c in children))
+
+
 def _flatten(node, is_leaf, leaves: list, paths: Optional[list], path: tuple) -> TreeDef:
+    if is_leaf is None and paths is None:
+        return _flatten_fast(node, leaves)
     if is_leaf is not None and node is not None and is_leaf(node):
         leaves.append(node)
         if paths is not None:
@@ -212,6 +264,7 @@ def register(cls: type, flatten_fn: Callable[[Any], Tuple[Sequence[Any], Hashabl
     if cls in _registry or cls in (dict, list, tuple, type(None)):
         raise ValueError(f"qb.tree.register: {cls.__name__} is already a pytree container")
     _registry[cls] = (flatten_fn, unflatten_fn)
+    _KIND_CACHE.clear()
     return cls
 
 
