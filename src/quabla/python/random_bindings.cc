@@ -1,0 +1,63 @@
+// quabla._core random functions: keys are pairs of 32-bit words (python/quabla/random.py
+// wraps them); sampling fills a new array in C++.
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/vector.h>
+
+#include "quabla/ir/errors.h"
+#include "quabla/python/bindings.h"
+#include "quabla/random/threefry.h"
+
+namespace qb::py {
+
+namespace {
+
+random::Key to_key(std::uint32_t k0, std::uint32_t k1) { return {k0, k1}; }
+
+Shape sample_shape(nb::handle shape, const char* fname) {
+  Shape s = parse_shape(shape, fname);
+  for (auto d : s)
+    if (d <= 0) throw ValueError(std::string(fname) + ": dimensions must be positive, got " + shape_str(s));
+  return s;
+}
+
+template <class Fill>
+Array sample(nb::handle shape, nb::handle dtype, const char* fname, Fill&& fill) {
+  const DType d = parse_dtype(dtype).value_or(DType::f64);
+  if (!is_float(d)) throw TypeError(std::string(fname) + ": dtype must be qb.float32 or qb.float64");
+  Array a = Array::empty(d, sample_shape(shape, fname));
+  const auto n = static_cast<std::size_t>(a.size());
+  if (d == DType::f32) fill(std::span<float>(a.storage->as<float>(), n));
+  else fill(std::span<double>(a.storage->as<double>(), n));
+  return a;
+}
+
+}  // namespace
+
+void bind_random(nb::module_& m) {
+  m.def("threefry2x32", [](std::uint32_t k0, std::uint32_t k1, std::uint32_t c0, std::uint32_t c1) {
+    return random::threefry2x32(to_key(k0, k1), {c0, c1});
+  });
+  m.def("random_key", [](std::uint64_t seed) { return random::key_from_seed(seed); });
+  m.def("random_split", [](std::uint32_t k0, std::uint32_t k1, std::uint32_t num) {
+    std::vector<random::Key> keys;
+    for (std::uint32_t i = 0; i < num; ++i) keys.push_back(random::split(to_key(k0, k1), i));
+    return keys;
+  });
+  m.def("random_fold_in", [](std::uint32_t k0, std::uint32_t k1, std::uint32_t data) {
+    return random::fold_in(to_key(k0, k1), data);
+  });
+  m.def("random_uniform", [](std::uint32_t k0, std::uint32_t k1, nb::handle shape, nb::handle dtype) {
+    return sample(shape, dtype, "uniform", [&](auto out) { random::uniform(to_key(k0, k1), out); });
+  }, nb::arg("k0"), nb::arg("k1"), nb::arg("shape"), nb::arg("dtype").none());
+  m.def("random_normal", [](std::uint32_t k0, std::uint32_t k1, nb::handle shape, nb::handle dtype) {
+    return sample(shape, dtype, "normal", [&](auto out) { random::normal(to_key(k0, k1), out); });
+  }, nb::arg("k0"), nb::arg("k1"), nb::arg("shape"), nb::arg("dtype").none());
+  m.def("random_truncated_normal", [](std::uint32_t k0, std::uint32_t k1, double lower, double upper, nb::handle shape,
+                                      nb::handle dtype) {
+    if (!(lower < upper)) throw ValueError("truncated_normal: lower must be below upper");
+    return sample(shape, dtype, "truncated_normal",
+                  [&](auto out) { random::truncated_normal(to_key(k0, k1), lower, upper, out); });
+  }, nb::arg("k0"), nb::arg("k1"), nb::arg("lower"), nb::arg("upper"), nb::arg("shape"), nb::arg("dtype").none());
+}
+
+}  // namespace qb::py
