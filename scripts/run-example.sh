@@ -3,5 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-.venv/bin/python examples/glance.py
-exec .venv/bin/python examples/quickstart.py
+exec .venv/bin/python examples/pinn_poisson.py

@@ -46,7 +46,7 @@ stamp=.venv/.quabla-deps
 if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   "$VPY" -m pip install -q --upgrade pip
   "$VPY" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4" "scipy-openblas32>=0.3.27" cmake ninja \
-    pytest numpy hypothesis mpmath scipy
+    pytest numpy hypothesis mpmath scipy matplotlib
   touch "$stamp"
 fi
 

@@ -82,3 +82,14 @@ def test_quickstart_transform_lines_print_the_documented_values():
     np.testing.assert_allclose(ast.literal_eval(out[4]), expected[2], rtol=2e-7)
     np.testing.assert_allclose(ast.literal_eval(out[5]), expected[3], rtol=2e-7)
     np.testing.assert_allclose([float(v) for v in out[6].split()], expected[4], rtol=2e-7)
+
+
+def test_pinn_poisson_example_reaches_the_documented_error():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("pinn_poisson", ROOT / "examples" / "pinn_poisson.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    err = mod.main(figure=None)
+    assert err <= 3e-4
+    assert "max abs error = 2.94e-04" in (ROOT / "README.md").read_text()
+    assert abs(err - 2.94e-4) < 5e-6
