@@ -6,21 +6,13 @@ import numpy as np
 
 import quabla as qb
 
-from .harness import alternate
+from .harness import alternate, load_jax
 
 
-def _jax():
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
-        return None, None
-    jax.config.update("jax_enable_x64", True)
-    return jax, jnp
 
 
 def run(quick: bool = False):
-    jax, jnp = _jax()
+    jax, jnp = load_jax()
     rows = []
     rounds = 5 if quick else 11
 

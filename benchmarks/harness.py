@@ -25,3 +25,15 @@ def alternate(impls: Dict[str, Callable[[], object]], number: int, rounds: int, 
         for name, fn in impls.items():
             samples[name].append(time_per_call(fn, number))
     return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def load_jax(x64: bool = True):
+    """(jax, jax.numpy), or (None, None) when JAX is not installed."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None, None
+    if x64:
+        jax.config.update("jax_enable_x64", True)
+    return jax, jnp

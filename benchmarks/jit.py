@@ -7,16 +7,9 @@ import numpy as np
 
 import quabla as qb
 
-from .harness import alternate
+from .harness import alternate, load_jax
 
 
-def _jax():
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
-        return None, None
-    return jax, jnp
 
 
 def _chain20(m):
@@ -39,7 +32,7 @@ def _mlp(m):
 
 
 def run(quick: bool = False):
-    jax, jnp = _jax()
+    jax, jnp = load_jax(False)
     rows = []
     rounds = 5 if quick else 11
 

@@ -18,15 +18,9 @@ import numpy as np
 
 import quabla as qb
 
+from .harness import load_jax
 
-def _jax():
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
-        return None, None
-    jax.config.update("jax_enable_x64", True)
-    return jax, jnp
+
 
 
 def _timed_training(step_fn, steps: int):
@@ -83,7 +77,7 @@ def _adam_jax(jax, jnp, lr):
 
 
 def glance_jax(steps=300):
-    jax, jnp = _jax()
+    jax, jnp = load_jax()
 
     def u(x, w):
         return jnp.sin(w * x)
@@ -160,7 +154,7 @@ def figure_quabla(steps=3000):
 
 
 def figure_jax(steps=3000):
-    jax, jnp = _jax()
+    jax, jnp = load_jax()
     params = {k: jnp.asarray(v) for k, v in _figure_init().items()}
     xs, x_eval = _figure_points()
 
@@ -198,7 +192,7 @@ def figure_jax(steps=3000):
 
 
 def run(quick: bool = False):
-    jax, _ = _jax()
+    jax, _ = load_jax()
     rows = []
     for name, qf, jf, steps in (("glance", glance_quabla, glance_jax, 300),
                                 ("figure", figure_quabla, figure_jax, 300 if quick else 3000)):

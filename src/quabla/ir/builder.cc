@@ -40,6 +40,16 @@ std::vector<ValueId> Builder::emit(Op op, std::span<const ValueId> inputs, Attrs
   return outs;
 }
 
+std::vector<ValueId> Builder::copy_node(const Graph& from, const Node& n, std::span<const ValueId> inputs,
+                                        std::vector<ValueId>& map) {
+  auto outs = emit(n.op, inputs, n.attrs);
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    g_.values[outs[k]].weak = from.type(n.outputs[k]).weak;
+    map[n.outputs[k]] = outs[k];
+  }
+  return outs;
+}
+
 ValueId Builder::emit1(Op op, std::initializer_list<ValueId> inputs, Attrs attrs) {
   return emit(op, std::span<const ValueId>(inputs.begin(), inputs.size()), std::move(attrs))[0];
 }

@@ -254,11 +254,7 @@ Graph jvp(const Graph& g, std::span<const bool> wrt) {
       t.push_back(tan[v]);
       any = any || tan[v].has_value();
     }
-    auto outs = b.emit(n.op, x, n.attrs);
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      out.values[outs[k]].weak = g.type(n.outputs[k]).weak;
-      map[n.outputs[k]] = outs[k];
-    }
+    auto outs = b.copy_node(g, n, x, map);
     if (any && outs.size() == 1 && has_tangent(g.type(n.outputs[0]))) {
       tan[n.outputs[0]] = jvp_rule(e, n, x, t, outs[0]);
     }

@@ -122,11 +122,7 @@ Graph eliminate_dead_code(const Graph& g) {
     }
     std::vector<ValueId> ins;
     for (auto v : n.inputs) ins.push_back(map[v]);
-    auto outs = b.emit(n.op, ins, n.attrs);
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      out.values[outs[k]].weak = g.type(n.outputs[k]).weak;
-      map[n.outputs[k]] = outs[k];
-    }
+    b.copy_node(g, n, ins, map);
   }
   std::vector<ValueId> results;
   for (auto v : g.results) results.push_back(map[v]);

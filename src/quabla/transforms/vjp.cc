@@ -192,11 +192,7 @@ Graph transpose_linear(const Graph& g, std::span<const bool> linear_params, std:
     if (n.op == Op::Parameter || lin[n.outputs[0]]) continue;
     std::vector<V> x;
     for (auto v : n.inputs) x.push_back(map[v]);
-    auto outs = b.emit(n.op, x, n.attrs);
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      out.values[outs[k]].weak = g.type(n.outputs[k]).weak;
-      map[n.outputs[k]] = outs[k];
-    }
+    b.copy_node(g, n, x, map);
   }
   Cotangents ct{e, std::vector<std::optional<V>>(g.values.size())};
   for (auto [r, c] : result_ct) ct.add(r, c);
