@@ -34,6 +34,8 @@ from ._ad import grad, value_and_grad, jvp, vjp, jacfwd, jacrev, jacobian, hessi
 from ._vmap import vmap  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import random  # noqa: E402,F401
+from .optim import Trainer  # noqa: E402,F401
+from .io import save, load  # noqa: E402,F401
 
 _array_methods.install()
 

@@ -9,8 +9,8 @@ structure. Parameters keep their dtypes: every update is computed in the paramet
 
 Formulas are optax's: Adam with bias-corrected moments,
 p <- p - lr * m_hat / (sqrt(v_hat) + eps); AdamW adds lr * weight_decay * p.
-LBFGS (in _lbfgs.py) minimises with a strong Wolfe line search; Trainer comes with the
-rest of the training issue.
+LBFGS (_lbfgs.py) minimises with a strong Wolfe line search; Trainer (_trainer.py)
+compiles loss, gradient and update into one retained program.
 """
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from . import tree as _tree
 from ._jit import jit as _jit
 
 from ._lbfgs import LBFGS, LBFGSInfo  # noqa: E402
+from ._trainer import Trainer  # noqa: E402
 
-__all__ = ["Adam", "AdamW", "SGD", "LBFGS", "LBFGSInfo", "AdamState", "SGDState", "clip_by_global_norm", "constant",
+__all__ = ["Adam", "AdamW", "SGD", "LBFGS", "LBFGSInfo", "Trainer", "AdamState", "SGDState", "clip_by_global_norm", "constant",
            "exponential_decay", "cosine_decay", "warmup_cosine_decay", "piecewise_constant"]
 
 Schedule = Callable[[Any], Any]  # count (float64 scalar array) -> learning rate (float64 scalar)

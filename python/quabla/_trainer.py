@@ -1,0 +1,93 @@
+"""Trainer (API.md §8): loss, gradient and optimizer update compiled into one retained
+program over flat leaves. `step()` runs it and reads nothing back; `fit(steps)` runs many,
+optionally printing progress, and returns the loss history (read back once, at the end).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable, Optional, Sequence
+
+from . import tree as _tree
+from ._ad import value_and_grad
+from ._jit import jit
+
+__all__ = ["Trainer"]
+
+
+class Trainer:
+    def __init__(self, loss: Callable, params: Any, optimizer: Any, *data: Any, device: str = "cpu",
+                 batch_argnums: Sequence[int] = (), precision: Optional[str] = None):
+        if not callable(loss):
+            raise TypeError("Trainer: loss must be callable")
+        if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
+            raise TypeError("Trainer: optimizer must have init(params) and update(params, grads, state)")
+        nums = tuple(batch_argnums)
+        for i in nums:
+            if not 0 <= i < len(data):
+                raise ValueError(f"Trainer: batch_argnums {i} is out of range for {len(data)} data arguments")
+        self._batch_argnums = nums
+        self._data = list(data)
+        self._optimizer = optimizer
+        p_leaves, self._p_def = _tree.flatten(params)
+        s_leaves, self._s_def = _tree.flatten(optimizer.init(params))
+        self._p_leaves, self._s_leaves = list(p_leaves), list(s_leaves)
+        n_p, n_s = len(p_leaves), len(s_leaves)
+        p_def, s_def = self._p_def, self._s_def
+        vg = value_and_grad(loss)
+
+        def flat_step(*xs):
+            p = _tree.unflatten(p_def, xs[:n_p])
+            s = _tree.unflatten(s_def, xs[n_p:n_p + n_s])
+            value, grads = vg(p, *xs[n_p + n_s:])
+            new_p, new_s = optimizer.update(p, grads, s)
+            return tuple(_tree.leaves(new_p)) + tuple(_tree.leaves(new_s)) + (value,)
+
+        self._step = jit(flat_step, device=device, precision=precision)
+        self._loss_fn = jit(lambda *xs: loss(_tree.unflatten(p_def, xs[:n_p]), *xs[n_p:]), device=device,
+                            precision=precision)
+        self._last = None
+        self.steps = 0
+
+    def step(self, *batches):
+        """One optimizer step; `batches` replace the data arguments named by batch_argnums.
+        Returns the loss before the step as an array (no readback)."""
+        if batches:
+            if len(batches) != len(self._batch_argnums):
+                raise ValueError(f"Trainer.step: expected {len(self._batch_argnums)} batches, got {len(batches)}")
+            for i, b in zip(self._batch_argnums, batches):
+                self._data[i] = b
+        outs = self._step(*self._p_leaves, *self._s_leaves, *self._data)
+        n_p, n_s = len(self._p_leaves), len(self._s_leaves)
+        self._p_leaves = list(outs[:n_p])
+        self._s_leaves = list(outs[n_p:n_p + n_s])
+        self._last = outs[-1]
+        self.steps += 1
+        return self._last
+
+    @property
+    def params(self):
+        return _tree.unflatten(self._p_def, self._p_leaves)
+
+    @property
+    def state(self):
+        return _tree.unflatten(self._s_def, self._s_leaves)
+
+    def loss(self) -> float:
+        """The loss at the current parameters (one evaluation and readback)."""
+        return self._loss_fn(*self._p_leaves, *self._data).item()
+
+    def fit(self, steps: int, progress: Optional[bool] = None, every: int = 100):
+        """Runs `steps` steps and returns the losses (before each step) as floats. Progress
+        lines (step, loss, steps/s) go to stderr when it is a terminal, or when progress=True."""
+        if steps < 0:
+            raise ValueError("Trainer.fit: steps must be non-negative")
+        show = sys.stderr.isatty() if progress is None else progress
+        losses = []
+        start = time.perf_counter()
+        for k in range(steps):
+            losses.append(self.step())
+            if show and ((k + 1) % every == 0 or k + 1 == steps):
+                rate = (k + 1) / max(time.perf_counter() - start, 1e-9)
+                print(f"step {self.steps:>7d}  loss {losses[-1].item():.4e}  {rate:,.0f} steps/s", file=sys.stderr)
+        return [l.item() for l in losses]
