@@ -45,7 +45,10 @@ V matmul(Builder& b, V x, V y) {
   x = broadcast_to(b, x, xfull, "matmul");
   y = broadcast_to(b, y, yfull, "matmul");
   const std::int64_t nb = num_elements(batch);
-  V r = b.emit1(Op::MatMul, {reshape(b, x, Shape{nb, m, k}), reshape(b, y, Shape{nb, k, n})});
+  // Plain matrices stay rank 2 (no unit batch axis), so vmap can fold a batch of examples
+  // into one GEMM (vmap.cc); batched products are flattened to one batch axis.
+  V r = batch.empty() ? b.emit1(Op::MatMul, {x, y})
+                      : b.emit1(Op::MatMul, {reshape(b, x, Shape{nb, m, k}), reshape(b, y, Shape{nb, k, n})});
   Shape out = batch;
   if (!x_vec) out.push_back(m);
   if (!y_vec) out.push_back(n);

@@ -113,8 +113,24 @@ struct Batcher {
       case Op::ScatterAdd:
         a.axis += 1;
         return e.b.emit(Op::ScatterAdd, all_batched(), std::move(a));
-      case Op::MatMul:
+      case Op::MatMul: {
+        // One operand unbatched and without batch axes of its own (the MLP case: per-example
+        // activations times shared weights): fold the batch into the GEMM's rows (or
+        // columns) instead of broadcasting the weights and running B tiny products.
+        const Shape xs = e.type(x[0]).shape, ws = e.type(x[1]).shape;
+        if (b[0] && !b[1] && ws.size() == 2 && xs.size() == 3) {
+          const std::int64_t m = xs[1], k = xs[2], n = ws[1];
+          V r = e.op(Op::MatMul, {e.reshape(x[0], Shape{batch * m, k}), x[1]});
+          return {e.reshape(r, Shape{batch, m, n})};
+        }
+        if (!b[0] && b[1] && xs.size() == 2 && ws.size() == 3) {
+          const std::int64_t m = xs[0], k = xs[1], n = ws[2];
+          V wt = e.reshape(e.transpose(x[1], {1, 0, 2}), Shape{k, batch * n});
+          V r = e.reshape(e.op(Op::MatMul, {x[0], wt}), Shape{m, batch, n});
+          return {e.transpose(r, {1, 0, 2})};
+        }
         return e.b.emit(Op::MatMul, all_batched(), std::move(a));
+      }
     }
     throw InternalError("vmap: unknown op");
   }
