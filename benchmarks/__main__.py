@@ -10,9 +10,9 @@ import os
 import platform
 import sys
 
-from . import eager, jit, pinn
+from . import eager, jit, pde, pinn
 
-WORKLOADS = {"eager": eager.run, "jit": jit.run, "pinn": pinn.run}
+WORKLOADS = {"eager": eager.run, "jit": jit.run, "pinn": pinn.run, "pde": pde.run}
 
 
 def _machine() -> str:

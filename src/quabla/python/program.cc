@@ -75,6 +75,7 @@ void bind_program(nb::module_& m) {
         d["kernels"] = s.kernels;
         d["buffers"] = s.buffers;
         d["peak_bytes"] = s.peak_bytes;
+        d["matmul_flops"] = s.matmul_flops;
         d["nodes"] = p.exe->graph().nodes.size();
         return d;
       });

@@ -95,6 +95,12 @@ std::string Executable::plan_text() const {
 
 void Executable::compute_stats() {
   const Graph& g = *graph_;
+  for (const Node& n : g.nodes) {
+    if (n.op != Op::MatMul) continue;
+    const Shape& x = g.type(n.inputs[0]).shape;
+    const Shape& out = g.type(n.outputs[0]).shape;
+    stats_.matmul_flops += 2 * num_elements(out) * x.back();
+  }
   auto bytes = [&](ValueId v) { return num_elements(g.type(v).shape) * static_cast<std::int64_t>(itemsize(g.type(v).dtype)); };
   std::int64_t live = 0;
   for (auto p : g.params) live += bytes(p);

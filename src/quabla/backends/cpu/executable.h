@@ -15,6 +15,7 @@ struct PlanStats {
   int kernels = 0;               // kernel launches per run (views, constants and parameters excluded)
   int buffers = 0;               // buffers the plan allocates per run
   std::int64_t peak_bytes = 0;   // most bytes live at once: arguments, intermediates and results
+  std::int64_t matmul_flops = 0; // 2 m k n per matrix product (batches included), per run
 };
 
 class Executable {
