@@ -18,8 +18,12 @@ namespace {
 constexpr std::int64_t kRowBlock = 128;
 
 void ensure_single_threaded_blas() {
+  // Our pool splits GEMMs; OpenBLAS's own threads stay off. The package loads the library
+  // with OPENBLAS_NUM_THREADS=1 (python/quabla/_loader.py); calling set_num_threads when it
+  // is already 1 would start OpenBLAS's thread server anyway, so only a library loaded
+  // elsewhere with more threads is switched down.
   static const bool once = [] {
-    scipy_openblas_set_num_threads(1);  // our pool splits GEMMs; OpenBLAS's own threads stay off
+    if (scipy_openblas_get_num_threads() > 1) scipy_openblas_set_num_threads(1);
     return true;
   }();
   (void)once;
