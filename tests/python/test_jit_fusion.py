@@ -348,3 +348,24 @@ def test_plan_text_lists_fused_members_in_tiles():
     plan = qb.jit(lambda x: qb.sin(qb.exp(x) + 1.0) * 3.0).lower(x).compile().plan_text()
     assert "fused [1000]" in plan
     assert plan.count("[tile]") >= 2
+
+
+def test_next_layers_bias_broadcast_is_loaded_in_its_own_kernel():
+    """A bias broadcast whose input is ready early must not be materialised by the previous
+    layer's kernel: it moves to the kernel that reads it (a tile load). Results are unchanged."""
+    rng = np.random.default_rng(11)
+    ws = [qb.array(rng.normal(0, 0.2, (16, 16)).astype(np.float32)) for _ in range(3)]
+    bs = [qb.array(rng.normal(0, 0.1, 16).astype(np.float32)) for _ in range(3)]
+    x = qb.array(rng.normal(0, 1, (3000, 16)).astype(np.float32))
+
+    def mlp(ws, bs, x):
+        h = x
+        for w, b in zip(ws, bs):
+            h = qb.tanh(h @ w + b)
+        return h
+
+    compiled = qb.jit(mlp).lower(ws, bs, x).compile()
+    plan = compiled.plan_text()
+    assert all("[tile]" in line for line in plan.splitlines() if "broadcast_in_dim" in line), plan
+    assert compiled.stats()["kernels"] == 6  # 3 GEMMs + 3 fused bias+tanh kernels
+    assert_bitwise(qb.jit(mlp)(ws, bs, x), mlp(ws, bs, x))

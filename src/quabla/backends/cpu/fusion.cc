@@ -194,6 +194,45 @@ FusionPlan plan_fusion(const Graph& g) {
     plan.group[i] = open;
   }
 
+  // 1b. Where each group runs (its first member's position), fixed before members move.
+  std::vector<std::uint32_t> group_start;
+  for (const auto& members : groups) group_start.push_back(members.front());
+
+  //     A broadcast that joined a group only because its input was ready (the next layer's
+  //     bias after a matmul) but is read by a later group alone moves to that group, where
+  //     it is a tile load instead of a full-size buffer written here and read there.
+  {
+    std::vector<std::vector<std::uint32_t>> users(g.values.size());
+    for (std::uint32_t i = 0; i < N; ++i)
+      for (ValueId v : g.nodes[i].inputs) users[v].push_back(i);
+    std::vector<bool> is_result(g.values.size(), false);
+    for (ValueId v : g.results) is_result[v] = true;
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      for (std::size_t m = 0; m < groups[k].size();) {
+        const std::uint32_t i = groups[k][m];
+        const Node& n = g.nodes[i];
+        const ValueId out = n.outputs[0];
+        int target = -1;
+        bool movable = n.op == Op::BroadcastInDim && !is_result[out] && !users[out].empty();
+        for (auto u : users[out]) {
+          const int gu = plan.group[u];
+          if (gu < 0 || gu == static_cast<int>(k) || (target >= 0 && gu != target)) movable = false;
+          target = gu;
+        }
+        if (movable && group_shape[target] == group_shape[k] && groups[k].size() > 1) {
+          groups[k].erase(groups[k].begin() + static_cast<std::ptrdiff_t>(m));
+          groups[target].insert(groups[target].begin(), i);  // before its users; the group still
+          plan.group[i] = target;                            // runs at group_start[target]
+          // A group whose first member left runs where its new first member stands (later,
+          // so its inputs are still ready).
+          if (group_start[k] == i) group_start[k] = groups[k].front();
+          continue;
+        }
+        ++m;
+      }
+    }
+  }
+
   // 2a. A sum over trailing axes of a float member that nothing else reads joins the
   //     member's group as its epilogue (one per group).
   std::vector<std::uint32_t> users_count(g.values.size(), 0);
@@ -233,7 +272,7 @@ FusionPlan plan_fusion(const Graph& g) {
     if (real >= 2) {
       renumber[k] = static_cast<int>(plan.kernels.size());
       plan.kernels.push_back(nullptr);
-      plan.first_node.push_back(groups[k].front());
+      plan.first_node.push_back(group_start[k]);
     }
   }
   for (auto& gi : plan.group) gi = gi >= 0 ? renumber[gi] : -1;
