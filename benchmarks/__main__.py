@@ -8,7 +8,9 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 
 from . import eager, jit, pde, pinn
 
@@ -37,18 +39,31 @@ def main(argv=None) -> int:
     run.add_argument("--json", default="benchmarks/results/latest.json")
     args = parser.parse_args(argv)
 
+    names = args.workload or sorted(WORKLOADS)
     results = []
     print(f"machine: {_machine()}")
     header = f"{'workload':<24} {'unit':<8} {'quabla':>10} {'numpy':>10} {'jax':>10} {'qb/np':>7} {'qb/jax':>7}"
     print(header)
     print("-" * len(header))
-    for name in args.workload or sorted(WORKLOADS):
-        for label, unit, t in WORKLOADS[name](quick=args.quick):
-            q, n, j = t.get("quabla"), t.get("numpy"), t.get("jax")
+    for name in names:
+        if len(names) == 1:
+            rows = [{"workload": name, "case": label, "unit": unit, **t}
+                    for label, unit, t in WORKLOADS[name](quick=args.quick)]
+        else:
+            # Each workload in its own process: XLA's worker threads keep spinning after JAX
+            # work and would slow the next workload's Quabla runs.
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "rows.json")
+                cmd = [sys.executable, "-m", "benchmarks", "run", "--workload", name, "--json", out]
+                subprocess.run(cmd + (["--quick"] if args.quick else []), check=True, stdout=subprocess.DEVNULL)
+                with open(out) as f:
+                    rows = json.load(f)["rows"]
+        for row in rows:
+            q, n, j = row.get("quabla"), row.get("numpy"), row.get("jax")
             fmt = lambda v: (f"{v:10.3g}" if abs(v) < 1e-2 and v != 0 else f"{v:10.3f}") if v is not None else f"{'-':>10}"
             ratio = lambda a, b: f"{a / b:7.2f}" if a is not None and b else f"{'-':>7}"
-            print(f"{label:<24} {unit:<8} {fmt(q)} {fmt(n)} {fmt(j)} {ratio(q, n)} {ratio(q, j)}")
-            results.append({"workload": name, "case": label, "unit": unit, **t})
+            print(f"{row['case']:<24} {row['unit']:<8} {fmt(q)} {fmt(n)} {fmt(j)} {ratio(q, n)} {ratio(q, j)}")
+            results.append(row)
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
     with open(args.json, "w") as f:
         json.dump({"machine": _machine(), "rows": results}, f, indent=2)
