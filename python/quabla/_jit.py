@@ -270,22 +270,22 @@ class JittedFunction:
                     self._cache.move_to_end(compiled._key)  # keeps the LRU order (O(1))
                     outs = compiled._program.run_args(*args)
                     return outs[0] if compiled._single_output else compiled._unflatten_outputs(outs)
-        leaves, treedef = _tree.flatten((args, kwargs))
         if not self._static_argnums and not self._static_argnames:
-            # Pytrees of concrete arrays only: keyed by structure and the arrays' types.
-            tree_key = _core.array_signature(*leaves)
-            if tree_key is not None:
-                compiled = self._fast.get((treedef, tree_key))
+            # Pytrees of plain containers and concrete arrays: flattened and keyed in C++.
+            flat = _core.flatten_arrays((args, kwargs))
+            if flat is not None:
+                tree_key = flat[0]
+                compiled = self._fast.get(tree_key)
                 if compiled is not None and compiled._alive:
                     self._cache.move_to_end(compiled._key)
-                    return compiled._unflatten_outputs(compiled._program.run_args(*leaves))
+                    return compiled._unflatten_outputs(compiled._program.run_args(*flat[1]))
+        leaves = _tree.leaves((args, kwargs))
         if any(isinstance(leaf, _core.Array) and leaf._is_tracer for leaf in leaves):
             # Called on tracers of a transform (grad/vmap of a jitted function): inline.
             return self._fun(*args, **kwargs)
         compiled, classified = self._lookup(args, kwargs)
-        if not self._static_argnums and not self._static_argnames and tree_key is not None \
-                and len(compiled._in_positions) == len(leaves):
-            self._fast[(treedef, tree_key)] = compiled
+        if tree_key is not None and len(compiled._in_positions) == len(leaves):
+            self._fast[tree_key] = compiled
         if not kwargs and not self._static_argnums and fast_key is not None \
                 and len(compiled._in_positions) == len(args):
             self._fast[fast_key] = compiled

@@ -150,12 +150,23 @@ class _Stateful:
     _flat_state = None
     _state_def = None
 
+    _flat_key = None
+
     def step(self, params, grads):
+        # Fast path: plain containers of arrays, flattened and keyed in C++; gradients must
+        # have the parameters' structure, shapes and dtypes.
+        fp, fg = _core.flatten_arrays(params), _core.flatten_arrays(grads)
+        if fp is not None and fg is not None and fp[0] == fg[0] == self._flat_key:
+            n = len(fp[1])
+            outs = self._flat_update(*fp[1], *fg[1], *self._flat_state)
+            self._flat_state = list(outs[n:])
+            return _tree.unflatten(self._flat_def, outs[:n])
         p_leaves, p_def = _tree.flatten(params)
         g_leaves, g_def = _tree.flatten(grads)
         if g_def != p_def:
             raise ValueError(f"{type(self).__name__}.step: gradients have structure {g_def}, parameters {p_def}")
         n = len(p_leaves)
+        self._flat_key = fp[0] if fp is not None and fg is not None and fp[0] == fg[0] else None
         if self._flat_update is None or self._flat_def != p_def:
             state = self.init(params)
             s_leaves, s_def = _tree.flatten(state)

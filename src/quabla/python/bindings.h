@@ -35,6 +35,7 @@ void bind_constructors(nb::module_& m);
 void bind_program(nb::module_& m);
 void bind_graph(nb::module_& m);
 void bind_random(nb::module_& m);
+void bind_flatten(nb::module_& m);
 
 // quabla.TracerError (a QuablaError and a TypeError), created by the module.
 PyObject* tracer_error_type();

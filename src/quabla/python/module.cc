@@ -61,6 +61,7 @@ NB_MODULE(_core, m) {
   qb::py::bind_program(m);
   qb::py::bind_graph(m);
   qb::py::bind_random(m);
+  qb::py::bind_flatten(m);
   m.def("set_num_threads", [](int n) {
     if (n < 1) throw qb::ValueError("set_num_threads: n must be at least 1, got " + std::to_string(n));
     qb::set_num_threads(n);

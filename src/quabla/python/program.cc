@@ -100,3 +100,78 @@ void bind_program(nb::module_& m) {
 }
 
 }  // namespace qb::py
+
+namespace qb::py {
+
+namespace {
+
+// Appends a key for `obj`'s structure and array types, and its arrays, for trees of dicts
+// (str keys), lists, tuples, None and concrete Arrays; false for anything else.
+bool flatten_arrays(nb::handle obj, std::string& key, nb::list& leaves, int depth) {
+  if (depth > 64) return false;
+  PyObject* o = obj.ptr();
+  if (nb::isinstance<Array>(obj)) {
+    const Array& a = nb::cast<const Array&>(obj);
+    if (a.is_tracer()) return false;
+    key += 'A';
+    key += dtype_short_name(a.dtype());
+    for (auto d : a.shape()) {
+      key += ',';
+      key += std::to_string(d);
+    }
+    key += ';';
+    leaves.append(obj);
+    return true;
+  }
+  if (o == Py_None) {
+    key += 'N';
+    return true;
+  }
+  if (PyDict_CheckExact(o)) {
+    nb::list keys = nb::steal<nb::list>(PyDict_Keys(o));
+    for (nb::handle k : keys)
+      if (!PyUnicode_CheckExact(k.ptr())) return false;
+    if (PyList_Sort(keys.ptr()) != 0) {
+      PyErr_Clear();
+      return false;
+    }
+    key += '{';
+    for (nb::handle k : keys) {
+      const std::string name = nb::cast<std::string>(k);
+      key += std::to_string(name.size());
+      key += ':';
+      key += name;
+      if (!flatten_arrays(nb::handle(PyDict_GetItem(o, k.ptr())), key, leaves, depth + 1)) return false;
+    }
+    key += '}';
+    return true;
+  }
+  const bool list = PyList_CheckExact(o), tuple = PyTuple_CheckExact(o);
+  if (list || tuple) {
+    key += list ? '[' : '(';
+    const Py_ssize_t n = list ? PyList_GET_SIZE(o) : PyTuple_GET_SIZE(o);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i);
+      if (!flatten_arrays(nb::handle(item), key, leaves, depth + 1)) return false;
+    }
+    key += list ? ']' : ')';
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void bind_flatten(nb::module_& m) {
+  // jit's fast path: (key, leaves) for pytrees of plain containers and concrete arrays, in
+  // qb.tree.flatten's leaf order (dict keys sorted), or None when the tree holds anything
+  // else (the Python path handles it).
+  m.def("flatten_arrays", [](nb::handle obj) -> nb::object {
+    std::string key;
+    nb::list leaves;
+    if (!flatten_arrays(obj, key, leaves, 0)) return nb::none();
+    return nb::make_tuple(nb::str(key.c_str(), key.size()), leaves);
+  });
+}
+
+}  // namespace qb::py
