@@ -15,7 +15,7 @@ import re
 import struct
 import threading
 import warnings
-from typing import Any, Callable, Iterable, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, Optional, Tuple
 
 from . import _core
 from . import tree as _tree

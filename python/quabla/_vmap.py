@@ -19,7 +19,6 @@ def _broadcast_prefix(prefix, full, what: str):
     """One axis spec per leaf of `full`, from a pytree prefix `prefix` of it."""
     if prefix is None or isinstance(prefix, int):
         return [prefix] * len(_tree.leaves(full))
-    p_leaves = None
     if isinstance(prefix, (tuple, list)) and isinstance(full, (tuple, list)):
         if len(prefix) != len(full):
             raise ValueError(f"vmap: {what} has {len(prefix)} entries for {len(full)} arguments/outputs")
@@ -52,8 +51,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
             spec = tuple(spec)
         if isinstance(spec, tuple) and len(args) != len(spec):
             raise ValueError(f"vmap({name}): in_axes has {len(spec)} entries but {len(args)} arguments were given")
-        axes = _broadcast_prefix(spec, args, "in_axes") if isinstance(spec, tuple) else \
-            _broadcast_prefix(spec, list(args), "in_axes")
+        axes = _broadcast_prefix(spec, list(args), "in_axes")
         leaves, treedef = _tree.flatten((list(args), {}))
         batch = None
         example_leaves = []

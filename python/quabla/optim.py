@@ -15,7 +15,7 @@ compiles loss, gradient and update into one retained program.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, NamedTuple, Optional, Union
 
 from . import _core
 from . import tree as _tree

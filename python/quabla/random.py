@@ -16,7 +16,7 @@ a static argument). Initializers follow JAX's variance-scaling definitions and f
 from __future__ import annotations
 
 import math
-from typing import Sequence, Tuple, Union
+from typing import Sequence, Tuple
 
 from . import _core
 

@@ -1,7 +1,6 @@
 // Small helpers for transforms that emit primitives on a Builder: operands already agree in
 // dtype and shape, scalars are broadcast explicitly.
 #pragma once
-#include <cmath>
 
 #include "quabla/ir/builder.h"
 
