@@ -41,6 +41,7 @@ class Case:
     # the exact Jacobian from the NumPy arguments, shape (out.size, sum(in.size)).
     exact_jac: Optional[Callable] = None
     bool_op: bool = False  # the op yields bools; it is exercised through qb.where
+    forward_only: bool = False  # no reverse mode (while): test_control_flow checks the error
     pred: Optional[Callable] = None  # for bool ops: the bool-valued function itself
     extra: dict = field(default_factory=dict)
 
@@ -184,6 +185,16 @@ CASES = [
     Case("scatter_add", lambda x, u: qb.scatter_add(x, [0, 2, 0], u * u, axis=1), [(S, -2, 2), ((3, 3), -2, 2)]),
     # Products
     Case("matmul", lambda x, y: x @ y + qb.reshape(x @ y[:, 0], (3, 1)) * (x[0] @ y), [(S, -2, 2), ((4, 2), -2, 2)]),
+    # Control flow (regions). Both branches of cond are taken (one per call); under vmap the
+    # predicates are per example. The while loop runs 2 or 3 steps depending on the data.
+    Case("cond", lambda x: qb.cond(qb.max(x) > -5.0, lambda a: qb.sin(a) * a, lambda a: qb.cos(a) * 2.0, x)
+         + qb.cond(qb.min(x) > 5.0, lambda a: a * a, lambda a: qb.exp(a) * a[0], x), [(S, -2, 2)]),
+    Case("scan", lambda x, y: (lambda c, ys: ys * c + y[0])(*qb.scan(lambda c, r: (qb.tanh(c * r + y[1]), qb.sin(c) * r),
+                                                                       x[0], x)),
+         [(S, -2, 2), ((3, 4), -1, 1)]),
+    Case("while", lambda x: qb.while_loop(lambda c: c[0] < 2.0 + (qb.max(x) > 0.0),
+                                          lambda c: (c[0] + 1.0, qb.sin(c[1]) * 1.5 + x), (qb.asarray(0.0), x))[1],
+         [(S, -2, 2)], forward_only=True),
 ]
 
 CASE_BY_OP = {}

@@ -26,8 +26,10 @@ Trace::Trace() : builder(graph) {
 }
 
 Array Trace::parameter(ValueType type) {
-  type.weak = false;
-  return tracer(builder.param(std::move(type)));
+  const bool weak = type.weak;
+  Array a = tracer(builder.param(std::move(type)));
+  a.type.weak = weak;
+  return a;
 }
 
 Array Trace::tracer(ValueId v) {
@@ -105,7 +107,7 @@ std::vector<Array> inline_graph(Trace& trace, const Graph& g, std::span<const Ar
     if (n.op == Op::Parameter) continue;
     std::vector<ValueId> in;
     for (auto v : n.inputs) in.push_back(map[v]);
-    auto outs = trace.builder.emit(n.op, in, n.attrs);
+    auto outs = trace.builder.emit(n.op, in, n.attrs, n.regions);
     for (std::size_t k = 0; k < outs.size(); ++k) map[n.outputs[k]] = outs[k];
   }
   std::vector<Array> out;

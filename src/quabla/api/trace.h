@@ -29,6 +29,8 @@ struct Trace : std::enable_shared_from_this<Trace> {
   std::vector<Array> captured;
   std::unordered_map<std::string, ValueId> capture_params;
 
+  // A parameter of this type; a weak one (a Python scalar's stand-in, a loop index) adopts
+  // the dtype of the strong operands it meets, like a Python number.
   Array parameter(ValueType type);
   // The value standing for `a` in this trace: its value if it is this trace's tracer, a
   // Constant node for a concrete array (weak for Python scalars); TracerError for a

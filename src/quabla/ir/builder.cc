@@ -27,13 +27,13 @@ ValueId Builder::constant(std::shared_ptr<const Literal> lit) {
   return emit(Op::Constant, {}, std::move(a))[0];
 }
 
-std::vector<ValueId> Builder::emit(Op op, std::span<const ValueId> inputs, Attrs attrs) {
+std::vector<ValueId> Builder::emit(Op op, std::span<const ValueId> inputs, Attrs attrs, Regions regions) {
   std::vector<ValueType> in;
   in.reserve(inputs.size());
   for (auto v : inputs) in.push_back(g_.type(v));
-  auto out_types = infer_types(op, in, attrs);
+  auto out_types = infer_types(op, in, attrs, regions);
   const auto node = static_cast<std::uint32_t>(g_.nodes.size());
-  Node n{op, {inputs.begin(), inputs.end()}, std::move(attrs), {}, {}};
+  Node n{op, {inputs.begin(), inputs.end()}, std::move(attrs), {}, std::move(regions)};
   for (auto& t : out_types) n.outputs.push_back(new_value(std::move(t), node));
   auto outs = n.outputs;
   g_.nodes.push_back(std::move(n));
@@ -42,7 +42,7 @@ std::vector<ValueId> Builder::emit(Op op, std::span<const ValueId> inputs, Attrs
 
 std::vector<ValueId> Builder::copy_node(const Graph& from, const Node& n, std::span<const ValueId> inputs,
                                         std::vector<ValueId>& map) {
-  auto outs = emit(n.op, inputs, n.attrs);
+  auto outs = emit(n.op, inputs, n.attrs, n.regions);
   for (std::size_t k = 0; k < outs.size(); ++k) {
     g_.values[outs[k]].weak = from.type(n.outputs[k]).weak;
     map[n.outputs[k]] = outs[k];

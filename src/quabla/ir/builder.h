@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "quabla/ir/graph.h"
+#include "quabla/ir/infer.h"
 
 namespace qb {
 
@@ -15,7 +16,7 @@ class Builder {
 
   ValueId param(ValueType t);
   ValueId constant(std::shared_ptr<const Literal> lit);
-  std::vector<ValueId> emit(Op op, std::span<const ValueId> inputs, Attrs attrs = {});
+  std::vector<ValueId> emit(Op op, std::span<const ValueId> inputs, Attrs attrs = {}, Regions regions = {});
   ValueId emit1(Op op, std::initializer_list<ValueId> inputs, Attrs attrs = {});
   void set_results(std::vector<ValueId> results) { g_.results = std::move(results); }
   // Re-emits node n of graph `from` with these operands (already in this graph), keeping its

@@ -42,6 +42,9 @@ struct Attrs {
   std::int64_t axis = 0;               // Concat, Cumsum; Parameter: its position
   bool reverse = false;                // Cumsum
   std::shared_ptr<const Literal> literal;  // Constant
+  // Scan: steps, index of the first step, and the operand layout (consts, carry, then xs);
+  // While: num_consts.
+  std::int64_t length = 0, start = 0, num_consts = 0, num_carry = 0;
 
   bool operator==(const Attrs& o) const;
 };
@@ -53,7 +56,7 @@ struct Node {
   std::vector<ValueId> inputs;
   Attrs attrs;
   std::vector<ValueId> outputs;
-  std::vector<std::shared_ptr<const struct Graph>> regions;
+  std::vector<std::shared_ptr<const struct Graph>> regions;  // bodies of cond/scan/while
 };
 
 struct Graph {

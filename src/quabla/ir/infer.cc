@@ -56,7 +56,7 @@ Shape reduce_shape(Op op, const ValueType& x, const std::vector<std::int64_t>& a
 
 }  // namespace
 
-std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const Attrs& a) {
+std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const Attrs& a, const Regions& regions) {
   expect_arity(op, in);
   switch (op) {
     case Op::Parameter:
@@ -224,6 +224,9 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       s[r - 1] = y.shape[r - 1];
       return {strong(x.dtype, s)};
     }
+
+    case Op::Cond: case Op::Scan: case Op::While:
+      return infer_region_types(op, in, a, regions);
   }
   throw InternalError("infer_types: unknown op");
 }

@@ -9,6 +9,13 @@
 
 namespace qb {
 
-std::vector<ValueType> infer_types(Op op, std::span<const ValueType> inputs, const Attrs& attrs);
+using Regions = std::vector<std::shared_ptr<const Graph>>;
+
+std::vector<ValueType> infer_types(Op op, std::span<const ValueType> inputs, const Attrs& attrs,
+                                   const Regions& regions = {});
+
+// The region ops' part of infer_types (infer_regions.cc).
+std::vector<ValueType> infer_region_types(Op op, std::span<const ValueType> inputs, const Attrs& attrs,
+                                          const Regions& regions);
 
 }  // namespace qb

@@ -36,9 +36,12 @@ bool is_elementwise(Op op) {
     case Op::Transpose: case Op::Slice: case Op::Reverse: case Op::Concat: case Op::Pad: case Op::ReduceSum:
     case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceAny:
     case Op::ReduceAll: case Op::Cumsum: case Op::MatMul: case Op::Gather: case Op::ScatterAdd:
+    case Op::Cond: case Op::Scan: case Op::While:
       return false;
   }
   return false;
 }
+
+bool has_regions(Op op) { return op == Op::Cond || op == Op::Scan || op == Op::While; }
 
 }  // namespace qb

@@ -11,7 +11,7 @@ enum class Op : std::uint8_t {
 #undef QB_OP
 };
 
-enum class AttrKind : std::uint8_t { None, ParamIndex, Literal, DType, Shape, Broadcast, Perm, Axes, Slice, Axis, Cumsum, Gather, Pad };
+enum class AttrKind : std::uint8_t { None, ParamIndex, Literal, DType, Shape, Broadcast, Perm, Axes, Slice, Axis, Cumsum, Gather, Pad, Cond, Scan, While };
 
 std::string_view op_name(Op op);
 // Number of operands; -1 for variadic ops.
@@ -20,6 +20,8 @@ AttrKind op_attr_kind(Op op);
 
 // Families used by passes that treat many ops alike (kernels fuse them, printers format them).
 bool is_elementwise(Op op);
+// Ops that own region graphs (cond, scan, while).
+bool has_regions(Op op);
 
 constexpr int kNumOps = 0
 #define QB_OP(name, text, arity, attrs) +1

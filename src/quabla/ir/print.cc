@@ -46,6 +46,12 @@ void print_attrs(std::ostream& os, const Node& n) {
     case AttrKind::Axis: os << " axis=" << a.axis; break;
     case AttrKind::Gather: os << " axis=" << a.axis << " indices=" << shape_str(a.dims) << " index_shape=" << shape_str(a.shape); break;
     case AttrKind::Cumsum: os << " axis=" << a.axis << (a.reverse ? " reverse" : ""); break;
+    case AttrKind::Cond: break;
+    case AttrKind::Scan:
+      os << " length=" << a.length << " start=" << a.start << " consts=" << a.num_consts << " carry=" << a.num_carry
+         << (a.reverse ? " reverse" : "");
+      break;
+    case AttrKind::While: os << " consts=" << a.num_consts; break;
   }
 }
 

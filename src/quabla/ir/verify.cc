@@ -26,7 +26,7 @@ void verify(const Graph& g) {
       for (auto v : n.inputs) in.push_back(g.type(v));
       std::vector<ValueType> out;
       try {
-        out = infer_types(n.op, in, n.attrs);
+        out = infer_types(n.op, in, n.attrs, n.regions);
       } catch (const ValueError& e) {
         bad(std::string("node ") + std::to_string(ni) + " is ill-typed: " + e.what());
       }
@@ -38,6 +38,8 @@ void verify(const Graph& g) {
         if (!(recorded == inferred)) bad(std::string(op_name(n.op)) + " records " + recorded.str() + " but infers " + inferred.str());
       }
     }
+    if (!has_regions(n.op) && !n.regions.empty()) bad(std::string(op_name(n.op)) + " holds regions");
+    for (const auto& r : n.regions) verify(*r);
     for (auto v : n.outputs) {
       if (v >= g.values.size() || defined[v] || g.producer[v] != ni) bad("output %" + std::to_string(v) + " defined twice or misattributed");
       defined[v] = true;

@@ -4,6 +4,7 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include <nanobind/stl/pair.h>
 
 #include <memory>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include "quabla/api/trace.h"
 #include "quabla/backends/cpu/executable.h"
 #include "quabla/ir/errors.h"
+#include "quabla/ir/regions.h"
 #include "quabla/python/bindings.h"
 #include "quabla/transforms/jvp.h"
 #include "quabla/transforms/simplify.h"
@@ -87,6 +89,72 @@ void bind_graph(nb::module_& m) {
       .def("vmap", [](const GraphObject& g, const std::vector<std::int64_t>& in_axes, std::int64_t batch) {
         return std::make_shared<GraphObject>(vmap(*g.graph, in_axes, batch));
       }, nb::arg("in_axes"), nb::arg("batch"));
+
+  // A region node (cond / scan / while) over these operands. Each region is a traced graph
+  // and, per its parameter, the position in the node's region parameters that feeds it
+  // (cond: the operands after the predicate; scan: index, consts, carry, x slices; while:
+  // the operands), so bodies that captured different outer values share one operand list.
+  // Emitted into the trace of a traced operand, or compiled and run on concrete ones.
+  m.def("region_call", [](const std::string& kind, const std::vector<std::pair<std::shared_ptr<GraphObject>, std::vector<std::int64_t>>>& regions,
+                          const std::vector<Array>& inputs, std::int64_t length, std::int64_t start, bool reverse,
+                          std::int64_t num_consts, std::int64_t num_carry) {
+    Op op;
+    if (kind == "cond") op = Op::Cond;
+    else if (kind == "scan") op = Op::Scan;
+    else if (kind == "while") op = Op::While;
+    else throw ValueError("region_call: unknown kind " + kind);
+    Attrs a;
+    a.length = length;
+    a.start = start;
+    a.reverse = reverse;
+    a.num_consts = num_consts;
+    a.num_carry = num_carry;
+    // The node's region parameter types.
+    std::vector<ValueType> rp;
+    if (op == Op::Scan) rp.push_back(scan_index_type());
+    for (std::size_t i = op == Op::Cond ? 1 : 0; i < inputs.size(); ++i) {
+      ValueType t = inputs[i].type;
+      t.weak = false;
+      if (op == Op::Scan && static_cast<std::int64_t>(i) >= num_consts + num_carry) {
+        if (t.shape.empty()) throw ValueError("scan: xs leaves need a leading axis");
+        t.shape.erase(t.shape.begin());
+      }
+      rp.push_back(std::move(t));
+    }
+    Regions graphs;
+    for (const auto& [g, feed] : regions) {
+      const Graph& body = *g->graph;
+      if (feed.size() != body.params.size()) throw InternalError("region_call: feed size differs from parameter count");
+      for (auto f : feed)
+        if (f < 0 || f >= static_cast<std::int64_t>(rp.size())) throw InternalError("region_call: feed out of range");
+      graphs.push_back(std::make_shared<const Graph>(simplify(make_graph(rp, [&](Builder& b, std::span<const ValueId> ps) {
+        std::vector<ValueId> args;
+        for (auto f : feed) args.push_back(ps[f]);
+        return inline_into(b, body, args);
+      }))));
+    }
+    if (auto trace = trace_of(inputs)) {
+      std::vector<ValueId> vals;
+      for (const Array& x : inputs) vals.push_back(trace->value_of(x));
+      std::vector<Array> out;
+      for (ValueId v : trace->builder.emit(op, vals, std::move(a), std::move(graphs))) out.push_back(trace->tracer(v));
+      return out;
+    }
+    auto g = std::make_shared<Graph>();
+    Builder b(*g);
+    std::vector<ValueId> ps;
+    for (const Array& x : inputs) {
+      ValueType t = x.type;
+      t.weak = false;
+      ps.push_back(b.param(t));
+    }
+    b.set_results(b.emit(op, ps, std::move(a), std::move(graphs)));
+    verify(*g);
+    cpu::Executable exe(std::make_shared<const Graph>(simplify(*g)));
+    std::vector<Array> strong = inputs;
+    return run_program(exe, strong);
+  }, nb::arg("kind"), nb::arg("regions"), nb::arg("inputs"), nb::arg("length") = 0, nb::arg("start") = 0,
+     nb::arg("reverse") = false, nb::arg("num_consts") = 0, nb::arg("num_carry") = 0);
 
   m.def("finish_graph", [](Trace& t, nb::handle results) {
     std::vector<Array> outs;

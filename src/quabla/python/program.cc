@@ -82,11 +82,11 @@ void bind_program(nb::module_& m) {
 
   nb::class_<Trace>(m, "Trace")
       .def(nb::new_([] { return std::make_shared<Trace>(); }))
-      .def("parameter", [](Trace& t, nb::handle shape, nb::handle dtype) {
+      .def("parameter", [](Trace& t, nb::handle shape, nb::handle dtype, bool weak) {
         auto d = parse_dtype(dtype);
         if (!d) throw TypeError("Trace.parameter: a dtype is required");
-        return t.parameter(ValueType{*d, parse_shape(shape, "Trace.parameter"), false});
-      }, nb::arg("shape"), nb::arg("dtype"))
+        return t.parameter(ValueType{*d, parse_shape(shape, "Trace.parameter"), weak});
+      }, nb::arg("shape"), nb::arg("dtype"), nb::arg("weak") = false)
       .def("text", [](const Trace& t) { return print(t.graph); })
       .def_prop_ro("open", [](const Trace& t) { return t.open; })
       .def("finish", [](Trace& t, nb::handle results) {

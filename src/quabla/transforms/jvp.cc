@@ -11,6 +11,7 @@
 #include "quabla/ir/builder.h"
 #include "quabla/ir/errors.h"
 #include "quabla/transforms/emit.h"
+#include "quabla/transforms/region_rules.h"
 
 namespace qb {
 
@@ -218,6 +219,8 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       V count = e.op(Op::ReduceSum, {mask}, a);
       return e.div(e.op(Op::ReduceSum, {e.mul(*t[0], mask)}, a), count);
     }
+    case Op::Cond: case Op::Scan: case Op::While:
+      throw InternalError("jvp: region ops have multi-output rules (jvp_regions.cc)");
     case Op::MatMul: {
       T r;
       if (t[0]) r = e.op(Op::MatMul, {*t[0], x[1]});
@@ -233,7 +236,7 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
 
 }  // namespace
 
-Graph jvp(const Graph& g, std::span<const bool> wrt) {
+Graph jvp(const Graph& g, std::span<const bool> wrt, std::vector<bool>* nonzero) {
   Graph out;
   Builder b(out);
   Emit e{b};
@@ -254,6 +257,16 @@ Graph jvp(const Graph& g, std::span<const bool> wrt) {
       t.push_back(tan[v]);
       any = any || tan[v].has_value();
     }
+    if (has_regions(n.op) && any) {
+      std::vector<V> outs;
+      std::vector<T> touts;
+      jvp_region(e, n, x, t, outs, touts);
+      for (std::size_t k = 0; k < outs.size(); ++k) {
+        map[n.outputs[k]] = outs[k];
+        tan[n.outputs[k]] = touts[k];
+      }
+      continue;
+    }
     auto outs = b.copy_node(g, n, x, map);
     if (any && outs.size() == 1 && has_tangent(g.type(n.outputs[0]))) {
       tan[n.outputs[0]] = jvp_rule(e, n, x, t, outs[0]);
@@ -261,9 +274,11 @@ Graph jvp(const Graph& g, std::span<const bool> wrt) {
   }
   std::vector<V> results;
   for (auto v : g.results) results.push_back(map[v]);
+  if (nonzero) nonzero->clear();
   for (auto v : g.results) {
     const ValueType& t = g.type(v);
     if (!has_tangent(t)) continue;
+    if (nonzero) nonzero->push_back(tan[v].has_value());
     if (tan[v]) {
       results.push_back(*tan[v]);
     } else {

@@ -145,6 +145,16 @@ Graph simplify(const Graph& input) {
     }
     std::vector<ValueId> ins;
     for (auto v : n.inputs) ins.push_back(map[v]);
+    if (has_regions(n.op)) {  // bodies are simplified on their own; never folded or merged
+      Regions regions;
+      for (const auto& r : n.regions) regions.push_back(std::make_shared<const Graph>(simplify(*r)));
+      auto outs = b.emit(n.op, ins, n.attrs, std::move(regions));
+      for (std::size_t k = 0; k < outs.size(); ++k) {
+        out.values[outs[k]].weak = g.type(n.outputs[k]).weak;
+        map[n.outputs[k]] = outs[k];
+      }
+      continue;
+    }
     if (n.outputs.size() == 1 && is_identity(g, n) && out.type(ins[0]).shape == g.type(n.outputs[0]).shape &&
         out.type(ins[0]).dtype == g.type(n.outputs[0]).dtype) {
       map[n.outputs[0]] = ins[0];

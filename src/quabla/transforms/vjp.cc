@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "quabla/ir/builder.h"
 #include "quabla/ir/errors.h"
 #include "quabla/transforms/emit.h"
 #include "quabla/transforms/jvp.h"
+#include "quabla/transforms/region_rules.h"
+#include "quabla/ir/regions.h"
 
 namespace qb {
 
@@ -142,6 +145,8 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
       if (lin[0]) give(0, e.op(Op::MatMul, {c, e.mT(x[1])}));
       if (lin[1]) give(1, e.op(Op::MatMul, {e.mT(x[0]), c}));
       return;
+    case Op::Cond: case Op::Scan: case Op::While:
+      throw InternalError("transpose: region ops are transposed by transpose_regions.cc");
     case Op::Parameter: case Op::Constant: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil:
     case Op::Round: case Op::Sqrt: case Op::Cbrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log:
     case Op::Log2: case Op::Log10: case Op::Log1p: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Asin:
@@ -163,10 +168,28 @@ Graph transpose_linear(const Graph& g, std::span<const bool> linear_params, std:
   // Which values depend on a linear parameter.
   std::vector<bool> lin(g.values.size(), false);
   for (std::size_t i = 0; i < g.params.size(); ++i) lin[g.params[i]] = i < linear_params.size() && linear_params[i];
-  for (const Node& n : g.nodes)
-    for (auto v : n.inputs)
-      if (lin[v])
-        for (auto o : n.outputs) lin[o] = true;
+  for (const Node& n : g.nodes) {
+    std::vector<bool> in;
+    bool any = false;
+    for (auto v : n.inputs) {
+      in.push_back(lin[v]);
+      any = any || lin[v];
+    }
+    if (!any) continue;
+    const auto out = output_dependence(n, in);  // region nodes: per output; others: all
+    for (std::size_t k = 0; k < n.outputs.size(); ++k) lin[n.outputs[k]] = out[k];
+  }
+  auto linear_inputs = [&](const Node& n) {
+    std::vector<bool> f;
+    for (auto v : n.inputs) f.push_back(lin[v]);
+    return f;
+  };
+  auto linear_outputs = [&](const Node& n) {
+    std::vector<bool> f;
+    for (auto v : n.outputs) f.push_back(lin[v]);
+    return f;
+  };
+  auto any_of = [](const std::vector<bool>& f) { return std::find(f.begin(), f.end(), true) != f.end(); };
 
   Graph out;
   Builder b(out);
@@ -188,17 +211,45 @@ Graph transpose_linear(const Graph& g, std::span<const bool> linear_params, std:
     if (lin[r]) result_ct.push_back({r, c});
   }
   // The non-linear part, copied as is.
-  for (const Node& n : g.nodes) {
-    if (n.op == Op::Parameter || lin[n.outputs[0]]) continue;
+  std::unordered_map<std::size_t, RegionResiduals> residuals;  // by node index
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.op == Op::Parameter || n.outputs.empty()) continue;
     std::vector<V> x;
     for (auto v : n.inputs) x.push_back(map[v]);
+    if (has_regions(n.op) && any_of(linear_inputs(n))) {
+      // Partly linear: emit its non-linear half (and what its transpose needs) now.
+      std::vector<V> outs;
+      residuals[i] = transpose_region_forward(e, n, linear_inputs(n), linear_outputs(n), x, outs);
+      for (std::size_t k = 0; k < outs.size(); ++k)
+        if (!lin[n.outputs[k]]) map[n.outputs[k]] = outs[k];
+      continue;
+    }
+    if (lin[n.outputs[0]]) continue;
     b.copy_node(g, n, x, map);
   }
   Cotangents ct{e, std::vector<std::optional<V>>(g.values.size())};
   for (auto [r, c] : result_ct) ct.add(r, c);
   for (std::size_t i = g.nodes.size(); i-- > 0;) {
     const Node& n = g.nodes[i];
-    if (n.op == Op::Parameter || !lin[n.outputs[0]] || !ct.ct[n.outputs[0]]) continue;
+    if (n.op == Op::Parameter || n.outputs.empty()) continue;
+    if (auto it = residuals.find(i); it != residuals.end()) {
+      std::vector<std::optional<V>> ct_out;
+      bool any = false;
+      for (auto o : n.outputs) {
+        ct_out.push_back(lin[o] ? ct.ct[o] : std::nullopt);
+        any = any || ct_out.back().has_value();
+      }
+      if (!any) continue;
+      std::vector<V> x;
+      for (auto v : n.inputs) x.push_back(map[v]);
+      const auto lin_in = linear_inputs(n);
+      auto cts = transpose_region_backward(e, g, n, lin_in, linear_outputs(n), x, it->second, ct_out);
+      for (std::size_t k = 0; k < n.inputs.size(); ++k)
+        if (lin_in[k] && cts[k]) ct.add(n.inputs[k], *cts[k]);
+      continue;
+    }
+    if (!lin[n.outputs[0]] || !ct.ct[n.outputs[0]]) continue;
     std::vector<V> x;
     std::vector<bool> linear;
     for (auto v : n.inputs) {

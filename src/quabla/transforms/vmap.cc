@@ -6,6 +6,7 @@
 #include "quabla/ir/builder.h"
 #include "quabla/ir/errors.h"
 #include "quabla/transforms/emit.h"
+#include "quabla/transforms/region_rules.h"
 
 namespace qb {
 
@@ -113,6 +114,8 @@ struct Batcher {
       case Op::ScatterAdd:
         a.axis += 1;
         return e.b.emit(Op::ScatterAdd, all_batched(), std::move(a));
+      case Op::Cond: case Op::Scan: case Op::While:
+        throw InternalError("vmap: region ops are batched by vmap_regions.cc");
       case Op::MatMul: {
         // One operand unbatched and without batch axes of its own (the MLP case: per-example
         // activations times shared weights): fold the batch into the GEMM's rows (or
@@ -138,7 +141,10 @@ struct Batcher {
 
 }  // namespace
 
-Graph vmap(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t batch) {
+namespace {
+
+Graph vmap_impl(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t batch,
+                const std::vector<bool>* lift, std::vector<bool>* result_batched) {
   Graph out;
   Builder b(out);
   Emit e{b};
@@ -178,7 +184,16 @@ Graph vmap(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t b
       bb.push_back(is_batched[v]);
       any = any || is_batched[v];
     }
-    std::vector<V> outs = any ? bt.rule(n, x, bb) : b.emit(n.op, x, n.attrs);
+    if (any && has_regions(n.op)) {
+      std::vector<bool> ob;
+      auto outs = vmap_region(e, batch, n, x, bb, ob);
+      for (std::size_t k = 0; k < outs.size(); ++k) {
+        map[n.outputs[k]] = outs[k];
+        is_batched[n.outputs[k]] = ob[k];
+      }
+      continue;
+    }
+    std::vector<V> outs = any ? bt.rule(n, x, bb) : b.emit(n.op, x, n.attrs, n.regions);
     for (std::size_t k = 0; k < outs.size(); ++k) {
       map[n.outputs[k]] = outs[k];
       is_batched[n.outputs[k]] = any;
@@ -186,14 +201,29 @@ Graph vmap(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t b
     }
   }
   std::vector<V> results;
-  for (auto r : g.results) {
-    V v = is_batched[r] ? map[r] : bt.lift(map[r]);
-    out.values[v].weak = false;
+  if (result_batched) result_batched->clear();
+  for (std::size_t j = 0; j < g.results.size(); ++j) {
+    const ValueId r = g.results[j];
+    const bool lift_it = !lift || (*lift)[j];
+    V v = is_batched[r] || !lift_it ? map[r] : bt.lift(map[r]);
+    if (result_batched) result_batched->push_back(is_batched[r] || lift_it);
     results.push_back(v);
   }
+  for (auto v : results) out.values[v].weak = false;
   b.set_results(std::move(results));
   verify(out);
   return out;
+}
+
+}  // namespace
+
+Graph vmap(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t batch) {
+  return vmap_impl(g, in_axes, batch, nullptr, nullptr);
+}
+
+Graph vmap_partial(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t batch,
+                   const std::vector<bool>& lift, std::vector<bool>& batched) {
+  return vmap_impl(g, in_axes, batch, &lift, &batched);
 }
 
 }  // namespace qb

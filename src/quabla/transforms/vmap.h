@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "quabla/ir/graph.h"
 
@@ -14,5 +15,11 @@ namespace qb {
 // mapped, x_i's own type), and whose results are g's results with the batch axis first
 // (results that do not depend on a mapped input are broadcast).
 Graph vmap(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t batch);
+
+// As vmap, but result j is broadcast along the batch only when `lift[j]`; `batched`
+// receives, per result, whether it carries the batch axis (for region bodies, whose
+// unbatched carries must stay unbatched).
+Graph vmap_partial(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t batch,
+                   const std::vector<bool>& lift, std::vector<bool>& batched);
 
 }  // namespace qb

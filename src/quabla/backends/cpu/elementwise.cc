@@ -152,7 +152,7 @@ void float_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n
     case Op::Reshape: case Op::BroadcastInDim: case Op::Transpose: case Op::Slice: case Op::Reverse: case Op::Pad:
     case Op::Concat: case Op::ReduceSum: case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin:
     case Op::ReduceAny: case Op::ReduceAll: case Op::Cumsum: case Op::MatMul: case Op::Gather:
-    case Op::ScatterAdd:
+    case Op::ScatterAdd: case Op::Cond: case Op::Scan: case Op::While:
       break;
   }
   throw InternalError("cpu::elementwise: " + std::string(op_name(op)) + " is not a float elementwise op");

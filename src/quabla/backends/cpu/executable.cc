@@ -28,16 +28,17 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
   // Steps: constants first (fused kernels may read a constant defined after their first
   // member), then nodes in order, each fused kernel where its first member stands.
   for (std::uint32_t i = 0; i < g.nodes.size(); ++i)
-    if (g.nodes[i].op == Op::Constant) steps_.push_back(Step{i, nullptr, {}, {}, false});
+    if (g.nodes[i].op == Op::Constant) steps_.push_back(Step{i, nullptr, {}, {}, false, {}});
   std::vector<bool> is_scalar_value(g.values.size(), false);
   for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.op == Op::Parameter || n.op == Op::Constant) continue;
     if (const int k = fusion.group[i]; k >= 0) {
-      if (fusion.first_node[k] == i) steps_.push_back(Step{i, fusion.kernels[k], {}, {}, false});
+      if (fusion.first_node[k] == i) steps_.push_back(Step{i, fusion.kernels[k], {}, {}, false, {}});
       continue;
     }
-    Step s{i, nullptr, {}, {}, false};
+    Step s{i, nullptr, {}, {}, false, {}};
+    for (const auto& r : n.regions) s.regions.push_back(std::make_shared<const Executable>(r));
     if (n.op == Op::BroadcastInDim && num_elements(g.type(n.inputs[0]).shape) == 1 &&
         all_uses_elementwise(g, users, n.outputs[0])) {
       s.virtual_broadcast = true;
@@ -135,13 +136,17 @@ void Executable::compute_stats() {
 }
 
 std::vector<BufferPtr> Executable::run(std::span<const BufferPtr> args) const {
+  return run_owned(std::vector<BufferPtr>(args.begin(), args.end()));
+}
+
+std::vector<BufferPtr> Executable::run_owned(std::vector<BufferPtr> args) const {
   const Graph& g = *graph_;
   if (args.size() != g.params.size()) {
     throw InternalError("cpu::Executable::run: expected " + std::to_string(g.params.size()) + " arguments, got " +
                         std::to_string(args.size()));
   }
   std::vector<BufferPtr> env(g.values.size());
-  for (std::size_t i = 0; i < args.size(); ++i) env[g.params[i]] = args[i];
+  for (std::size_t i = 0; i < args.size(); ++i) env[g.params[i]] = std::move(args[i]);
   for (const Step& s : steps_) {
     if (s.fused) s.fused->run(env, g);
     else run_step(s, env);
@@ -294,6 +299,9 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
       return;
     case Op::ScatterAdd:
       scatter_add(ot.dtype, in(0), in(1), ot.shape, static_cast<int>(n.attrs.axis), n.attrs.dims, alloc());
+      return;
+    case Op::Cond: case Op::Scan: case Op::While:
+      run_region(s, env);
       return;
     case Op::MatMul: {
       const auto& xs = in_type(0).shape;

@@ -25,6 +25,9 @@ class Executable {
   // Runs the program on one buffer per parameter (each of the parameter's type) and returns
   // one buffer per result. Thread-safe: run keeps its state on the stack.
   std::vector<BufferPtr> run(std::span<const BufferPtr> args) const;
+  // The same, taking the arguments over: a buffer only the program holds may then be
+  // updated in place (loop carries between iterations).
+  std::vector<BufferPtr> run_owned(std::vector<BufferPtr> args) const;
 
   const Graph& graph() const { return *graph_; }
   const PlanStats& stats() const { return stats_; }
@@ -42,9 +45,12 @@ class Executable {
     std::vector<bool> scalar_operand;
     // A broadcast of a scalar consumed only by elementwise ops: passes the scalar through.
     bool virtual_broadcast = false;
+    // Region ops: the compiled bodies (cond: false, true; scan: body; while: cond, body).
+    std::vector<std::shared_ptr<const Executable>> regions;
   };
 
   void run_step(const Step& s, std::vector<BufferPtr>& env) const;
+  void run_region(const Step& s, std::vector<BufferPtr>& env) const;  // control_flow.cc
   void compute_stats();
 
   std::shared_ptr<const Graph> graph_;

@@ -1,0 +1,367 @@
+"""Control flow (API.md §4): cond, fori_loop, scan, while_loop.
+
+Each body is traced once into a graph and becomes a region of one IR node, never a Python
+branch or an unrolled loop: a 10,000-step loop is one node, run by the C++ executor without
+re-entering Python, and every transform (jvp, vjp with O(sqrt T) checkpoints, vmap) has a
+rule for it. Bodies may close over concrete arrays (baked in as constants) and over tracers
+of enclosing transforms (passed to the node as extra operands). Called on concrete values
+the node is compiled and run at once; the results equal those of the traced program.
+
+Carries are pytrees whose structure, shapes and dtypes a body must keep. A Python number in
+a carry is weak, as everywhere in Quabla: it takes the float dtype the body gives it.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import _core
+from . import tree as _tree
+
+__all__ = ["cond", "fori_loop", "scan", "while_loop"]
+
+
+def _describe(x) -> str:
+    if isinstance(x, _core.Array):
+        return f"{x.dtype.name}{list(x.shape)}"
+    return type(x).__name__
+
+
+def _path_str(root: str, path: tuple) -> str:
+    return root + "".join(f"[{k!r}]" for k in path)
+
+
+def _leaf_array(x, what: str):
+    """A carry/operand leaf as an array; Python numbers become weak-typed stand-ins."""
+    if isinstance(x, _core.Array):
+        return x, False
+    if isinstance(x, bool):
+        return _core.asarray(x), False
+    if isinstance(x, (int, float)):
+        return _core.asarray(float(x)), True
+    if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
+        return _core.asarray(x), False
+    raise TypeError(f"{what}: leaves must be arrays or Python numbers, got {type(x).__name__}")
+
+
+class _Region:
+    """A body traced on fresh tracers: its graph, captured outer tracers, outputs."""
+
+    def __init__(self, fun: Callable, name: str, make_args: Callable, specs: list):
+        # specs: (shape, dtype, weak) per parameter, in order.
+        trace = _core.Trace()
+        self.params = [trace.parameter(shape, dtype, weak) for shape, dtype, weak in specs]
+        try:
+            out = make_args(fun, self.params)
+        except BaseException:
+            trace.close()
+            raise
+        self.trace = trace
+        self.out = out
+        self.name = name
+
+    def finish(self, leaves: list):
+        arrays = []
+        for leaf in leaves:
+            if not isinstance(leaf, _core.Array):
+                leaf = _core.asarray(leaf)
+            arrays.append(leaf)
+        graph, captured = _core.finish_graph(self.trace, arrays)
+        return graph, list(captured), arrays
+
+    def close(self):
+        self.trace.close()
+
+
+def _spec(a, weak=False):
+    return (tuple(a.shape), a.dtype, weak)
+
+
+def _check_carry(name: str, what: str, init_paths, init_leaves, init_def, out, out_kind: str):
+    """The body's carry output against the init: same structure, shapes and dtypes."""
+    out_paths, out_def = _tree.flatten_with_path(out)
+    if out_def != init_def:
+        raise TypeError(f"{name}: {what} must return a carry of the structure of init_val {init_def}, got "
+                        f"{out_def}; return the same containers with the same keys")
+    leaves = []
+    for (path, o), a in zip(out_paths, init_leaves):
+        if not isinstance(o, _core.Array):
+            if isinstance(o, (int, float)) and not isinstance(o, bool) and a.shape == ():
+                o = _core.asarray(float(o)).astype(a.dtype)
+            else:
+                raise TypeError(f"{name}: {what} returned {type(o).__name__} for carry leaf {_path_str('carry', path)}; "
+                                f"carries hold arrays")
+        if tuple(o.shape) != tuple(a.shape) or o.dtype != a.dtype:
+            raise TypeError(f"{name}: {what} changed carry leaf {_path_str('carry', path)} from {_describe(a)} to "
+                            f"{_describe(o)}; a loop carry must keep its shape and dtype (convert with .astype, "
+                            f"or start from an init_val of the final shape)")
+        leaves.append(o)
+    return leaves
+
+
+def _stage_carry_body(name, what, fun, call, init_leaves, init_weak, init_def, extra_specs, split_out):
+    """Traces a loop body until the carry types settle: a weak (Python number) init leaf
+    adopts the dtype the body gives it, then the body is traced again with that dtype."""
+    for _attempt in range(2):
+        specs = extra_specs[0] + [_spec(a, w) for a, w in zip(init_leaves, init_weak)] + extra_specs[1]
+        region = _Region(fun, name, call, specs)
+        carry_out, rest = split_out(region.out)
+        out_leaves, out_def = _tree.flatten(carry_out)
+        retry = False
+        if out_def == init_def:
+            for k, (o, a, w) in enumerate(zip(out_leaves, init_leaves, init_weak)):
+                if (w and isinstance(o, _core.Array) and o.dtype != a.dtype and tuple(o.shape) == tuple(a.shape)
+                        and o.dtype != _core.bool_):
+                    init_leaves[k] = a.astype(o.dtype)
+                    init_weak[k] = False
+                    retry = True
+        if retry:
+            region.close()
+            continue
+        try:
+            carry_leaves = _check_carry(name, what, None, init_leaves, init_def, carry_out, "carry")
+        except BaseException:
+            region.close()
+            raise
+        return region, carry_leaves, rest
+    raise AssertionError("unreachable")
+
+
+def _feed(n_declared: int, positions: list, captured_offset: int, n_captured: int) -> list:
+    return list(positions[:n_declared]) + [captured_offset + i for i in range(n_captured)]
+
+
+def _static_int(x, name: str, what: str) -> int:
+    if isinstance(x, bool):
+        raise TypeError(f"{name}: {what} must be an int, got bool")
+    if isinstance(x, int):
+        return x
+    if isinstance(x, _core.Array) and not x.is_tracer and x.ndim == 0:
+        v = float(x)
+        if v == int(v):
+            return int(v)
+    if hasattr(x, "__index__"):
+        return int(x.__index__())
+    raise TypeError(f"{name}: {what} must be a Python int (or a concrete integral scalar), got {_describe(x)}")
+
+
+def scan(f: Callable, init: Any, xs: Any = None, length: int = None, reverse: bool = False):
+    """scan(f, init, xs=None, length=None, reverse=False) -> (carry, ys).
+
+    f(carry, x) -> (carry, y) over the leading axis of xs (a pytree of arrays); ys stacks the
+    y's (a pytree) along a new leading axis. With xs=None, f receives the step index (a weak
+    float64 scalar, exact for integers) instead of x and `length` gives the step count. With
+    reverse=True steps run from the last index down (ys stay in index order)."""
+    name = "scan"
+    if not callable(f):
+        raise TypeError(f"scan: f must be callable, got {type(f).__name__}")
+    init_paths, init_def = _tree.flatten_with_path(init)
+    init_leaves, init_weak = [], []
+    for path, leaf in init_paths:
+        a, w = _leaf_array(leaf, f"scan: init {_path_str('carry', path)}")
+        init_leaves.append(a)
+        init_weak.append(w)
+    x_leaves, x_def = _tree.flatten(xs)
+    x_arrays = []
+    for leaf in x_leaves:
+        a, _ = _leaf_array(leaf, "scan: xs")
+        if a.ndim == 0:
+            raise ValueError(f"scan: every xs leaf needs a leading axis to scan over, got a scalar")
+        x_arrays.append(a)
+    if x_arrays:
+        n = x_arrays[0].shape[0]
+        for a in x_arrays:
+            if a.shape[0] != n:
+                raise ValueError(f"scan: xs leaves have different leading sizes ({n} and {a.shape[0]}); they must agree")
+        if length is not None and _static_int(length, name, "length") != n:
+            raise ValueError(f"scan: length={length} differs from the leading size {n} of xs")
+        length = n
+    elif length is None:
+        raise ValueError("scan: with xs=None, pass length= (the number of steps)")
+    length = _static_int(length, name, "length")
+    if length < 0:
+        raise ValueError(f"scan: length must be >= 0, got {length}")
+    use_index = xs is None
+    nk = len(init_leaves)
+
+    def call(fun, params):
+        index = params[0]
+        carry = _tree.unflatten(init_def, params[1:1 + nk])
+        if use_index:
+            return fun(carry, index)
+        return fun(carry, _tree.unflatten(x_def, params[1 + nk:]))
+
+    def split(out):
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError(f"scan: f must return a pair (carry, y), got {type(out).__name__}")
+        return out[0], out[1]
+
+    x_specs = [(tuple(a.shape[1:]), a.dtype, False) for a in x_arrays]
+    region, carry_leaves, y = _stage_carry_body(name, "f", f, call, init_leaves, init_weak, init_def,
+                                                ([((), _core.float64, True)], x_specs), split)
+    y_leaves, y_def = _tree.flatten(y)
+    for leaf in y_leaves:
+        if not isinstance(leaf, (_core.Array, int, float)):
+            region.close()
+            raise TypeError(f"scan: f returned a {type(leaf).__name__} inside y; y must be a pytree of arrays")
+    graph, captured, _ = region.finish(carry_leaves + list(y_leaves))
+    # Node operands: consts (captured), carry, xs. Region params: index, consts, carry, xs.
+    nc = len(captured)
+    feed = [0] + [1 + nc + k for k in range(nk)] + [1 + nc + nk + i for i in range(len(x_arrays))] \
+        + [1 + i for i in range(nc)]
+    outs = _core.region_call("scan", [(graph, feed)], captured + init_leaves + x_arrays, length=length, start=0,
+                             reverse=bool(reverse), num_consts=nc, num_carry=nk)
+    carry = _tree.unflatten(init_def, outs[:nk])
+    ys = _tree.unflatten(y_def, outs[nk:])
+    return carry, ys
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val: Any):
+    """fori_loop(lower, upper, body_fun, init_val): val = body_fun(i, val) for i in
+    range(lower, upper). The index is a weak float64 scalar (exact for integers). With
+    int bounds the loop is a scan (differentiable both ways); traced bounds make it a
+    while_loop (forward-mode only)."""
+    if not callable(body_fun):
+        raise TypeError(f"fori_loop: body_fun must be callable, got {type(body_fun).__name__}")
+    traced = any(isinstance(b, _core.Array) and b.is_tracer for b in (lower, upper))
+    if traced:
+        lo = lower if isinstance(lower, _core.Array) else _core.asarray(float(lower))
+        hi = upper if isinstance(upper, _core.Array) else _core.asarray(float(upper))
+        lo = lo.astype(_core.float64)
+        hi = hi.astype(_core.float64)
+        _, val = while_loop(lambda c: c[0] < hi, lambda c: (c[0] + 1.0, body_fun(c[0], c[1])), (lo, init_val))
+        return val
+    lo = _static_int(lower, "fori_loop", "lower")
+    hi = _static_int(upper, "fori_loop", "upper")
+    init_paths, init_def = _tree.flatten_with_path(init_val)
+    init_leaves, init_weak = [], []
+    for path, leaf in init_paths:
+        a, w = _leaf_array(leaf, f"fori_loop: init_val {_path_str('carry', path)}")
+        init_leaves.append(a)
+        init_weak.append(w)
+    nk = len(init_leaves)
+
+    def call(fun, params):
+        return fun(params[0], _tree.unflatten(init_def, params[1:1 + nk]))
+
+    region, carry_leaves, _ = _stage_carry_body("fori_loop", "body_fun", body_fun, call, init_leaves, init_weak,
+                                                init_def, ([((), _core.float64, True)], []), lambda out: (out, None))
+    graph, captured, _ = region.finish(carry_leaves)
+    nc = len(captured)
+    feed = [0] + [1 + nc + k for k in range(nk)] + [1 + i for i in range(nc)]
+    outs = _core.region_call("scan", [(graph, feed)], captured + init_leaves, length=max(hi - lo, 0), start=lo,
+                             reverse=False, num_consts=nc, num_carry=nk)
+    return _tree.unflatten(init_def, outs)
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any):
+    """while_loop(cond_fun, body_fun, init_val): while cond_fun(val): val = body_fun(val).
+    Forward-mode differentiable (jvp, jacfwd); reverse mode raises ValueError (use a
+    fori_loop with a bound on the steps)."""
+    for f, what in ((cond_fun, "cond_fun"), (body_fun, "body_fun")):
+        if not callable(f):
+            raise TypeError(f"while_loop: {what} must be callable, got {type(f).__name__}")
+    init_paths, init_def = _tree.flatten_with_path(init_val)
+    init_leaves, init_weak = [], []
+    for path, leaf in init_paths:
+        a, w = _leaf_array(leaf, f"while_loop: init_val {_path_str('carry', path)}")
+        init_leaves.append(a)
+        init_weak.append(w)
+    nk = len(init_leaves)
+
+    def call(fun, params):
+        return fun(_tree.unflatten(init_def, params[:nk]))
+
+    body, carry_leaves, _ = _stage_carry_body("while_loop", "body_fun", body_fun, call, init_leaves, init_weak,
+                                              init_def, ([], []), lambda out: (out, None))
+    body_graph, body_captured, _ = body.finish(carry_leaves)
+    cond = _Region(cond_fun, "while_loop", call, [_spec(a) for a in init_leaves])
+    p = cond.out
+    if isinstance(p, bool):
+        p = _core.asarray(p)
+    if not isinstance(p, _core.Array) or p.shape != () or p.dtype != _core.bool_:
+        cond.close()
+        raise TypeError(f"while_loop: cond_fun must return a bool scalar, got {_describe(p)}; "
+                        f"reduce with qb.all/qb.any or compare to get one")
+    cond_graph, cond_captured, _ = cond.finish([p])
+    captured = body_captured + cond_captured
+    nc = len(captured)
+    # Node operands: consts (body's captures, then cond's), carry.
+    body_feed = [nc + k for k in range(nk)] + list(range(len(body_captured)))
+    cond_feed = [nc + k for k in range(nk)] + [len(body_captured) + i for i in range(len(cond_captured))]
+    outs = _core.region_call("while", [(cond_graph, cond_feed), (body_graph, body_feed)], captured + init_leaves,
+                             num_consts=nc)
+    return _tree.unflatten(init_def, outs)
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+    """cond(pred, true_fun, false_fun, *operands): true_fun(*operands) if pred else
+    false_fun(*operands). Only the selected branch runs (a NaN in the other reaches neither
+    values nor gradients); under vmap with a batched predicate both run and where selects.
+    Both branches must return the same structure, shapes and dtypes."""
+    for f, what in ((true_fun, "true_fun"), (false_fun, "false_fun")):
+        if not callable(f):
+            raise TypeError(f"cond: {what} must be callable, got {type(f).__name__}")
+    if isinstance(pred, (bool, int, float)) and not isinstance(pred, _core.Array):
+        pred = _core.asarray(bool(pred))
+    if not isinstance(pred, _core.Array) and (hasattr(pred, "__array__") or hasattr(pred, "__array_interface__")):
+        pred = _core.asarray(pred)
+    if not isinstance(pred, _core.Array):
+        raise TypeError(f"cond: pred must be a bool scalar, got {type(pred).__name__}")
+    if pred.shape != ():
+        raise TypeError(f"cond: pred must be a scalar, got shape {tuple(pred.shape)}; for elementwise choices use "
+                        f"qb.where(pred, a, b), or reduce pred with qb.all/qb.any")
+    if pred.dtype != _core.bool_:
+        pred = pred != 0
+    op_paths, op_def = _tree.flatten_with_path(list(operands))
+    op_leaves = []
+    for path, leaf in op_paths:
+        a, _ = _leaf_array(leaf, f"cond: operand {_path_str('operands', path)}")
+        op_leaves.append(a)
+
+    def call(fun, params):
+        return fun(*_tree.unflatten(op_def, params))
+
+    branches = []
+    for fun in (false_fun, true_fun):
+        try:
+            branches.append(_Region(fun, "cond", call, [_spec(a) for a in op_leaves]))
+        except BaseException:
+            for b in branches:
+                b.close()
+            raise
+    (f_paths, f_def), (t_paths, t_def) = (_tree.flatten_with_path(b.out) for b in branches)
+    try:
+        if f_def != t_def:
+            raise TypeError(f"cond: true_fun and false_fun must return the same structure, got {t_def} and {f_def}")
+        for (path, fo), (_, to) in zip(f_paths, t_paths):
+            fa = fo if isinstance(fo, _core.Array) else None
+            ta = to if isinstance(to, _core.Array) else None
+            if fa is None or ta is None:
+                bad = to if ta is None else fo
+                if not isinstance(bad, (int, float)):
+                    raise TypeError(f"cond: branches must return arrays, got {type(bad).__name__} at "
+                                    f"{_path_str('output', path)}")
+                continue
+            if tuple(fa.shape) != tuple(ta.shape) or fa.dtype != ta.dtype:
+                raise TypeError(f"cond: true_fun and false_fun disagree at {_path_str('output', path)}: "
+                                f"{_describe(ta)} and {_describe(fa)}; both branches must return the same shapes "
+                                f"and dtypes (convert with .astype or broadcast_to)")
+    except BaseException:
+        for b in branches:
+            b.close()
+        raise
+    # Python numbers in one branch take the other branch's dtype.
+    f_leaves, t_leaves = [l for _, l in f_paths], [l for _, l in t_paths]
+    for k, (fo, to) in enumerate(zip(f_leaves, t_leaves)):
+        if not isinstance(fo, _core.Array) and isinstance(to, _core.Array):
+            f_leaves[k] = _core.full(to.shape, float(fo), dtype=to.dtype)
+        elif not isinstance(to, _core.Array) and isinstance(fo, _core.Array):
+            t_leaves[k] = _core.full(fo.shape, float(to), dtype=fo.dtype)
+    f_graph, f_captured, _ = branches[0].finish(f_leaves)
+    t_graph, t_captured, _ = branches[1].finish(t_leaves)
+    no = len(op_leaves)
+    f_feed = list(range(no)) + [no + i for i in range(len(f_captured))]
+    t_feed = list(range(no)) + [no + len(f_captured) + i for i in range(len(t_captured))]
+    outs = _core.region_call("cond", [(f_graph, f_feed), (t_graph, t_feed)],
+                             [pred] + op_leaves + f_captured + t_captured)
+    return _tree.unflatten(f_def, outs)

@@ -1,0 +1,96 @@
+// Execution of the region ops on the CPU: the bodies are compiled plans run in a C++ loop,
+// never re-entering Python. Carries move from one iteration's results to the next one's
+// arguments, so a body may update a carry buffer in place once nothing else holds it.
+#include <cstring>
+
+#include "quabla/backends/cpu/executable.h"
+#include "quabla/ir/errors.h"
+
+namespace qb::cpu {
+
+namespace {
+
+std::size_t bytes_of(const ValueType& t) { return static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype); }
+
+}  // namespace
+
+void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
+  const Graph& g = *graph_;
+  const Node& n = g.nodes[s.node];
+  auto operand = [&](std::size_t i) -> const BufferPtr& { return env[n.inputs[i]]; };
+  switch (n.op) {
+    case Op::Cond: {
+      const bool pred = *operand(0)->as<std::uint8_t>() != 0;
+      std::vector<BufferPtr> args;
+      for (std::size_t i = 1; i < n.inputs.size(); ++i) args.push_back(operand(i));
+      auto outs = s.regions[pred ? 1 : 0]->run_owned(std::move(args));
+      for (std::size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);
+      return;
+    }
+    case Op::Scan: {
+      const auto nc = static_cast<std::size_t>(n.attrs.num_consts), nk = static_cast<std::size_t>(n.attrs.num_carry);
+      const std::size_t nx = n.inputs.size() - nc - nk, ny = n.outputs.size() - nk;
+      const std::int64_t len = n.attrs.length;
+      std::vector<BufferPtr> carry;
+      for (std::size_t k = 0; k < nk; ++k) carry.push_back(operand(nc + k));
+      std::vector<std::size_t> x_bytes, y_bytes;
+      for (std::size_t i = 0; i < nx; ++i) {
+        const auto& t = g.type(n.inputs[nc + nk + i]);
+        x_bytes.push_back(len ? bytes_of(t) / static_cast<std::size_t>(len) : 0);
+      }
+      std::vector<BufferPtr> ys;
+      for (std::size_t j = 0; j < ny; ++j) {
+        const auto& t = g.type(n.outputs[nk + j]);
+        ys.push_back(Buffer::allocate(bytes_of(t)));
+        y_bytes.push_back(len ? bytes_of(t) / static_cast<std::size_t>(len) : 0);
+      }
+      const Executable& body = *s.regions[0];
+      for (std::int64_t step = 0; step < len; ++step) {
+        const std::int64_t t = n.attrs.reverse ? len - 1 - step : step;
+        std::vector<BufferPtr> args;
+        args.reserve(1 + nc + nk + nx);
+        auto index = Buffer::allocate(sizeof(double));
+        *index->as<double>() = static_cast<double>(n.attrs.start + t);
+        args.push_back(std::move(index));
+        for (std::size_t i = 0; i < nc; ++i) args.push_back(operand(i));
+        for (auto& c : carry) args.push_back(std::move(c));
+        for (std::size_t i = 0; i < nx; ++i) {
+          auto slice = Buffer::allocate(x_bytes[i]);
+          std::memcpy(slice->data(), operand(nc + nk + i)->data() + static_cast<std::size_t>(t) * x_bytes[i], x_bytes[i]);
+          args.push_back(std::move(slice));
+        }
+        auto outs = body.run_owned(std::move(args));
+        for (std::size_t k = 0; k < nk; ++k) carry[k] = std::move(outs[k]);
+        for (std::size_t j = 0; j < ny; ++j)
+          std::memcpy(ys[j]->data() + static_cast<std::size_t>(t) * y_bytes[j], outs[nk + j]->data(), y_bytes[j]);
+      }
+      for (std::size_t k = 0; k < nk; ++k) env[n.outputs[k]] = std::move(carry[k]);
+      for (std::size_t j = 0; j < ny; ++j) env[n.outputs[nk + j]] = std::move(ys[j]);
+      return;
+    }
+    case Op::While: {
+      const auto nc = static_cast<std::size_t>(n.attrs.num_consts);
+      const std::size_t nk = n.inputs.size() - nc;
+      std::vector<BufferPtr> carry;
+      for (std::size_t k = 0; k < nk; ++k) carry.push_back(operand(nc + k));
+      const Executable& cond = *s.regions[0];
+      const Executable& body = *s.regions[1];
+      for (;;) {
+        std::vector<BufferPtr> args;
+        for (std::size_t i = 0; i < nc; ++i) args.push_back(operand(i));
+        for (auto& c : carry) args.push_back(c);
+        if (*cond.run_owned(args)[0]->as<std::uint8_t>() == 0) break;
+        args.resize(nc);
+        for (auto& c : carry) args.push_back(std::move(c));
+        auto outs = body.run_owned(std::move(args));
+        for (std::size_t k = 0; k < nk; ++k) carry[k] = std::move(outs[k]);
+      }
+      for (std::size_t k = 0; k < nk; ++k) env[n.outputs[k]] = std::move(carry[k]);
+      return;
+    }
+    default:
+      throw InternalError("cpu::Executable: not a region op");
+  }
+}
+
+}  // namespace qb::cpu

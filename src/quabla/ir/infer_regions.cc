@@ -1,0 +1,108 @@
+// Type inference of the region ops (cond, scan, while): a region's parameters must be the
+// types the node binds to them and its results what the node returns, so a node whose
+// bodies disagree with its operands is ill-typed here, before anything runs.
+#include <string>
+
+#include "quabla/ir/errors.h"
+#include "quabla/ir/infer.h"
+#include "quabla/ir/regions.h"
+
+namespace qb {
+
+namespace {
+
+[[noreturn]] void fail(Op op, const std::string& msg) { throw ValueError(std::string(op_name(op)) + ": " + msg); }
+
+bool same(const ValueType& a, const ValueType& b) { return a.dtype == b.dtype && a.shape == b.shape; }
+
+void expect_params(Op op, const char* region, const Graph& g, const std::vector<ValueType>& want) {
+  if (g.params.size() != want.size()) {
+    fail(op, std::string(region) + " takes " + std::to_string(g.params.size()) + " parameters, the node binds " +
+                 std::to_string(want.size()));
+  }
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (!same(g.type(g.params[i]), want[i])) {
+      fail(op, std::string(region) + " parameter " + std::to_string(i) + " is " + g.type(g.params[i]).str() +
+                   ", the node binds " + want[i].str());
+    }
+  }
+}
+
+void expect_counts(Op op, std::size_t n, std::int64_t consts, std::int64_t carry) {
+  if (consts < 0 || carry < 0 || static_cast<std::size_t>(consts + carry) > n) {
+    fail(op, "operand layout consts=" + std::to_string(consts) + " carry=" + std::to_string(carry) + " exceeds " +
+                 std::to_string(n) + " operands");
+  }
+}
+
+}  // namespace
+
+std::vector<ValueType> infer_region_types(Op op, std::span<const ValueType> in, const Attrs& a,
+                                          const Regions& regions) {
+  std::vector<ValueType> ins(in.begin(), in.end());
+  for (auto& t : ins) t.weak = false;
+  switch (op) {
+    case Op::Cond: {
+      if (regions.size() != 2) fail(op, "needs two regions (false branch, true branch)");
+      if (ins.empty() || ins[0].dtype != DType::bool_ || !ins[0].shape.empty()) {
+        fail(op, "the predicate must be a bool scalar, got " + (ins.empty() ? std::string("nothing") : ins[0].str()));
+      }
+      const std::vector<ValueType> operands(ins.begin() + 1, ins.end());
+      expect_params(op, "false branch", *regions[0], operands);
+      expect_params(op, "true branch", *regions[1], operands);
+      auto f = result_types(*regions[0]), t = result_types(*regions[1]);
+      if (f.size() != t.size()) fail(op, "branches return " + std::to_string(f.size()) + " and " + std::to_string(t.size()) + " values");
+      for (std::size_t i = 0; i < f.size(); ++i)
+        if (!same(f[i], t[i])) fail(op, "branch result " + std::to_string(i) + " is " + f[i].str() + " and " + t[i].str());
+      return f;
+    }
+    case Op::Scan: {
+      if (regions.size() != 1) fail(op, "needs one region (the body)");
+      expect_counts(op, ins.size(), a.num_consts, a.num_carry);
+      if (a.length < 0) fail(op, "negative length");
+      const auto nc = static_cast<std::size_t>(a.num_consts), nk = static_cast<std::size_t>(a.num_carry);
+      std::vector<ValueType> want{ValueType{DType::f64, {}, false}};
+      want.insert(want.end(), ins.begin(), ins.begin() + static_cast<std::ptrdiff_t>(nc + nk));
+      for (std::size_t i = nc + nk; i < ins.size(); ++i) {
+        if (ins[i].shape.empty() || ins[i].shape[0] != a.length) {
+          fail(op, "xs operand " + ins[i].str() + " needs a leading axis of the length " + std::to_string(a.length));
+        }
+        want.push_back(ValueType{ins[i].dtype, Shape(ins[i].shape.begin() + 1, ins[i].shape.end()), false});
+      }
+      const Graph& body = *regions[0];
+      expect_params(op, "body", body, want);
+      auto res = result_types(body);
+      if (res.size() < nk) fail(op, "body returns fewer values than the carry has");
+      std::vector<ValueType> out;
+      for (std::size_t k = 0; k < nk; ++k) {
+        if (!same(res[k], ins[nc + k])) fail(op, "body turns carry " + std::to_string(k) + " from " + ins[nc + k].str() + " into " + res[k].str());
+        out.push_back(ins[nc + k]);
+      }
+      for (std::size_t j = nk; j < res.size(); ++j) {
+        Shape s{a.length};
+        s.insert(s.end(), res[j].shape.begin(), res[j].shape.end());
+        out.push_back(ValueType{res[j].dtype, std::move(s), false});
+      }
+      return out;
+    }
+    case Op::While: {
+      if (regions.size() != 2) fail(op, "needs two regions (cond, body)");
+      expect_counts(op, ins.size(), a.num_consts, static_cast<std::int64_t>(ins.size()) - a.num_consts);
+      expect_params(op, "cond", *regions[0], ins);
+      expect_params(op, "body", *regions[1], ins);
+      auto c = result_types(*regions[0]);
+      if (c.size() != 1 || c[0].dtype != DType::bool_ || !c[0].shape.empty()) fail(op, "cond must return one bool scalar");
+      auto res = result_types(*regions[1]);
+      const std::vector<ValueType> carry(ins.begin() + a.num_consts, ins.end());
+      if (res.size() != carry.size()) fail(op, "body returns " + std::to_string(res.size()) + " values for a carry of " + std::to_string(carry.size()));
+      for (std::size_t k = 0; k < carry.size(); ++k)
+        if (!same(res[k], carry[k])) fail(op, "body turns carry " + std::to_string(k) + " from " + carry[k].str() + " into " + res[k].str());
+      return carry;
+    }
+    default:
+      break;
+  }
+  throw InternalError("infer_region_types: not a region op");
+}
+
+}  // namespace qb

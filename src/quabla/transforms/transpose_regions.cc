@@ -1,0 +1,532 @@
+// Reverse mode through cond and scan (while has none: its trip count is unknown, so there
+// is nothing to run backwards over).
+//
+// In a JVP graph a region node computes primal and tangent values together. Transposing it
+// splits it: the forward half runs the primal part only; the backward half runs the
+// transposed body. For a scan the transposed step needs the primal carry at each step.
+// Keeping all T of them (a full tape) costs T carries of memory; instead the forward half
+// stores a checkpoint every B ~ sqrt(T) steps (an outer scan over blocks of an inner scan),
+// and the backward half, block by block in reverse, recomputes the block's carries from
+// its checkpoint and then runs the transposed body backwards over them: about sqrt(T)
+// checkpoints plus one block of carries live at once, for one extra forward pass. Steps
+// past the last whole block form a tail handled the same way. Everything is emitted as
+// ordinary scans, so the result is differentiable and batchable again.
+#include <cmath>
+#include <memory>
+
+#include "quabla/ir/errors.h"
+#include "quabla/ir/regions.h"
+#include "quabla/transforms/jvp.h"
+#include "quabla/transforms/region_rules.h"
+#include "quabla/transforms/simplify.h"
+#include "quabla/transforms/vjp.h"
+
+namespace qb {
+
+using ad::Emit;
+using ad::V;
+using T = std::optional<V>;
+
+namespace {
+
+// Scans of at most this many steps are one block (recomputed whole in the backward pass).
+constexpr std::int64_t kSingleBlockSteps = 8;
+
+std::unique_ptr<bool[]> to_flags(const std::vector<bool>& v) {
+  auto f = std::make_unique<bool[]>(v.size() + 1);
+  for (std::size_t i = 0; i < v.size(); ++i) f[i] = v[i];
+  return f;
+}
+
+// g with only the kept parameters and results (the dropped parameters must not reach a
+// kept result).
+Graph restrict_graph(const Graph& g, const std::vector<bool>& keep_params, const std::vector<bool>& keep_results) {
+  std::vector<ValueType> types;
+  for (std::size_t i = 0; i < g.params.size(); ++i)
+    if (keep_params[i]) types.push_back(g.type(g.params[i]));
+  Graph w = make_graph(types, [&](Builder& b, std::span<const V> ps) {
+    Emit e{b};
+    std::vector<V> args;
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < g.params.size(); ++i) {
+      ValueType t = g.type(g.params[i]);
+      t.weak = false;
+      args.push_back(keep_params[i] ? ps[k++] : e.zeros(t));
+    }
+    auto r = inline_into(b, g, args);
+    std::vector<V> out;
+    for (std::size_t j = 0; j < r.size(); ++j)
+      if (keep_results[j]) out.push_back(r[j]);
+    return out;
+  });
+  return eliminate_dead_code(w);
+}
+
+// transpose_linear returning only the cotangents of the linear parameters.
+Graph transpose_only(const Graph& g, const std::vector<bool>& linear, const std::vector<bool>& seed) {
+  auto lf = to_flags(linear);
+  auto sf = to_flags(seed);
+  std::vector<bool> none(g.results.size(), false);
+  auto pf = to_flags(none);
+  return transpose_linear(g, std::span<const bool>(lf.get(), linear.size()), std::span<const bool>(sf.get(), seed.size()),
+                          std::span<const bool>(pf.get(), none.size()));
+}
+
+template <class X>
+std::vector<X> pick(const std::vector<X>& v, std::size_t begin, std::size_t count, const std::vector<bool>& mask,
+                    bool want) {
+  std::vector<X> out;
+  for (std::size_t i = begin; i < begin + count; ++i)
+    if (mask[i] == want) out.push_back(v[i]);
+  return out;
+}
+
+void append(std::vector<V>& a, const std::vector<V>& b) { a.insert(a.end(), b.begin(), b.end()); }
+
+std::vector<ValueType> types_of(Emit& e, const std::vector<V>& vs) {
+  std::vector<ValueType> t;
+  for (V v : vs) {
+    ValueType x = e.type(v);
+    x.weak = false;
+    t.push_back(std::move(x));
+  }
+  return t;
+}
+
+Shape drop_lead(const Shape& s) { return Shape(s.begin() + 1, s.end()); }
+
+// Rows [begin, end) of x along axis 0.
+V rows(Emit& e, V x, std::int64_t begin, std::int64_t end) {
+  const Shape s = e.type(x).shape;
+  if (begin == 0 && end == s[0]) return x;
+  Attrs a;
+  a.starts.assign(s.size(), 0);
+  a.limits = s;
+  a.strides.assign(s.size(), 1);
+  a.starts[0] = begin;
+  a.limits[0] = end;
+  return e.op(Op::Slice, {x}, std::move(a));
+}
+
+// x [n*b, ...] as [n, b, ...] and back.
+V split_lead(Emit& e, V x, std::int64_t n, std::int64_t b) {
+  Shape s = drop_lead(e.type(x).shape);
+  s.insert(s.begin(), {n, b});
+  return e.reshape(x, s);
+}
+V merge_lead(Emit& e, V x) {
+  const Shape s = e.type(x).shape;
+  Shape m{s[0] * s[1]};
+  m.insert(m.end(), s.begin() + 2, s.end());
+  return e.reshape(x, m);
+}
+
+V concat_rows(Emit& e, V a, V b) {
+  Attrs at;
+  at.axis = 0;
+  std::vector<V> in{a, b};
+  return e.b.emit(Op::Concat, in, std::move(at))[0];
+}
+
+// What the scan rules share: the split of the node into its non-linear (primal) part P and
+// the transposed step TB.
+struct ScanParts {
+  const Node& n;
+  std::size_t nc, nk, nx, ny;
+  std::vector<bool> lin_c, lin_k, lin_x, lin_y;
+  Graph primal;      // (i, C_n, K_n, X_n) -> (K_n', Y_n)
+  Graph transposed;  // (i, C_n, K_n, X_n, ct K_l', ct Y_l) -> (ct C_l, ct K_l, ct X_l)
+  std::size_t nk_n = 0, nk_l = 0, nc_l = 0, nx_l = 0;
+
+  ScanParts(const Node& node, const std::vector<bool>& lin, const std::vector<bool>& lin_out) : n(node) {
+    const ScanLayout l = ScanLayout::of(n);
+    nc = l.consts, nk = l.carry, nx = l.xs, ny = l.ys;
+    lin_c.assign(lin.begin(), lin.begin() + static_cast<std::ptrdiff_t>(nc));
+    lin_k.assign(lin_out.begin(), lin_out.begin() + static_cast<std::ptrdiff_t>(nk));
+    lin_x.assign(lin.begin() + static_cast<std::ptrdiff_t>(nc + nk), lin.end());
+    lin_y.assign(lin_out.begin() + static_cast<std::ptrdiff_t>(nk), lin_out.end());
+    for (bool f : lin_k) (f ? nk_l : nk_n) += 1;
+    for (bool f : lin_c) nc_l += f;
+    for (bool f : lin_x) nx_l += f;
+    const Graph& body = *n.regions[0];
+    std::vector<bool> mask{false};
+    mask.insert(mask.end(), lin_c.begin(), lin_c.end());
+    mask.insert(mask.end(), lin_k.begin(), lin_k.end());
+    mask.insert(mask.end(), lin_x.begin(), lin_x.end());
+    std::vector<bool> keep_p, keep_r, seed;
+    for (bool f : mask) keep_p.push_back(!f);
+    for (bool f : lin_k) {
+      keep_r.push_back(!f);
+      seed.push_back(f);
+    }
+    for (bool f : lin_y) {
+      keep_r.push_back(!f);
+      seed.push_back(f);
+    }
+    primal = restrict_graph(body, keep_p, keep_r);
+    transposed = transpose_only(body, mask, seed);
+  }
+
+  // A scan of `len` steps of a step graph over (consts..., base) whose body index is
+  // base + local step; `body` maps (index, consts, carry, xs) -> results.
+  std::vector<V> scan(Emit& e, std::int64_t len, bool reverse, const std::vector<V>& consts, V base,
+                      const std::vector<V>& carry, const std::vector<V>& xs,
+                      const std::function<std::vector<V>(Builder&, V, std::span<const V>, std::span<const V>,
+                                                         std::span<const V>)>& body) const {
+    std::vector<ValueType> pt{scan_index_type()};
+    append_types(e, pt, consts);
+    pt.push_back(ValueType{DType::f64, {}, false});
+    append_types(e, pt, carry);
+    for (V x : xs) pt.push_back(ValueType{e.type(x).dtype, drop_lead(e.type(x).shape), false});
+    Graph g = make_graph(pt, [&](Builder& b, std::span<const V> ps) {
+      Emit be{b};
+      const V idx = be.add(ps[0], ps[1 + consts.size()]);
+      return body(b, idx, ps.subspan(1, consts.size()), ps.subspan(2 + consts.size(), carry.size()),
+                  ps.subspan(2 + consts.size() + carry.size()));
+    });
+    std::vector<V> in = consts;
+    in.push_back(base);
+    append(in, carry);
+    append(in, xs);
+    Attrs a;
+    a.length = len;
+    a.start = 0;
+    a.reverse = reverse;
+    a.num_consts = static_cast<std::int64_t>(consts.size() + 1);
+    a.num_carry = static_cast<std::int64_t>(carry.size());
+    return e.b.emit(Op::Scan, in, std::move(a), Regions{std::make_shared<const Graph>(std::move(g))});
+  }
+
+  static void append_types(Emit& e, std::vector<ValueType>& pt, const std::vector<V>& vs) {
+    for (auto& t : types_of(e, vs)) pt.push_back(t);
+  }
+
+  std::vector<V> call_primal(Builder& b, V idx, std::span<const V> c, std::span<const V> k, std::span<const V> x) const {
+    std::vector<V> args{idx};
+    args.insert(args.end(), c.begin(), c.end());
+    args.insert(args.end(), k.begin(), k.end());
+    args.insert(args.end(), x.begin(), x.end());
+    return inline_into(b, primal, args);
+  }
+
+  // Forward over one block: (K_end..., Y_n blocks...).
+  std::vector<V> fwd_block(Emit& e, std::int64_t len, const std::vector<V>& cn, V base, const std::vector<V>& kn,
+                           const std::vector<V>& xn) const {
+    return scan(e, len, n.attrs.reverse, cn, base, kn, xn,
+                [&](Builder& b, V idx, std::span<const V> c, std::span<const V> k, std::span<const V> x) {
+                  return call_primal(b, idx, c, k, x);
+                });
+  }
+
+  // Backward over one block from its checkpoint: (ct K_l at the block start..., acc...,
+  // ct X_l rows...).
+  std::vector<V> bwd_block(Emit& e, std::int64_t len, const std::vector<V>& cn, V base, const std::vector<V>& ckpt,
+                           const std::vector<V>& xn, const std::vector<V>& ctk, const std::vector<V>& acc,
+                           const std::vector<V>& cty) const {
+    auto tape_out = scan(e, len, n.attrs.reverse, cn, base, ckpt, xn,
+                         [&](Builder& b, V idx, std::span<const V> c, std::span<const V> k, std::span<const V> x) {
+                           auto r = call_primal(b, idx, c, k, x);
+                           std::vector<V> res(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(nk_n));
+                           res.insert(res.end(), k.begin(), k.end());
+                           return res;
+                         });
+    std::vector<V> tape(tape_out.begin() + static_cast<std::ptrdiff_t>(nk_n), tape_out.end());
+    std::vector<V> carry = ctk;
+    append(carry, acc);
+    std::vector<V> xs = tape;
+    append(xs, xn);
+    append(xs, cty);
+    const std::size_t nkl = ctk.size(), ncl = acc.size(), nkn = nk_n, nxn = xn.size();
+    return scan(e, len, !n.attrs.reverse, cn, base, carry, xs,
+                [&, nkl, ncl, nkn, nxn](Builder& b, V idx, std::span<const V> c, std::span<const V> k,
+                                        std::span<const V> x) {
+                  Emit be{b};
+                  std::vector<V> args{idx};
+                  args.insert(args.end(), c.begin(), c.end());
+                  args.insert(args.end(), x.begin(), x.begin() + static_cast<std::ptrdiff_t>(nkn + nxn));  // K_t, X_t
+                  args.insert(args.end(), k.begin(), k.begin() + static_cast<std::ptrdiff_t>(nkl));        // ct K
+                  args.insert(args.end(), x.begin() + static_cast<std::ptrdiff_t>(nkn + nxn), x.end());     // ct Y_t
+                  auto r = inline_into(b, transposed, args);  // ct C_l, ct K_l, ct X_l
+                  std::vector<V> res(r.begin() + static_cast<std::ptrdiff_t>(ncl),
+                                     r.begin() + static_cast<std::ptrdiff_t>(ncl + nkl));
+                  for (std::size_t i = 0; i < ncl; ++i) res.push_back(be.add(k[nkl + i], r[i]));
+                  res.insert(res.end(), r.begin() + static_cast<std::ptrdiff_t>(ncl + nkl), r.end());
+                  return res;
+                });
+  }
+
+  struct Plan {
+    std::int64_t block = 0, blocks = 0, tail = 0;
+  };
+  Plan plan() const {
+    Plan p;
+    const std::int64_t len = n.attrs.length;
+    if (len <= kSingleBlockSteps) {
+      p.tail = len;
+      return p;
+    }
+    p.block = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(len))));
+    p.blocks = len / p.block;
+    p.tail = len - p.blocks * p.block;
+    return p;
+  }
+};
+
+V f64_const(Emit& e, double v) { return e.scalar(v, DType::f64); }
+
+}  // namespace
+
+RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vector<bool>& lin,
+                                         const std::vector<bool>& lin_out, const std::vector<V>& x,
+                                         std::vector<V>& nonlinear_outs) {
+  nonlinear_outs.assign(n.outputs.size(), 0);
+  switch (n.op) {
+    case Op::While:
+      throw ValueError(
+          "reverse-mode differentiation of qb.while_loop is not supported: its trip count is only known at run "
+          "time. Use qb.fori_loop(0, max_steps, body, init) with a bound on the steps, freezing the carry once done "
+          "with qb.where(done, carry, new_carry); forward mode (qb.jvp, qb.jacfwd) does work through while_loop");
+    case Op::Cond: {
+      std::vector<bool> keep_p, keep_r;
+      for (std::size_t i = 1; i < lin.size(); ++i) keep_p.push_back(!lin[i]);
+      for (bool f : lin_out) keep_r.push_back(!f);
+      Regions regions;
+      for (const auto& r : n.regions) regions.push_back(std::make_shared<const Graph>(restrict_graph(*r, keep_p, keep_r)));
+      std::vector<V> in{x[0]};
+      for (std::size_t i = 1; i < x.size(); ++i)
+        if (!lin[i]) in.push_back(x[i]);
+      auto outs = e.b.emit(Op::Cond, in, n.attrs, std::move(regions));
+      std::size_t k = 0;
+      for (std::size_t j = 0; j < lin_out.size(); ++j)
+        if (!lin_out[j]) nonlinear_outs[j] = outs[k++];
+      return {};
+    }
+    case Op::Scan: {
+      const ScanParts sp(n, lin, lin_out);
+      const auto plan = sp.plan();
+      const std::vector<V> cn = pick(x, 0, sp.nc, lin, false);
+      std::vector<V> kn;
+      for (std::size_t k = 0; k < sp.nk; ++k)
+        if (!sp.lin_k[k]) kn.push_back(x[sp.nc + k]);
+      const std::vector<V> xn = pick(x, sp.nc + sp.nk, sp.nx, lin, false);
+      const std::int64_t split = plan.blocks * plan.block;
+      RegionResiduals res;
+      std::vector<V> ys_blocked, ys_tail;
+      auto run_blocked = [&](std::vector<V>& carry) {
+        if (plan.blocks == 0) return;
+        std::vector<V> xb;
+        for (V v : xn) xb.push_back(split_lead(e, rows(e, v, 0, split), plan.blocks, plan.block));
+        std::vector<ValueType> pt{scan_index_type()};
+        ScanParts::append_types(e, pt, cn);
+        ScanParts::append_types(e, pt, carry);
+        for (V v : xb) pt.push_back(ValueType{e.type(v).dtype, drop_lead(e.type(v).shape), false});
+        const std::size_t ncn = cn.size(), nkn = carry.size();
+        Graph outer = make_graph(pt, [&](Builder& b, std::span<const V> ps) {
+          Emit be{b};
+          const V base = be.add(be.mul(ps[0], f64_const(be, static_cast<double>(plan.block))),
+                                f64_const(be, static_cast<double>(n.attrs.start)));
+          std::vector<V> c(ps.begin() + 1, ps.begin() + 1 + static_cast<std::ptrdiff_t>(ncn));
+          std::vector<V> k(ps.begin() + 1 + static_cast<std::ptrdiff_t>(ncn),
+                           ps.begin() + 1 + static_cast<std::ptrdiff_t>(ncn + nkn));
+          std::vector<V> xs(ps.begin() + 1 + static_cast<std::ptrdiff_t>(ncn + nkn), ps.end());
+          auto r = sp.fwd_block(be, plan.block, c, base, k, xs);
+          append(r, k);  // the checkpoint: the carry entering the block
+          return r;
+        });
+        std::vector<V> in = cn;
+        append(in, carry);
+        append(in, xb);
+        Attrs a;
+        a.length = plan.blocks;
+        a.reverse = n.attrs.reverse;
+        a.num_consts = static_cast<std::int64_t>(ncn);
+        a.num_carry = static_cast<std::int64_t>(nkn);
+        auto outs = e.b.emit(Op::Scan, in, std::move(a), Regions{std::make_shared<const Graph>(std::move(outer))});
+        carry.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(nkn));
+        for (std::size_t j = nkn; j < outs.size() - nkn; ++j) ys_blocked.push_back(merge_lead(e, outs[j]));
+        for (std::size_t j = outs.size() - nkn; j < outs.size(); ++j) res.values.push_back(outs[j]);
+      };
+      auto run_tail = [&](std::vector<V>& carry) {
+        if (plan.tail == 0 && plan.blocks > 0) return;
+        for (V v : carry) res.values.push_back(v);  // the tail's checkpoint
+        std::vector<V> xt;
+        for (V v : xn) xt.push_back(rows(e, v, split, n.attrs.length));
+        auto outs = sp.fwd_block(e, plan.tail, cn, f64_const(e, static_cast<double>(n.attrs.start + split)), carry, xt);
+        carry.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(carry.size()));
+        ys_tail.assign(outs.begin() + static_cast<std::ptrdiff_t>(carry.size()), outs.end());
+      };
+      std::vector<V> carry = kn;
+      // Residual layout: block checkpoints (when blocks), then the tail checkpoint (when a
+      // tail); the backward half reads them in the same layout.
+      if (!n.attrs.reverse) {
+        run_blocked(carry);
+        run_tail(carry);
+      } else {
+        run_tail(carry);
+        std::vector<V> tail_ckpt = res.values;
+        res.values.clear();
+        run_blocked(carry);
+        append(res.values, tail_ckpt);
+      }
+      std::size_t kk = 0;
+      for (std::size_t k = 0; k < sp.nk; ++k)
+        if (!sp.lin_k[k]) nonlinear_outs[k] = carry[kk++];
+      std::size_t yi = 0;
+      for (std::size_t j = 0; j < sp.ny; ++j) {
+        if (sp.lin_y[j]) continue;
+        V y;
+        if (!ys_blocked.empty() && !ys_tail.empty()) y = concat_rows(e, ys_blocked[yi], ys_tail[yi]);
+        else y = ys_blocked.empty() ? ys_tail[yi] : ys_blocked[yi];
+        nonlinear_outs[sp.nk + j] = y;
+        ++yi;
+      }
+      return res;
+    }
+    default:
+      throw InternalError("transpose_region_forward: not a region op");
+  }
+}
+
+std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n, const std::vector<bool>& lin,
+                                         const std::vector<bool>& lin_out, const std::vector<V>& x,
+                                         const RegionResiduals& res, const std::vector<T>& ct_out) {
+  std::vector<T> out(n.inputs.size());
+  auto ct_or_zero = [&](std::size_t j) -> V {
+    if (ct_out[j]) return *ct_out[j];
+    ValueType t = g.type(n.outputs[j]);
+    t.weak = false;
+    return e.zeros(t);
+  };
+  switch (n.op) {
+    case Op::While:
+      throw InternalError("transpose: while_loop has no transpose");
+    case Op::Cond: {
+      std::vector<bool> linear(lin.begin() + 1, lin.end());
+      Regions regions;
+      for (const auto& r : n.regions) regions.push_back(std::make_shared<const Graph>(transpose_only(*r, linear, lin_out)));
+      std::vector<V> in{x[0]};
+      for (std::size_t i = 1; i < x.size(); ++i)
+        if (!lin[i]) in.push_back(x[i]);
+      for (std::size_t j = 0; j < lin_out.size(); ++j)
+        if (lin_out[j] && has_tangent(g.type(n.outputs[j]))) in.push_back(ct_or_zero(j));
+      auto cts = e.b.emit(Op::Cond, in, Attrs{}, std::move(regions));
+      std::size_t k = 0;
+      for (std::size_t i = 1; i < lin.size(); ++i)
+        if (lin[i]) out[i] = cts[k++];
+      return out;
+    }
+    case Op::Scan: {
+      const ScanParts sp(n, lin, lin_out);
+      const auto plan = sp.plan();
+      const std::vector<V> cn = pick(x, 0, sp.nc, lin, false);
+      const std::vector<V> xn = pick(x, sp.nc + sp.nk, sp.nx, lin, false);
+      std::vector<V> ctk, acc, cty;
+      for (std::size_t k = 0; k < sp.nk; ++k)
+        if (sp.lin_k[k]) ctk.push_back(ct_or_zero(k));
+      for (std::size_t i = 0; i < sp.nc; ++i)
+        if (lin[i]) {
+          ValueType t = g.type(n.inputs[i]);
+          t.weak = false;
+          acc.push_back(e.zeros(t));
+        }
+      for (std::size_t j = 0; j < sp.ny; ++j)
+        if (sp.lin_y[j]) cty.push_back(ct_or_zero(sp.nk + j));
+      const std::int64_t split = plan.blocks * plan.block;
+      const std::size_t nkn = sp.nk_n;
+      // Residuals: block checkpoints (nkn values when blocks), then the tail checkpoint.
+      std::vector<V> ckpts, tail_ckpt;
+      std::size_t r = 0;
+      if (plan.blocks > 0) {
+        ckpts.assign(res.values.begin(), res.values.begin() + static_cast<std::ptrdiff_t>(nkn));
+        r = nkn;
+      }
+      if (plan.tail > 0 || plan.blocks == 0) tail_ckpt.assign(res.values.begin() + static_cast<std::ptrdiff_t>(r), res.values.end());
+      std::vector<V> ctx_blocked, ctx_tail;
+      auto back_tail = [&] {
+        if (plan.tail == 0 && plan.blocks > 0) return;
+        std::vector<V> xt, cyt;
+        for (V v : xn) xt.push_back(rows(e, v, split, n.attrs.length));
+        for (V v : cty) cyt.push_back(rows(e, v, split, n.attrs.length));
+        auto o = sp.bwd_block(e, plan.tail, cn, f64_const(e, static_cast<double>(n.attrs.start + split)), tail_ckpt, xt,
+                              ctk, acc, cyt);
+        ctk.assign(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(ctk.size()));
+        acc.assign(o.begin() + static_cast<std::ptrdiff_t>(ctk.size()),
+                   o.begin() + static_cast<std::ptrdiff_t>(ctk.size() + acc.size()));
+        ctx_tail.assign(o.begin() + static_cast<std::ptrdiff_t>(ctk.size() + acc.size()), o.end());
+      };
+      auto back_blocked = [&] {
+        if (plan.blocks == 0) return;
+        std::vector<V> xb, cyb;
+        for (V v : xn) xb.push_back(split_lead(e, rows(e, v, 0, split), plan.blocks, plan.block));
+        for (V v : cty) cyb.push_back(split_lead(e, rows(e, v, 0, split), plan.blocks, plan.block));
+        std::vector<V> carry = ctk;
+        append(carry, acc);
+        std::vector<V> xs = ckpts;
+        append(xs, xb);
+        append(xs, cyb);
+        std::vector<ValueType> pt{scan_index_type()};
+        ScanParts::append_types(e, pt, cn);
+        ScanParts::append_types(e, pt, carry);
+        for (V v : xs) pt.push_back(ValueType{e.type(v).dtype, drop_lead(e.type(v).shape), false});
+        const std::size_t ncn = cn.size(), nkl = ctk.size(), ncl = acc.size(), nxn = xb.size();
+        Graph outer = make_graph(pt, [&](Builder& b, std::span<const V> ps) {
+          Emit be{b};
+          const V base = be.add(be.mul(ps[0], f64_const(be, static_cast<double>(plan.block))),
+                                f64_const(be, static_cast<double>(n.attrs.start)));
+          auto at = [&](std::size_t from, std::size_t count) {
+            return std::vector<V>(ps.begin() + static_cast<std::ptrdiff_t>(from),
+                                  ps.begin() + static_cast<std::ptrdiff_t>(from + count));
+          };
+          std::size_t p = 1;
+          auto c = at(p, ncn); p += ncn;
+          auto k = at(p, nkl); p += nkl;
+          auto a = at(p, ncl); p += ncl;
+          auto ck = at(p, nkn); p += nkn;
+          auto xx = at(p, nxn); p += nxn;
+          auto cy = at(p, ps.size() - p);
+          return sp.bwd_block(be, plan.block, c, base, ck, xx, k, a, cy);
+        });
+        std::vector<V> in = cn;
+        append(in, carry);
+        append(in, xs);
+        Attrs a;
+        a.length = plan.blocks;
+        a.reverse = !n.attrs.reverse;
+        a.num_consts = static_cast<std::int64_t>(ncn);
+        a.num_carry = static_cast<std::int64_t>(carry.size());
+        auto o = e.b.emit(Op::Scan, in, std::move(a), Regions{std::make_shared<const Graph>(std::move(outer))});
+        ctk.assign(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(nkl));
+        acc.assign(o.begin() + static_cast<std::ptrdiff_t>(nkl), o.begin() + static_cast<std::ptrdiff_t>(nkl + ncl));
+        for (std::size_t j = nkl + ncl; j < o.size(); ++j) ctx_blocked.push_back(merge_lead(e, o[j]));
+      };
+      if (!n.attrs.reverse) {
+        back_tail();
+        back_blocked();
+      } else {
+        back_blocked();
+        back_tail();
+      }
+      std::size_t ci = 0, ki = 0, xi = 0;
+      for (std::size_t i = 0; i < sp.nc; ++i)
+        if (lin[i]) out[i] = acc[ci++];
+      for (std::size_t k = 0; k < sp.nk; ++k) {
+        if (!sp.lin_k[k]) continue;
+        if (lin[sp.nc + k]) out[sp.nc + k] = ctk[ki];
+        ++ki;
+      }
+      for (std::size_t i = 0; i < sp.nx; ++i) {
+        if (!lin[sp.nc + sp.nk + i]) continue;
+        V v;
+        if (!ctx_blocked.empty() && !ctx_tail.empty()) v = concat_rows(e, ctx_blocked[xi], ctx_tail[xi]);
+        else v = ctx_blocked.empty() ? ctx_tail[xi] : ctx_blocked[xi];
+        out[sp.nc + sp.nk + i] = v;
+        ++xi;
+      }
+      return out;
+    }
+    default:
+      throw InternalError("transpose_region_backward: not a region op");
+  }
+}
+
+}  // namespace qb
