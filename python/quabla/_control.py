@@ -135,7 +135,7 @@ def _static_int(x, name: str, what: str) -> int:
         raise TypeError(f"{name}: {what} must be an int, got bool")
     if isinstance(x, int):
         return x
-    if isinstance(x, _core.Array) and not x.is_tracer and x.ndim == 0:
+    if isinstance(x, _core.Array) and not x._is_tracer and x.ndim == 0:
         v = float(x)
         if v == int(v):
             return int(v)
@@ -222,7 +222,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any):
     while_loop (forward-mode only)."""
     if not callable(body_fun):
         raise TypeError(f"fori_loop: body_fun must be callable, got {type(body_fun).__name__}")
-    traced = any(isinstance(b, _core.Array) and b.is_tracer for b in (lower, upper))
+    traced = any(isinstance(b, _core.Array) and b._is_tracer for b in (lower, upper))
     if traced:
         lo = lower if isinstance(lower, _core.Array) else _core.asarray(float(lower))
         hi = upper if isinstance(upper, _core.Array) else _core.asarray(float(upper))

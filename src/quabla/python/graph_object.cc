@@ -159,8 +159,8 @@ void bind_graph(nb::module_& m) {
   m.def("finish_graph", [](Trace& t, nb::handle results) {
     std::vector<Array> outs;
     for (nb::handle h : nb::borrow<nb::sequence>(results)) outs.push_back(to_operand(h));
+    auto g = t.finish(outs);  // may capture more: a result can be an outer tracer itself
     auto captured = t.captured;
-    auto g = t.finish(outs);
     return nb::make_tuple(std::make_shared<GraphObject>(*g), captured);
   }, nb::arg("trace"), nb::arg("results"));
 }
