@@ -282,7 +282,8 @@ Graph vjp(const Graph& g, std::span<const bool> wrt, std::span<const bool> seed)
   // Seeds index the jvp graph's results: the primal results (never linear), then one
   // tangent per float result of g.
   auto lin_seed = std::make_unique<bool[]>(lin.results.size());
-  for (std::size_t j = 0; j < lin.results.size(); ++j) lin_seed[j] = seed.empty();
+  // Without seeds every float result of g is seeded: the tangent results of lin.
+  for (std::size_t j = 0; j < lin.results.size(); ++j) lin_seed[j] = seed.empty() && j >= g.results.size();
   if (!seed.empty()) {
     std::size_t k = g.results.size();
     for (std::size_t j = 0; j < g.results.size(); ++j)
