@@ -58,23 +58,68 @@ BlockCache& cache() {
   return *c;
 }
 
+// Small blocks (loop bodies over a few scalars allocate one per value per step) are kept
+// per thread in a few size classes, so a steady-state loop does not call the allocator.
+constexpr std::size_t kSmallBytes = 256, kSmallClass = 64, kSmallKeep = 512;
+
+struct SmallCache {
+  std::vector<std::byte*> free[kSmallBytes / kSmallClass];
+  ~SmallCache();
+};
+thread_local bool t_small_cache_gone = false;  // trivially destructible: valid at thread exit
+
+SmallCache::~SmallCache() {
+  t_small_cache_gone = true;
+  for (auto& list : free)
+    for (std::byte* p : list) ::operator delete[](p, std::align_val_t{Buffer::kAlignment});
+}
+
+SmallCache* small_cache() {
+  if (t_small_cache_gone) return nullptr;
+  thread_local SmallCache c;
+  return &c;
+}
+
 std::size_t block_size(std::size_t nbytes) {
   const std::size_t n = nbytes == 0 ? 1 : nbytes;
+  if (n <= kSmallBytes) return (n + kSmallClass - 1) / kSmallClass * kSmallClass;
   return n >= kCacheMinBytes ? (n + kPage - 1) / kPage * kPage : n;
 }
 
 }  // namespace
 
 void Buffer::AlignedFree::operator()(std::byte* p) const {
-  if (capacity >= kCacheMinBytes && cache().give(p, capacity)) return;
+  if (capacity <= kSmallBytes) {
+    if (SmallCache* c = small_cache(); c && c->free[capacity / kSmallClass - 1].size() < kSmallKeep) {
+      c->free[capacity / kSmallClass - 1].push_back(p);
+      return;
+    }
+  } else if (capacity >= kCacheMinBytes && cache().give(p, capacity)) {
+    return;
+  }
   ::operator delete[](p, std::align_val_t{kAlignment});
 }
 
 std::shared_ptr<Buffer> Buffer::allocate(std::size_t nbytes) {
   const std::size_t capacity = block_size(nbytes);
-  std::byte* p = capacity >= kCacheMinBytes ? cache().take(capacity) : nullptr;
+  std::byte* p = nullptr;
+  if (capacity <= kSmallBytes) {
+    if (SmallCache* c = small_cache()) {
+      auto& list = c->free[capacity / kSmallClass - 1];
+      if (!list.empty()) {
+        p = list.back();
+        list.pop_back();
+      }
+    }
+  } else if (capacity >= kCacheMinBytes) {
+    p = cache().take(capacity);
+  }
   if (!p) p = static_cast<std::byte*>(::operator new[](capacity, std::align_val_t{kAlignment}));
-  return std::shared_ptr<Buffer>(new Buffer(p, nbytes, capacity));
+  // One allocation for the Buffer and its reference count.
+  struct Shared : Buffer {
+    Shared(std::byte* q, std::size_t n, std::size_t c) : Buffer(q, n, c) {}
+  };
+  return std::make_shared<Shared>(p, nbytes, capacity);
 }
 
 void release_cached_buffers() { cache().clear(); }

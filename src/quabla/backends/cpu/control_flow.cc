@@ -45,9 +45,10 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         y_bytes.push_back(len ? bytes_of(t) / static_cast<std::size_t>(len) : 0);
       }
       const Executable& body = *s.regions[0];
+      std::vector<BufferPtr> args;
       for (std::int64_t step = 0; step < len; ++step) {
         const std::int64_t t = n.attrs.reverse ? len - 1 - step : step;
-        std::vector<BufferPtr> args;
+        args.clear();
         args.reserve(1 + nc + nk + nx);
         auto index = Buffer::allocate(sizeof(double));
         *index->as<double>() = static_cast<double>(n.attrs.start + t);
@@ -60,6 +61,7 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
           args.push_back(std::move(slice));
         }
         auto outs = body.run_owned(std::move(args));
+        args = std::vector<BufferPtr>();
         for (std::size_t k = 0; k < nk; ++k) carry[k] = std::move(outs[k]);
         for (std::size_t j = 0; j < ny; ++j)
           std::memcpy(ys[j]->data() + static_cast<std::size_t>(t) * y_bytes[j], outs[nk + j]->data(), y_bytes[j]);

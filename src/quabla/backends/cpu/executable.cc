@@ -1,6 +1,7 @@
 #include "quabla/backends/cpu/executable.h"
 
 #include <algorithm>
+#include <array>
 
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/ir/errors.h"
@@ -187,9 +188,9 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
     case Op::Pow: case Op::Atan2: case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min:
     case Op::LogAddExp: case Op::And: case Op::Or: case Op::Lt: case Op::Le: case Op::Gt:
     case Op::Ge: case Op::Eq: case Op::Ne: case Op::Select: case Op::Convert: {
-      std::vector<Operand> ops;
-      ops.reserve(n.inputs.size());
-      for (std::size_t i = 0; i < n.inputs.size(); ++i) ops.push_back({in(i), s.scalar_operand[i]});
+      std::array<Operand, 3> op_array{};  // elementwise ops take at most three operands
+      for (std::size_t i = 0; i < n.inputs.size(); ++i) op_array[i] = {in(i), s.scalar_operand[i]};
+      const std::span<const Operand> ops(op_array.data(), n.inputs.size());
       // Select's value operands carry the dtype; the predicate is operand 0.
       const DType in_dtype = in_type(n.op == Op::Select ? 1 : 0).dtype;
       // In place: an operand of the output's size that dies here and that nothing else holds

@@ -111,7 +111,11 @@ void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
     env[v] = Buffer::allocate(static_cast<std::size_t>(n) * itemsize(g.type(v).dtype));
   }
   // Pointers resolved once per run, not per tile.
-  std::vector<const std::byte*> base(g.values.size(), nullptr);
+  // Reused (loop bodies run this per step); a reference, so the worker threads' lambdas
+  // read this thread's vector.
+  thread_local std::vector<const std::byte*> tl_base;
+  std::vector<const std::byte*>& base = tl_base;
+  base.assign(g.values.size(), nullptr);
   for (ValueId v : inputs) base[v] = env[v]->data();
   for (ValueId v : outputs) base[v] = env[v]->data();
   auto with_scratch = [&](auto&& body) {
