@@ -93,3 +93,19 @@ def test_pinn_poisson_example_reaches_the_documented_error():
     assert err <= 3e-4
     assert "max abs error = 2.94e-04" in (ROOT / "README.md").read_text()
     assert abs(err - 2.94e-4) < 5e-6
+
+
+CONTROL_FLOW_OUTPUT = """E(10) = 0.003823, dE/dk = -0.039438
+d2E/dk2 = 0.390024
+1 scan node
+10.0 [0.0, 0.0, 1.0, 3.0, 6.0]
+0.7071067811865476
+"""
+
+
+def test_control_flow_example_prints_what_the_readme_shows():
+    assert _run(ROOT / "examples" / "control_flow.py") == CONTROL_FLOW_OUTPUT
+    readme = (ROOT / "README.md").read_text()
+    assert CONTROL_FLOW_OUTPUT.strip() in readme
+    code = (ROOT / "examples" / "control_flow.py").read_text().split("import quabla as qb\n", 1)[1].strip()
+    assert code in readme
