@@ -313,10 +313,11 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     if pred.dtype != _core.bool_:
         pred = pred != 0
     op_paths, op_def = _tree.flatten_with_path(list(operands))
-    op_leaves = []
+    op_leaves, op_weak = [], []
     for path, leaf in op_paths:
-        a, _ = _leaf_array(leaf, f"cond: operand {_path_str('operands', path)}")
+        a, w = _leaf_array(leaf, f"cond: operand {_path_str('operands', path)}")
         op_leaves.append(a)
+        op_weak.append(w)
 
     def call(fun, params):
         return fun(*_tree.unflatten(op_def, params))
@@ -324,7 +325,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     branches = []
     for fun in (false_fun, true_fun):
         try:
-            branches.append(_Region(fun, "cond", call, [_spec(a) for a in op_leaves]))
+            branches.append(_Region(fun, "cond", call, [_spec(a, w) for a, w in zip(op_leaves, op_weak)]))
         except BaseException:
             for b in branches:
                 b.close()

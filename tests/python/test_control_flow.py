@@ -321,6 +321,13 @@ def test_cond_nan_in_the_other_branch_reaches_neither_value_nor_gradient():
     assert float(qb.jit(qb.grad(g))(x)) == 8.0
 
 
+def test_cond_python_number_operands_are_weak():
+    x = qb.array([1.0, 2.0], dtype=qb.float32)
+    out = qb.cond(True, lambda s: x * s, lambda s: x - s, 3.0)
+    assert out.dtype == qb.float32
+    close(out, [3.0, 6.0])
+
+
 def test_cond_gradients_match_each_branch():
     w = qb.array([0.3, -0.7])
 
@@ -459,6 +466,27 @@ def test_a_loop_is_one_node_in_the_lowered_program(T):
     g = qb.jit(qb.grad(lambda x: qb.sum(f(x))))
     gtext = g.lower(qb.array([0.1, 0.2])).as_text()
     assert len(gtext.splitlines()) < 200
+
+
+def test_carry_buffers_are_reused_across_iterations():
+    # 2,000 steps over a 1e6-element carry (8 MB): without reuse the loop would touch
+    # 16 GB of fresh memory; the peak grows by a few carries at most.
+    code = textwrap.dedent("""
+        import resource
+        import quabla as qb
+        x = qb.ones(1_000_000, dtype=qb.float64)
+        f = lambda T: qb.fori_loop(0, T, lambda i, c: c * 0.999 + 0.001, x)
+        f(3)
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        y = f(2000)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(peak - base, float(y[0]))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    growth, y0 = out.stdout.split()
+    assert int(growth) < 5 * 8_000_000, f"peak grew {int(growth) / 1e6:.0f} MB"
+    assert abs(float(y0) - 1.0) < 1e-12
 
 
 def test_a_long_loop_runs_without_python_per_step():
