@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "quabla/ir/errors.h"
@@ -149,6 +150,54 @@ TEST(ControlFlowExecute, CondRunsOnlyTheSelectedBranch) {
     if (pred) EXPECT_EQ(v, 2.0);
     else EXPECT_TRUE(std::isnan(v));
   }
+}
+
+TEST(ControlFlowExecute, SmallPlanMatchesTheBufferPlanBitwise) {
+  // Every kind of step a loop body uses: slices, reshapes, a virtual scalar broadcast,
+  // transposes, concat, reductions, fusable elementwise chains, a matmul.
+  auto g = std::make_shared<Graph>();
+  Builder b(*g);
+  V x = b.param(vt(DType::f64, {3, 4}));
+  V s = b.param(vt(DType::f64, {}));
+  Attrs bc;
+  bc.shape = {3, 4};
+  V sb = b.emit1(Op::BroadcastInDim, {s}, bc);
+  V y = b.emit1(Op::Tanh, {b.emit1(Op::Mul, {x, sb})});
+  Attrs tr;
+  tr.dims = {1, 0};
+  V yt = b.emit1(Op::Transpose, {y}, tr);
+  V m = b.emit1(Op::MatMul, {x, yt});
+  Attrs sl;
+  sl.starts = {0, 1};
+  sl.limits = {3, 3};
+  sl.strides = {1, 1};
+  V part = b.emit1(Op::Slice, {m}, sl);
+  Attrs cat;
+  cat.axis = 1;
+  std::vector<V> parts{part, m};
+  V c = b.emit(Op::Concat, parts, cat)[0];
+  Attrs red;
+  red.dims = {1};
+  V r = b.emit1(Op::ReduceSum, {b.emit1(Op::Exp, {b.emit1(Op::Sin, {c})})}, red);
+  Attrs rs;
+  rs.shape = {3, 1};
+  b.set_results({b.emit1(Op::Reshape, {r}, rs), x, c});
+  verify(*g);
+  cpu::Executable exe(g);
+  ASSERT_TRUE(exe.is_small());
+  std::vector<double> xv(12);
+  for (int i = 0; i < 12; ++i) xv[static_cast<std::size_t>(i)] = 0.1 * i - 0.5;
+  auto xb = make_buffer(xv), sb_buf = make_buffer<double>({1.7});
+  auto ref = exe.run(std::vector<BufferPtr>{xb, sb_buf});
+  auto arena = Buffer::allocate(exe.arena_bytes());
+  std::vector<const std::byte*> params{xb->data(), sb_buf->data()};
+  exe.run_small(params, arena->data());
+  const std::int64_t sizes[] = {3, 12, 15};
+  for (std::size_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(std::memcmp(exe.result_data(j, params, arena->data()), ref[j]->data(), static_cast<std::size_t>(sizes[j]) * 8), 0)
+        << "result " << j;
+  }
+  EXPECT_EQ(exe.result_data(1, params, arena->data()), xb->data());  // a parameter result is not copied
 }
 
 // The largest value (elements) anywhere in g, regions included.

@@ -122,7 +122,7 @@ int num_threads() { return pool().size(); }
 
 void set_num_threads(int n) { pool().resize(std::max(1, n)); }
 
-void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& fn) {
+void parallel_for_pooled(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<std::int64_t>(grain, 1);
   const std::int64_t chunks = (n + grain - 1) / grain;

@@ -45,6 +45,39 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         y_bytes.push_back(len ? bytes_of(t) / static_cast<std::size_t>(len) : 0);
       }
       const Executable& body = *s.regions[0];
+      if (body.is_small()) {
+        // No allocation per step: the body runs in one arena; carries alternate between two
+        // buffers; x slices are read where they lie in xs.
+        auto arena = Buffer::allocate(body.arena_bytes());
+        std::vector<BufferPtr> cur(nk), next(nk);
+        std::vector<std::size_t> c_bytes(nk);
+        for (std::size_t k = 0; k < nk; ++k) {
+          c_bytes[k] = bytes_of(g.type(n.outputs[k]));
+          cur[k] = Buffer::allocate(c_bytes[k]);
+          next[k] = Buffer::allocate(c_bytes[k]);
+          std::memcpy(cur[k]->data(), carry[k]->data(), c_bytes[k]);
+        }
+        double index = 0;
+        std::vector<const std::byte*> params(1 + nc + nk + nx);
+        params[0] = reinterpret_cast<const std::byte*>(&index);
+        for (std::size_t i = 0; i < nc; ++i) params[1 + i] = operand(i)->data();
+        for (std::int64_t step = 0; step < len; ++step) {
+          const std::int64_t t = n.attrs.reverse ? len - 1 - step : step;
+          index = static_cast<double>(n.attrs.start + t);
+          for (std::size_t k = 0; k < nk; ++k) params[1 + nc + k] = cur[k]->data();
+          for (std::size_t i = 0; i < nx; ++i)
+            params[1 + nc + nk + i] = operand(nc + nk + i)->data() + static_cast<std::size_t>(t) * x_bytes[i];
+          body.run_small(params, arena->data());
+          for (std::size_t k = 0; k < nk; ++k) std::memcpy(next[k]->data(), body.result_data(k, params, arena->data()), c_bytes[k]);
+          for (std::size_t j = 0; j < ny; ++j)
+            std::memcpy(ys[j]->data() + static_cast<std::size_t>(t) * y_bytes[j], body.result_data(nk + j, params, arena->data()),
+                        y_bytes[j]);
+          std::swap(cur, next);
+        }
+        for (std::size_t k = 0; k < nk; ++k) env[n.outputs[k]] = len > 0 ? std::move(cur[k]) : std::move(carry[k]);
+        for (std::size_t j = 0; j < ny; ++j) env[n.outputs[nk + j]] = std::move(ys[j]);
+        return;
+      }
       std::vector<BufferPtr> args;
       for (std::int64_t step = 0; step < len; ++step) {
         const std::int64_t t = n.attrs.reverse ? len - 1 - step : step;
@@ -77,6 +110,29 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
       for (std::size_t k = 0; k < nk; ++k) carry.push_back(operand(nc + k));
       const Executable& cond = *s.regions[0];
       const Executable& body = *s.regions[1];
+      if (cond.is_small() && body.is_small()) {
+        auto cond_arena = Buffer::allocate(cond.arena_bytes()), arena = Buffer::allocate(body.arena_bytes());
+        std::vector<BufferPtr> cur(nk), next(nk);
+        std::vector<std::size_t> c_bytes(nk);
+        for (std::size_t k = 0; k < nk; ++k) {
+          c_bytes[k] = bytes_of(g.type(n.outputs[k]));
+          cur[k] = Buffer::allocate(c_bytes[k]);
+          next[k] = Buffer::allocate(c_bytes[k]);
+          std::memcpy(cur[k]->data(), carry[k]->data(), c_bytes[k]);
+        }
+        std::vector<const std::byte*> params(nc + nk);
+        for (std::size_t i = 0; i < nc; ++i) params[i] = operand(i)->data();
+        for (;;) {
+          for (std::size_t k = 0; k < nk; ++k) params[nc + k] = cur[k]->data();
+          cond.run_small(params, cond_arena->data());
+          if (*cond.result_data(0, params, cond_arena->data()) == std::byte{0}) break;
+          body.run_small(params, arena->data());
+          for (std::size_t k = 0; k < nk; ++k) std::memcpy(next[k]->data(), body.result_data(k, params, arena->data()), c_bytes[k]);
+          std::swap(cur, next);
+        }
+        for (std::size_t k = 0; k < nk; ++k) env[n.outputs[k]] = std::move(cur[k]);
+        return;
+      }
       for (;;) {
         std::vector<BufferPtr> args;
         for (std::size_t i = 0; i < nc; ++i) args.push_back(operand(i));

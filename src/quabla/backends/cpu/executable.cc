@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/ir/errors.h"
@@ -63,7 +64,69 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
   for (std::size_t v = 0; v < g.values.size(); ++v)
     if (last_use[v] >= 0) steps_[last_use[v]].release.push_back(static_cast<ValueId>(v));
   compute_stats();
+  plan_small(users);
 }
+
+const std::byte* Executable::locate(const Location& l, std::span<const std::byte* const> params, const std::byte* arena) {
+  switch (l.kind) {
+    case Location::Param: return params[l.index];
+    case Location::Arena: return arena + l.offset;
+    case Location::Const: return l.data;
+  }
+  return nullptr;
+}
+
+void Executable::plan_small(const std::vector<std::vector<std::uint32_t>>& users) {
+  // Small programs (loop bodies over a few values) also get a plan without buffers: every
+  // value at a fixed offset of one arena, unfused steps (bitwise equal to fused ones).
+  constexpr std::int64_t kMaxValueBytes = 16 * 1024, kMaxArenaBytes = 256 * 1024;
+  const Graph& g = *graph_;
+  std::vector<Location> loc(g.values.size());
+  std::vector<Step> steps;
+  std::vector<bool> is_scalar_value(g.values.size(), false);
+  std::size_t arena = 0;
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (has_regions(n.op)) return;
+    for (auto v : n.outputs) {
+      const auto bytes = num_elements(g.type(v).shape) * static_cast<std::int64_t>(itemsize(g.type(v).dtype));
+      if (bytes > kMaxValueBytes) return;
+    }
+    if (n.op == Op::Parameter) {
+      loc[n.outputs[0]] = {Location::Param, static_cast<std::size_t>(n.attrs.axis), 0, nullptr};
+      continue;
+    }
+    if (n.op == Op::Constant) {
+      loc[n.outputs[0]] = {Location::Const, 0, 0, n.attrs.literal->data->data()};
+      continue;
+    }
+    Step s{i, nullptr, {}, {}, false, {}};
+    if (n.op == Op::BroadcastInDim && num_elements(g.type(n.inputs[0]).shape) == 1 &&
+        all_uses_elementwise(g, users, n.outputs[0])) {
+      s.virtual_broadcast = true;
+      is_scalar_value[n.outputs[0]] = true;
+    }
+    if (is_elementwise(n.op)) {
+      const auto out_n = num_elements(g.type(n.outputs[0]).shape);
+      for (auto v : n.inputs) s.scalar_operand.push_back(out_n != 1 && (is_scalar_value[v] || num_elements(g.type(v).shape) == 1));
+    }
+    if (n.op == Op::Reshape || s.virtual_broadcast) {
+      loc[n.outputs[0]] = loc[n.inputs[0]];
+    } else {
+      const ValueType& t = g.type(n.outputs[0]);
+      const auto bytes = static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype);
+      loc[n.outputs[0]] = {Location::Arena, 0, arena, nullptr};
+      arena += (std::max<std::size_t>(bytes, 1) + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment;
+      if (arena > static_cast<std::size_t>(kMaxArenaBytes)) return;
+    }
+    steps.push_back(std::move(s));
+  }
+  small_ = true;
+  loc_ = std::move(loc);
+  small_steps_ = std::move(steps);
+  arena_bytes_ = std::max<std::size_t>(arena, 1);
+}
+
 
 std::string Executable::plan_text() const {
   const Graph& g = *graph_;
@@ -159,23 +222,108 @@ std::vector<BufferPtr> Executable::run_owned(std::vector<BufferPtr> args) const 
   return out;
 }
 
-void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
-  const Graph& g = *graph_;
-  const Node& n = g.nodes[s.node];
+namespace {
+
+// Where a node's operands and results live: EnvFrame in buffers of an environment (the
+// general plan), ArenaFrame at fixed offsets of one arena (small plans, allocation-free).
+struct EnvFrame {
+  const Graph& g;
+  std::vector<BufferPtr>& env;
+  const std::vector<ValueId>& release;
+  const std::function<void()>& run_region;
+
+  const std::byte* in(ValueId v) const { return env[v]->data(); }
+  std::byte* out(ValueId v, std::size_t nbytes) {
+    auto b = Buffer::allocate(nbytes);
+    env[v] = b;
+    return b->data();
+  }
+  void constant(ValueId v, const BufferPtr& data) { env[v] = data; }
+  void alias(ValueId out, ValueId in) { env[out] = env[in]; }
+  void region() { run_region(); }
+  // An operand of the output's size that dies here and that nothing else holds (no array,
+  // view or constant) becomes the output; each element is read before it is written, so
+  // the kernel may overwrite it.
+  std::byte* in_place(const Node& n, const std::vector<bool>& scalar_operand, std::size_t out_bytes) {
+    const ValueType& ot = g.type(n.outputs[0]);
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+      const ValueId v = n.inputs[i];
+      BufferPtr& buf = env[v];
+      if (!scalar_operand[i] && buf.use_count() == 1 && buf->nbytes() == out_bytes &&
+          itemsize(g.type(v).dtype) == itemsize(ot.dtype) &&
+          std::find(release.begin(), release.end(), v) != release.end()) {
+        env[n.outputs[0]] = buf;
+        return buf->data();
+      }
+    }
+    return nullptr;
+  }
+};
+
+struct ArenaFrame {
+  const std::vector<Executable::Location>& loc;
+  std::span<const std::byte* const> params;
+  std::byte* arena;
+
+  const std::byte* in(ValueId v) const { return Executable::locate(loc[v], params, arena); }
+  std::byte* out(ValueId v, std::size_t) { return arena + loc[v].offset; }
+  void constant(ValueId, const BufferPtr&) {}
+  void alias(ValueId, ValueId) {}  // locations were resolved when the plan was built
+  void region() { throw InternalError("cpu::Executable: a small plan holds no regions"); }
+  std::byte* in_place(const Node&, const std::vector<bool>&, std::size_t) { return nullptr; }
+};
+
+}  // namespace
+
+namespace {
+
+// Per-axis integers for a kernel call, on the stack up to rank 8 (loop bodies run these per
+// step; a heap vector per call showed in profiles).
+class AxisInts {
+ public:
+  explicit AxisInts(std::size_t n, std::int64_t fill = 0) : n_(n) {
+    if (n_ > kInline) heap_.assign(n_, fill);
+    else inline_.fill(fill);
+  }
+  std::int64_t& operator[](std::size_t i) { return data()[i]; }
+  std::int64_t* data() { return n_ > kInline ? heap_.data() : inline_.data(); }
+  std::span<const std::int64_t> span() { return {data(), n_}; }
+  std::size_t size() const { return n_; }
+
+ private:
+  static constexpr std::size_t kInline = 8;
+  std::size_t n_;
+  std::array<std::int64_t, kInline> inline_{};
+  std::vector<std::int64_t> heap_;
+};
+
+AxisInts row_major(std::span<const std::int64_t> shape) {
+  AxisInts s(shape.size());
+  std::int64_t acc = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+}  // namespace
+
+template <class Frame>
+void run_node(const Graph& g, const Node& n, const std::vector<bool>& scalar_operand, bool virtual_broadcast, Frame& f) {
+  if (has_regions(n.op)) return f.region();  // may have no outputs at all
   const ValueType& ot = g.type(n.outputs[0]);
-  auto in = [&](std::size_t i) -> const std::byte* { return env[n.inputs[i]]->data(); };
+  auto in = [&](std::size_t i) -> const std::byte* { return f.in(n.inputs[i]); };
   auto in_type = [&](std::size_t i) -> const ValueType& { return g.type(n.inputs[i]); };
   auto alloc = [&]() {
-    auto b = Buffer::allocate(static_cast<std::size_t>(num_elements(ot.shape)) * itemsize(ot.dtype));
-    env[n.outputs[0]] = b;
-    return b->data();
+    return f.out(n.outputs[0], static_cast<std::size_t>(num_elements(ot.shape)) * itemsize(ot.dtype));
   };
 
   switch (n.op) {
     case Op::Parameter:
       return;
     case Op::Constant:
-      env[n.outputs[0]] = n.attrs.literal->data;
+      f.constant(n.outputs[0], n.attrs.literal->data);
       return;
 
     case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
@@ -189,62 +337,50 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
     case Op::LogAddExp: case Op::And: case Op::Or: case Op::Lt: case Op::Le: case Op::Gt:
     case Op::Ge: case Op::Eq: case Op::Ne: case Op::Select: case Op::Convert: {
       std::array<Operand, 3> op_array{};  // elementwise ops take at most three operands
-      for (std::size_t i = 0; i < n.inputs.size(); ++i) op_array[i] = {in(i), s.scalar_operand[i]};
+      for (std::size_t i = 0; i < n.inputs.size(); ++i) op_array[i] = {in(i), scalar_operand[i]};
       const std::span<const Operand> ops(op_array.data(), n.inputs.size());
       // Select's value operands carry the dtype; the predicate is operand 0.
       const DType in_dtype = in_type(n.op == Op::Select ? 1 : 0).dtype;
-      // In place: an operand of the output's size that dies here and that nothing else holds
-      // (no array, view or constant) becomes the output; each element is read before it is
-      // written, so the kernel may overwrite it.
-      std::byte* out = nullptr;
+      // In place where the frame allows it (EnvFrame::in_place).
       const std::size_t out_bytes = static_cast<std::size_t>(num_elements(ot.shape)) * itemsize(ot.dtype);
-      for (std::size_t i = 0; i < n.inputs.size() && !out; ++i) {
-        const ValueId v = n.inputs[i];
-        BufferPtr& buf = env[v];
-        if (!s.scalar_operand[i] && buf.use_count() == 1 && buf->nbytes() == out_bytes &&
-            itemsize(g.type(v).dtype) == itemsize(ot.dtype) &&
-            std::find(s.release.begin(), s.release.end(), v) != s.release.end()) {
-          env[n.outputs[0]] = buf;
-          out = buf->data();
-        }
-      }
+      std::byte* out = f.in_place(n, scalar_operand, out_bytes);
       if (!out) out = alloc();
       elementwise(n.op, in_dtype, ot.dtype, ops, out, num_elements(ot.shape));
       return;
     }
 
     case Op::Reshape:
-      env[n.outputs[0]] = env[n.inputs[0]];  // storage is immutable: a reshape is a view
+      f.alias(n.outputs[0], n.inputs[0]);  // storage is immutable: a reshape is a view
       return;
 
     case Op::BroadcastInDim: {
-      if (s.virtual_broadcast) {
-        env[n.outputs[0]] = env[n.inputs[0]];
+      if (virtual_broadcast) {
+        f.alias(n.outputs[0], n.inputs[0]);
         return;
       }
       const auto& xs = in_type(0).shape;
-      const auto x_strides = row_major_strides(xs);
-      std::vector<std::int64_t> strides(ot.shape.size(), 0);
+      auto x_strides = row_major(xs);
+      AxisInts strides(ot.shape.size(), 0);
       for (std::size_t i = 0; i < xs.size(); ++i) strides[n.attrs.dims[i]] = xs[i] == 1 ? 0 : x_strides[i];
-      strided_copy(itemsize(ot.dtype), in(0), 0, ot.shape, strides, alloc());
+      strided_copy(itemsize(ot.dtype), in(0), 0, ot.shape, strides.span(), alloc());
       return;
     }
     case Op::Transpose: {
-      const auto x_strides = row_major_strides(in_type(0).shape);
-      std::vector<std::int64_t> strides;
-      for (auto p : n.attrs.dims) strides.push_back(x_strides[p]);
-      strided_copy(itemsize(ot.dtype), in(0), 0, ot.shape, strides, alloc());
+      auto x_strides = row_major(in_type(0).shape);
+      AxisInts strides(n.attrs.dims.size());
+      for (std::size_t i = 0; i < n.attrs.dims.size(); ++i) strides[i] = x_strides[static_cast<std::size_t>(n.attrs.dims[i])];
+      strided_copy(itemsize(ot.dtype), in(0), 0, ot.shape, strides.span(), alloc());
       return;
     }
     case Op::Slice: {
-      const auto x_strides = row_major_strides(in_type(0).shape);
+      auto x_strides = row_major(in_type(0).shape);
       std::int64_t offset = 0;
-      std::vector<std::int64_t> strides(x_strides.size());
+      AxisInts strides(x_strides.size());
       for (std::size_t i = 0; i < x_strides.size(); ++i) {
         offset += n.attrs.starts[i] * x_strides[i];
         strides[i] = n.attrs.strides[i] * x_strides[i];
       }
-      strided_copy(itemsize(ot.dtype), in(0), offset, ot.shape, strides, alloc());
+      strided_copy(itemsize(ot.dtype), in(0), offset, ot.shape, strides.span(), alloc());
       return;
     }
     case Op::Pad: {
@@ -252,24 +388,24 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
       std::byte* out = alloc();
       const std::int64_t total = num_elements(ot.shape);
       for (std::int64_t i = 0; i < total; ++i) std::copy_n(in(1), elem, out + i * static_cast<std::int64_t>(elem));
-      const auto out_strides = row_major_strides(ot.shape);
+      auto out_strides = row_major(ot.shape);
       std::int64_t offset = 0;
-      std::vector<std::int64_t> strides(out_strides.size());
+      AxisInts strides(out_strides.size());
       for (std::size_t i = 0; i < out_strides.size(); ++i) {
         offset += n.attrs.starts[i] * out_strides[i];
         strides[i] = (n.attrs.strides[i] + 1) * out_strides[i];
       }
-      strided_store(elem, in(0), in_type(0).shape, offset, strides, out);
+      strided_store(elem, in(0), in_type(0).shape, offset, strides.span(), out);
       return;
     }
     case Op::Reverse: {
-      auto strides = row_major_strides(ot.shape);
+      auto strides = row_major(ot.shape);
       std::int64_t offset = 0;
       for (auto a : n.attrs.dims) {
         offset += (ot.shape[a] - 1) * strides[a];
         strides[a] = -strides[a];
       }
-      strided_copy(itemsize(ot.dtype), in(0), offset, ot.shape, strides, alloc());
+      strided_copy(itemsize(ot.dtype), in(0), offset, ot.shape, strides.span(), alloc());
       return;
     }
     case Op::Concat: {
@@ -302,7 +438,7 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
       scatter_add(ot.dtype, in(0), in(1), ot.shape, static_cast<int>(n.attrs.axis), n.attrs.dims, alloc());
       return;
     case Op::Cond: case Op::Scan: case Op::While:
-      run_region(s, env);
+      f.region();
       return;
     case Op::MatMul: {
       const auto& xs = in_type(0).shape;
@@ -313,6 +449,24 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
     }
   }
   throw InternalError("cpu::Executable: unknown op");
+}
+
+void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
+  const Graph& g = *graph_;
+  const std::function<void()> region = [&] { run_region(s, env); };
+  EnvFrame f{g, env, s.release, region};
+  run_node(g, g.nodes[s.node], s.scalar_operand, s.virtual_broadcast, f);
+}
+
+void Executable::run_small(std::span<const std::byte* const> params, std::byte* arena) const {
+  const Graph& g = *graph_;
+  ArenaFrame f{loc_, params, arena};
+  for (const Step& s : small_steps_) run_node(g, g.nodes[s.node], s.scalar_operand, s.virtual_broadcast, f);
+}
+
+const std::byte* Executable::result_data(std::size_t j, std::span<const std::byte* const> params,
+                                         const std::byte* arena) const {
+  return locate(loc_[graph_->results[j]], params, arena);
 }
 
 }  // namespace qb::cpu

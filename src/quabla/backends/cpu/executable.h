@@ -29,6 +29,22 @@ class Executable {
   // updated in place (loop carries between iterations).
   std::vector<BufferPtr> run_owned(std::vector<BufferPtr> args) const;
 
+  // Small programs (every value at most 16 KiB, no regions; loop bodies over a few values)
+  // also have an allocation-free plan: values at fixed offsets of one caller-owned arena of
+  // arena_bytes(). run_small reads parameter i at params[i]; result j is then at
+  // result_data(j, ...) (in the arena, a parameter or a constant). Same results as run.
+  bool is_small() const { return small_; }
+  std::size_t arena_bytes() const { return arena_bytes_; }
+  void run_small(std::span<const std::byte* const> params, std::byte* arena) const;
+  const std::byte* result_data(std::size_t j, std::span<const std::byte* const> params, const std::byte* arena) const;
+
+  struct Location {
+    enum Kind : std::uint8_t { Param, Arena, Const } kind = Arena;
+    std::size_t index = 0, offset = 0;
+    const std::byte* data = nullptr;
+  };
+  static const std::byte* locate(const Location& l, std::span<const std::byte* const> params, const std::byte* arena);
+
   const Graph& graph() const { return *graph_; }
   const PlanStats& stats() const { return stats_; }
   // The plan as text: one line per kernel, fused kernels with their member nodes.
@@ -50,12 +66,17 @@ class Executable {
   };
 
   void run_step(const Step& s, std::vector<BufferPtr>& env) const;
+  void plan_small(const std::vector<std::vector<std::uint32_t>>& users);
   void run_region(const Step& s, std::vector<BufferPtr>& env) const;  // control_flow.cc
   void compute_stats();
 
   std::shared_ptr<const Graph> graph_;
   std::vector<Step> steps_;
   PlanStats stats_;
+  bool small_ = false;
+  std::vector<Location> loc_;
+  std::vector<Step> small_steps_;
+  std::size_t arena_bytes_ = 0;
 };
 
 }  // namespace qb::cpu
