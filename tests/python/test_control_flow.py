@@ -582,3 +582,18 @@ def test_gradient_of_a_long_loop_uses_a_fraction_of_a_full_tape():
     growth, tape, g = out.stdout.split()
     assert np.isfinite(float(g))
     assert int(growth) < int(tape) / 5, f"peak grew {int(growth) / 1e6:.0f} MB; a full tape is {int(tape) / 1e6:.0f} MB"
+
+
+def test_eager_calls_give_bitwise_the_results_of_jit():
+    # Eager calls stage each body once and run the node at once (no Python per step);
+    # both branches of cond are staged so mismatches raise eagerly too.
+    x = qb.array(np.linspace(-1.0, 1.0, 7))
+    funcs = [
+        lambda x: qb.fori_loop(0, 50, lambda i, c: qb.sin(c) * 0.9 + 0.01 * i, x),
+        lambda x: qb.scan(lambda c, r: (c * 0.5 + r, qb.exp(c) * r), qb.sum(x), x)[1],
+        lambda x: qb.cond(qb.sum(x) >= 0, lambda x: qb.tanh(x) * 3.0, lambda x: x, x),
+        lambda x: qb.while_loop(lambda c: qb.max(c) < 5.0, lambda c: c * 1.3 + 0.1, x),
+        qb.grad(lambda x: qb.sum(qb.fori_loop(0, 30, lambda i, c: qb.cos(c * x), x))),
+    ]
+    for f in funcs:
+        np.testing.assert_array_equal(NP(f(x)), NP(qb.jit(f)(x)))
