@@ -695,6 +695,18 @@ def test_cse_across_outputs():
     assert ops.count("mul") == 2 and ops.count("sin") == 1, compiled
 
 
+def test_cse_treats_add_and_mul_as_commutative_but_not_sub_or_max():
+    def fn(x, y):
+        return (x * y + y * x) - (x + y) * (y + x) + (x - y) * (y - x) + qb.maximum(x, y) * qb.maximum(y, x)
+
+    traced, compiled, prog = _texts(fn, S4, S4)
+    ops = _ops(compiled)
+    assert ops.count("mul") == 4 and ops.count("sub") == 3 and ops.count("max") == 2, compiled
+    x = qb.array([-1.0, 0.0, 0.5, 3.0], dtype=qb.float32)
+    y = qb.array([2.0, -0.0, 0.5, -3.0], dtype=qb.float32)
+    assert_bitwise(prog(x, y), fn(x, y))
+
+
 def test_dead_code_eliminated():
     def fn(x):
         unused = qb.exp(x) * 3.0

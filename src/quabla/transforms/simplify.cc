@@ -57,6 +57,15 @@ struct NodeKeyHash {
   }
 };
 
+bool is_commutative(Op op) {
+  switch (op) {
+    case Op::Add: case Op::Mul: case Op::And: case Op::Or: case Op::Eq: case Op::Ne:
+      return true;  // IEEE-exactly commutative, NaNs included
+    default:
+      return false;  // order matters, or may in a kernel's NaN or signed-zero handling
+  }
+}
+
 bool is_identity(const Graph& g, const Node& n) {
   const ValueType& in = g.type(n.inputs.empty() ? 0 : n.inputs[0]);
   switch (n.op) {
@@ -200,7 +209,11 @@ Graph simplify(const Graph& input) {
     }
 
     key_attrs.push_back(std::make_unique<Attrs>(attrs));
-    NodeKey key{op, ins, key_attrs.back().get(), n.outputs.size() == 1 && ot.weak};
+    // Commutative ops are keyed with sorted operands, so a*b and b*a are one value (nested
+    // derivatives produce both orders).
+    std::vector<ValueId> key_ins = ins;
+    if (is_commutative(op) && key_ins.size() == 2 && key_ins[1] < key_ins[0]) std::swap(key_ins[0], key_ins[1]);
+    NodeKey key{op, key_ins, key_attrs.back().get(), n.outputs.size() == 1 && ot.weak};
     if (auto it = seen.find(key); it != seen.end() && n.outputs.size() == 1) {
       map[n.outputs[0]] = it->second;
       continue;

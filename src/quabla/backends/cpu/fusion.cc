@@ -75,9 +75,9 @@ void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& sha
 }  // namespace
 
 void FusedKernel::run_range(std::int64_t b, std::int64_t len, const std::vector<const std::byte*>& base,
-                            std::byte* slots, const Graph& g) const {
+                            std::byte* slots, std::int64_t slot_bytes, const Graph& g) const {
   for (const MicroOp& m : ops) {
-    std::byte* dst = m.slot >= 0 ? slots + m.slot * kSlotBytes
+    std::byte* dst = m.slot >= 0 ? slots + m.slot * slot_bytes
                                  : const_cast<std::byte*>(base[m.out]) + b * static_cast<std::int64_t>(itemsize(m.out_dtype));
     if (m.op == Op::BroadcastInDim) {
       strided_range_copy(itemsize(m.out_dtype), base[m.srcs[0].value], shape, m.load_strides, b, len, dst);
@@ -90,7 +90,7 @@ void FusedKernel::run_range(std::int64_t b, std::int64_t len, const std::vector<
       switch (s.kind) {
         case Source::Full: case Source::Materialized: operands[i] = {base[s.value] + b * elem, false}; break;
         case Source::Scalar: operands[i] = {base[s.value], true}; break;
-        case Source::Slot: operands[i] = {slots + s.slot * kSlotBytes, false}; break;
+        case Source::Slot: operands[i] = {slots + s.slot * slot_bytes, false}; break;
       }
     }
     elementwise(m.op, m.in_dtype, m.out_dtype, std::span<const Operand>(operands, m.srcs.size()), dst, len);
@@ -126,9 +126,12 @@ void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
     };
   };
   if (!epilogue) {
-    const std::int64_t tiles = (n + kTile - 1) / kTile;
-    parallel_for(tiles, 8, with_scratch([&](std::int64_t t, std::byte* slots) {
-      run_range(t * kTile, std::min(kTile, n - t * kTile), base, slots, g);
+    // Short tiles (each element is computed alone, so the tiling never changes results);
+    // threads still get chunks of 8 long tiles' worth of elements.
+    const std::int64_t tiles = (n + kShortTile - 1) / kShortTile;
+    const std::int64_t slot_bytes = kShortTile * 8;
+    parallel_for(tiles, 8 * kTile / kShortTile, with_scratch([&](std::int64_t t, std::byte* slots) {
+      run_range(t * kShortTile, std::min(kShortTile, n - t * kShortTile), base, slots, slot_bytes, g);
     }));
     return;
   }
@@ -151,7 +154,7 @@ void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
     const std::int64_t tiles = (rows + rows_per_tile - 1) / rows_per_tile;
     parallel_for(tiles, 8, with_scratch([&](std::int64_t t, std::byte* slots) {
       const std::int64_t r0 = t * rows_per_tile, count = std::min(rows_per_tile, rows - r0);
-      run_range(r0 * ep.row_len, count * ep.row_len, base, slots, g);
+      run_range(r0 * ep.row_len, count * ep.row_len, base, slots, kSlotBytes, g);
       sum_tile(slots + slot * kSlotBytes, count, ep.row_len, out + r0 * elem);
     }));
     return;
@@ -162,7 +165,7 @@ void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
   parallel_for(rows * blocks, 8, with_scratch([&](std::int64_t t, std::byte* slots) {
     const std::int64_t r = t / blocks, j = t % blocks;
     const std::int64_t len = std::min(kSumBlock, ep.row_len - j * kSumBlock);
-    run_range(r * ep.row_len + j * kSumBlock, len, base, slots, g);
+    run_range(r * ep.row_len + j * kSumBlock, len, base, slots, kSlotBytes, g);
     sum_tile(slots + slot * kSlotBytes, 1, len, partial.data() + t * elem);
   }));
   for (std::int64_t r = 0; r < rows; ++r) sum_tile(partial.data() + r * blocks * elem, 1, blocks, out + r * elem);

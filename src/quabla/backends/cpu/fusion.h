@@ -17,6 +17,10 @@ namespace qb::cpu {
 struct FusedKernel {
   static constexpr std::int64_t kTile = 1024;  // elements per tile
   static constexpr std::int64_t kSlotBytes = kTile * 8;
+  // Kernels without an epilogue run shorter tiles, with scratch slots packed at this size:
+  // a kernel with many scratch tiles then stays in L1 (11 slots of 8 KiB did not, and slots
+  // 8 KiB apart competed for the same cache sets).
+  static constexpr std::int64_t kShortTile = 512;
 
   struct Source {
     enum Kind : std::uint8_t { Full, Scalar, Slot, Materialized } kind;
@@ -55,7 +59,7 @@ struct FusedKernel {
  private:
   // Runs the micro-ops over elements [b, b + len) (len <= kTile).
   void run_range(std::int64_t b, std::int64_t len, const std::vector<const std::byte*>& base, std::byte* slots,
-                 const Graph& g) const;
+                 std::int64_t slot_bytes, const Graph& g) const;
 };
 
 // The fusion plan of a graph: group[i] is the index of the fused kernel node i belongs to,
