@@ -166,5 +166,35 @@ TEST(CpuKernels, MatmulBatchedF32) {
   EXPECT_EQ(c, (std::vector<float>{1, 2, 5, 1}));
 }
 
+TEST(CpuKernels, MatmulWithTransposedOperandsMatchesLoops) {
+  // Batches of [m, k] @ [k, n] with A stored as [k, m] and/or B as [n, k]; m = 300 spans
+  // three 128-row blocks, so the column offsets of a transposed A are exercised.
+  const std::int64_t batch = 2, m = 300, k = 5, n = 3;
+  std::vector<double> a(batch * m * k), b(batch * k * n);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37 * static_cast<double>(i));
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.11 * static_cast<double>(i));
+  auto A = [&](std::int64_t t, std::int64_t r, std::int64_t c) { return a[static_cast<std::size_t>(t * m * k + r * k + c)]; };
+  auto B = [&](std::int64_t t, std::int64_t r, std::int64_t c) { return b[static_cast<std::size_t>(t * k * n + r * n + c)]; };
+  std::vector<double> at(a.size()), bt(b.size());  // stored transposes
+  for (std::int64_t t = 0; t < batch; ++t) {
+    for (std::int64_t r = 0; r < m; ++r)
+      for (std::int64_t c = 0; c < k; ++c) at[static_cast<std::size_t>(t * m * k + c * m + r)] = A(t, r, c);
+    for (std::int64_t r = 0; r < k; ++r)
+      for (std::int64_t c = 0; c < n; ++c) bt[static_cast<std::size_t>(t * k * n + c * k + r)] = B(t, r, c);
+  }
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool ta = mode & 1, tb = mode & 2;
+    std::vector<double> c(static_cast<std::size_t>(batch * m * n));
+    matmul(DType::f64, bytes(ta ? at : a), bytes(tb ? bt : b), bytes(c), batch, m, k, n, ta, tb);
+    for (std::int64_t t = 0; t < batch; ++t)
+      for (std::int64_t r = 0; r < m; ++r)
+        for (std::int64_t q = 0; q < n; ++q) {
+          double want = 0;
+          for (std::int64_t j = 0; j < k; ++j) want += A(t, r, j) * B(t, j, q);
+          ASSERT_NEAR(c[static_cast<std::size_t>(t * m * n + r * n + q)], want, 1e-12) << mode;
+        }
+  }
+}
+
 }  // namespace
 }  // namespace qb::cpu

@@ -369,3 +369,22 @@ def test_next_layers_bias_broadcast_is_loaded_in_its_own_kernel():
     assert all("[tile]" in line for line in plan.splitlines() if "broadcast_in_dim" in line), plan
     assert compiled.stats()["kernels"] == 6  # 3 GEMMs + 3 fused bias+tanh kernels
     assert_bitwise(qb.jit(mlp)(ws, bs, x), mlp(ws, bs, x))
+
+
+def test_a_transpose_read_only_by_matmuls_is_a_view_passed_to_blas():
+    rng = np.random.default_rng(5)
+    a = qb.array(rng.normal(size=(300, 7)))
+    b = qb.array(rng.normal(size=(300, 4)))
+    f = qb.jit(lambda a, b: (a.T @ b, b @ (a.T @ b).T))  # A^T and B^T operands
+    compiled = f.lower(a, b).compile()
+    plan = compiled.plan_text()
+    assert all(line.lstrip().startswith("view:") for line in plan.splitlines() if "= transpose(" in line), plan
+    x, y = f(a, b)
+    an, bn = np.asarray(a), np.asarray(b)
+    np.testing.assert_allclose(np.asarray(x), an.T @ bn, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(y), bn @ (an.T @ bn).T, rtol=1e-12)
+    # a transpose that is also a result is materialised
+    g = qb.jit(lambda a: (a.T, a.T @ a))
+    assert any(line.lstrip().startswith("kernel") and "= transpose(" in line
+               for line in g.lower(a).compile().plan_text().splitlines())
+    np.testing.assert_array_equal(np.asarray(g(a)[0]), an.T)

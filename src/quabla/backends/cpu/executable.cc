@@ -31,7 +31,7 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
   // member), then nodes in order, each fused kernel where its first member stands.
   for (std::uint32_t i = 0; i < g.nodes.size(); ++i)
     if (g.nodes[i].op == Op::Constant) steps_.push_back(Step{i, nullptr, {}, {}, false, {}});
-  std::vector<bool> is_scalar_value(g.values.size(), false);
+  std::vector<bool> is_scalar_value(g.values.size(), false), is_trans_view(g.values.size(), false);
   for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.op == Op::Parameter || n.op == Op::Constant) continue;
@@ -39,17 +39,8 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
       if (fusion.first_node[k] == i) steps_.push_back(Step{i, fusion.kernels[k], {}, {}, false, {}});
       continue;
     }
-    Step s{i, nullptr, {}, {}, false, {}};
+    Step s = plain_step(g, users, i, is_scalar_value, is_trans_view);
     for (const auto& r : n.regions) s.regions.push_back(std::make_shared<const Executable>(r));
-    if (n.op == Op::BroadcastInDim && num_elements(g.type(n.inputs[0]).shape) == 1 &&
-        all_uses_elementwise(g, users, n.outputs[0])) {
-      s.virtual_broadcast = true;
-      is_scalar_value[n.outputs[0]] = true;
-    }
-    if (is_elementwise(n.op)) {
-      const auto out_n = num_elements(g.type(n.outputs[0]).shape);
-      for (auto v : n.inputs) s.scalar_operand.push_back(out_n != 1 && (is_scalar_value[v] || num_elements(g.type(v).shape) == 1));
-    }
     steps_.push_back(std::move(s));
   }
 
@@ -76,14 +67,49 @@ const std::byte* Executable::locate(const Location& l, std::span<const std::byte
   return nullptr;
 }
 
-void Executable::plan_small(const std::vector<std::vector<std::uint32_t>>& users) {
+static bool swaps_last_two_axes(const Node& n) {
+  if (n.op != Op::Transpose || n.attrs.dims.size() < 2) return false;
+  const auto r = n.attrs.dims.size();
+  for (std::size_t i = 0; i + 2 < r; ++i)
+    if (n.attrs.dims[i] != static_cast<std::int64_t>(i)) return false;
+  return n.attrs.dims[r - 2] == static_cast<std::int64_t>(r - 1) && n.attrs.dims[r - 1] == static_cast<std::int64_t>(r - 2);
+}
+
+Executable::Step Executable::plain_step(const Graph& g, const Users& users, std::uint32_t i,
+                                        std::vector<bool>& is_scalar_value, std::vector<bool>& is_trans_view) {
+  const Node& n = g.nodes[i];
+  Step s{i, nullptr, {}, {}, false, {}};
+  if (n.op == Op::BroadcastInDim && num_elements(g.type(n.inputs[0]).shape) == 1 &&
+      all_uses_elementwise(g, users, n.outputs[0])) {
+    s.virtual_broadcast = true;
+    is_scalar_value[n.outputs[0]] = true;
+  }
+  if (swaps_last_two_axes(n) &&
+      std::find(g.results.begin(), g.results.end(), n.outputs[0]) == g.results.end() &&
+      std::all_of(users[n.outputs[0]].begin(), users[n.outputs[0]].end(),
+                  [&](std::uint32_t u) { return g.nodes[u].op == Op::MatMul; })) {
+    s.virtual_transpose = true;
+    is_trans_view[n.outputs[0]] = true;
+  }
+  if (n.op == Op::MatMul) {
+    s.trans_a = is_trans_view[n.inputs[0]];
+    s.trans_b = is_trans_view[n.inputs[1]];
+  }
+  if (is_elementwise(n.op)) {
+    const auto out_n = num_elements(g.type(n.outputs[0]).shape);
+    for (auto v : n.inputs) s.scalar_operand.push_back(out_n != 1 && (is_scalar_value[v] || num_elements(g.type(v).shape) == 1));
+  }
+  return s;
+}
+
+void Executable::plan_small(const Users& users) {
   // Small programs (loop bodies over a few values) also get a plan without buffers: every
   // value at a fixed offset of one arena, unfused steps (bitwise equal to fused ones).
   constexpr std::int64_t kMaxValueBytes = 16 * 1024, kMaxArenaBytes = 256 * 1024;
   const Graph& g = *graph_;
   std::vector<Location> loc(g.values.size());
   std::vector<Step> steps;
-  std::vector<bool> is_scalar_value(g.values.size(), false);
+  std::vector<bool> is_scalar_value(g.values.size(), false), is_trans_view(g.values.size(), false);
   std::size_t arena = 0;
   for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
@@ -100,17 +126,8 @@ void Executable::plan_small(const std::vector<std::vector<std::uint32_t>>& users
       loc[n.outputs[0]] = {Location::Const, 0, 0, n.attrs.literal->data->data()};
       continue;
     }
-    Step s{i, nullptr, {}, {}, false, {}};
-    if (n.op == Op::BroadcastInDim && num_elements(g.type(n.inputs[0]).shape) == 1 &&
-        all_uses_elementwise(g, users, n.outputs[0])) {
-      s.virtual_broadcast = true;
-      is_scalar_value[n.outputs[0]] = true;
-    }
-    if (is_elementwise(n.op)) {
-      const auto out_n = num_elements(g.type(n.outputs[0]).shape);
-      for (auto v : n.inputs) s.scalar_operand.push_back(out_n != 1 && (is_scalar_value[v] || num_elements(g.type(v).shape) == 1));
-    }
-    if (n.op == Op::Reshape || s.virtual_broadcast) {
+    Step s = plain_step(g, users, i, is_scalar_value, is_trans_view);
+    if (n.op == Op::Reshape || s.virtual_broadcast || s.virtual_transpose) {
       loc[n.outputs[0]] = loc[n.inputs[0]];
     } else {
       const ValueType& t = g.type(n.outputs[0]);
@@ -149,7 +166,7 @@ std::string Executable::plan_text() const {
       continue;
     }
     const Node& n = g.nodes[st.node];
-    const bool view = n.op == Op::Constant || n.op == Op::Reshape || st.virtual_broadcast;
+    const bool view = n.op == Op::Constant || n.op == Op::Reshape || st.virtual_broadcast || st.virtual_transpose;
     s += view ? "  view:     " : "  kernel " + std::to_string(kernel++) + ": ";
     s += print_node(g, n) + "\n";
   }
@@ -185,7 +202,7 @@ void Executable::compute_stats() {
       }
       // One tile set of scratch per fused kernel while it runs.
       stats_.peak_bytes = std::max(stats_.peak_bytes, live + s.fused->num_slots * FusedKernel::kSlotBytes);
-    } else if (!(n.op == Op::Constant || n.op == Op::Reshape || s.virtual_broadcast)) {
+    } else if (!(n.op == Op::Constant || n.op == Op::Reshape || s.virtual_broadcast || s.virtual_transpose)) {
       ++stats_.kernels;
       for (auto v : n.outputs) {
         owns[v] = true;
@@ -309,8 +326,15 @@ AxisInts row_major(std::span<const std::int64_t> shape) {
 
 }  // namespace
 
+struct NodeFlags {
+  const std::vector<bool>& scalar_operand;
+  bool view;              // the output is the operand's storage (virtual broadcast/transpose)
+  bool trans_a, trans_b;  // matmul operands stored transposed
+};
+
 template <class Frame>
-void run_node(const Graph& g, const Node& n, const std::vector<bool>& scalar_operand, bool virtual_broadcast, Frame& f) {
+void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
+  const std::vector<bool>& scalar_operand = flags.scalar_operand;
   if (has_regions(n.op)) return f.region();  // may have no outputs at all
   const ValueType& ot = g.type(n.outputs[0]);
   auto in = [&](std::size_t i) -> const std::byte* { return f.in(n.inputs[i]); };
@@ -354,7 +378,7 @@ void run_node(const Graph& g, const Node& n, const std::vector<bool>& scalar_ope
       return;
 
     case Op::BroadcastInDim: {
-      if (virtual_broadcast) {
+      if (flags.view) {
         f.alias(n.outputs[0], n.inputs[0]);
         return;
       }
@@ -366,6 +390,10 @@ void run_node(const Graph& g, const Node& n, const std::vector<bool>& scalar_ope
       return;
     }
     case Op::Transpose: {
+      if (flags.view) {
+        f.alias(n.outputs[0], n.inputs[0]);
+        return;
+      }
       auto x_strides = row_major(in_type(0).shape);
       AxisInts strides(n.attrs.dims.size());
       for (std::size_t i = 0; i < n.attrs.dims.size(); ++i) strides[i] = x_strides[static_cast<std::size_t>(n.attrs.dims[i])];
@@ -444,7 +472,7 @@ void run_node(const Graph& g, const Node& n, const std::vector<bool>& scalar_ope
       const auto& xs = in_type(0).shape;
       const std::size_t r = xs.size();
       const std::int64_t batch = num_elements(std::span(xs).first(r - 2));
-      matmul(ot.dtype, in(0), in(1), alloc(), batch, xs[r - 2], xs[r - 1], ot.shape[r - 1]);
+      matmul(ot.dtype, in(0), in(1), alloc(), batch, xs[r - 2], xs[r - 1], ot.shape[r - 1], flags.trans_a, flags.trans_b);
       return;
     }
   }
@@ -455,13 +483,14 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
   const Graph& g = *graph_;
   const std::function<void()> region = [&] { run_region(s, env); };
   EnvFrame f{g, env, s.release, region};
-  run_node(g, g.nodes[s.node], s.scalar_operand, s.virtual_broadcast, f);
+  run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose, s.trans_a, s.trans_b}, f);
 }
 
 void Executable::run_small(std::span<const std::byte* const> params, std::byte* arena) const {
   const Graph& g = *graph_;
   ArenaFrame f{loc_, params, arena};
-  for (const Step& s : small_steps_) run_node(g, g.nodes[s.node], s.scalar_operand, s.virtual_broadcast, f);
+  for (const Step& s : small_steps_)
+    run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose, s.trans_a, s.trans_b}, f);
 }
 
 const std::byte* Executable::result_data(std::size_t j, std::span<const std::byte* const> params,

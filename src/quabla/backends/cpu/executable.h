@@ -63,10 +63,18 @@ class Executable {
     bool virtual_broadcast = false;
     // Region ops: the compiled bodies (cond: false, true; scan: body; while: cond, body).
     std::vector<std::shared_ptr<const Executable>> regions;
+    // A swap of the last two axes read only by matmuls: a view; the matmul passes BLAS a
+    // transpose flag for that operand (trans_a / trans_b) instead of copying.
+    bool virtual_transpose = false;
+    bool trans_a = false, trans_b = false;
   };
+  using Users = std::vector<std::vector<std::uint32_t>>;
+  // The step of node i outside fused kernels (views, scalar operands, transposed operands).
+  static Step plain_step(const Graph& g, const Users& users, std::uint32_t i, std::vector<bool>& is_scalar_value,
+                         std::vector<bool>& is_trans_view);
 
   void run_step(const Step& s, std::vector<BufferPtr>& env) const;
-  void plan_small(const std::vector<std::vector<std::uint32_t>>& users);
+  void plan_small(const Users& users);
   void run_region(const Step& s, std::vector<BufferPtr>& env) const;  // control_flow.cc
   void compute_stats();
 

@@ -31,11 +31,15 @@ void ensure_single_threaded_blas() {
 }  // namespace
 
 void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::int64_t batch,
-            std::int64_t m, std::int64_t k, std::int64_t n) {
+            std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a, bool trans_b) {
   constexpr auto kMax = std::numeric_limits<blasint>::max();
   if (m > kMax || k > kMax || n > kMax) throw ValueError("matmul: a matrix dimension exceeds the 32-bit BLAS limit");
   ensure_single_threaded_blas();
   const auto K = static_cast<blasint>(k), N = static_cast<blasint>(n);
+  // Row block r0 of op(A): rows r0.. of A, or columns r0.. of the stored (k x m) A^T.
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+  const auto lda = static_cast<blasint>(trans_a ? m : k), ldb = static_cast<blasint>(trans_b ? k : n);
+  const std::int64_t a_row_step = trans_a ? 1 : k;
   const std::int64_t row_blocks = (m + kRowBlock - 1) / kRowBlock;
   // Products under ~2 M multiply-adds run on the caller: handing them to the pool costs
   // more than it saves (measured on the beam4 workload's 256x32x32 products).
@@ -46,17 +50,17 @@ void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, s
       const auto M = static_cast<blasint>(std::min(kRowBlock, m - r0));
       switch (dtype) {
         case DType::f32: {
-          auto* A = reinterpret_cast<const float*>(a) + i * m * k + r0 * k;
+          auto* A = reinterpret_cast<const float*>(a) + i * m * k + r0 * a_row_step;
           auto* B = reinterpret_cast<const float*>(b) + i * k * n;
           auto* C = reinterpret_cast<float*>(c) + i * m * n + r0 * n;
-          scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
+          scipy_cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N);
           break;
         }
         case DType::f64: {
-          auto* A = reinterpret_cast<const double*>(a) + i * m * k + r0 * k;
+          auto* A = reinterpret_cast<const double*>(a) + i * m * k + r0 * a_row_step;
           auto* B = reinterpret_cast<const double*>(b) + i * k * n;
           auto* C = reinterpret_cast<double*>(c) + i * m * n + r0 * n;
-          scipy_cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, A, K, B, N, 0.0, C, N);
+          scipy_cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, C, N);
           break;
         }
         case DType::bool_: case DType::i32:

@@ -44,8 +44,9 @@ void gather(std::size_t elem_size, const std::byte* in, std::span<const std::int
 void scatter_add(DType dtype, const std::byte* x, const std::byte* updates, std::span<const std::int64_t> shape,
                  int axis, std::span<const std::int64_t> indices, std::byte* out);
 
-// Batched row-major C[b] = A[b] (m x k) @ B[b] (k x n) through BLAS.
+// Batched row-major C[b] = A[b] (m x k) @ B[b] (k x n) through BLAS. With trans_a, a holds
+// each A[b] transposed (k x m); with trans_b, b holds each B[b] as n x k.
 void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::int64_t batch,
-            std::int64_t m, std::int64_t k, std::int64_t n);
+            std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a = false, bool trans_b = false);
 
 }  // namespace qb::cpu
