@@ -147,7 +147,7 @@ def run(quick: bool = False):
     """Quabla's runs first, then JAX's: XLA's worker threads keep spinning for a while after
     JAX work, which would slow whatever runs next; Quabla's pool threads block when idle."""
     jax, jnp = load_jax()
-    steps = 5 if quick else 20
+    steps = 5 if quick else 50
     zi, zb = _poisson_data()
     p2 = _init([(2, 64), (64, 64), (64, 64), (64, 1)], np.float32, 0)
     xb = np.linspace(0.0, 1.0, 256)
