@@ -597,3 +597,34 @@ def test_eager_calls_give_bitwise_the_results_of_jit():
     ]
     for f in funcs:
         np.testing.assert_array_equal(NP(f(x)), NP(qb.jit(f)(x)))
+
+
+def test_cond_inside_a_loop_differentiates_like_the_unrolled_loop():
+    def step(i, c, w):
+        return qb.cond(qb.sum(c) > 0.0, lambda c: c * w - 0.3, lambda c: qb.sin(c) + w, c)
+
+    def f(w):
+        return qb.sum(qb.fori_loop(0, 25, lambda i, c: step(i, c, w), qb.array([0.2, -0.1])) ** 2)
+
+    def fu(w):
+        c = qb.array([0.2, -0.1])
+        for i in range(25):
+            c = qb.where(qb.sum(c) > 0.0, c * w - 0.3, qb.sin(c) + w)  # both finite: where is a fine reference
+        return qb.sum(c ** 2)
+
+    w = qb.array(0.8)
+    close(f(w), fu(w))
+    close(qb.grad(f)(w), qb.grad(fu)(w))
+    close(qb.hessian(f)(w), qb.hessian(fu)(w))
+    ws = qb.array([0.8, 0.5, 1.1])
+    close(qb.vmap(qb.grad(f))(ws), [float(qb.grad(fu)(ws[k])) for k in range(3)])
+
+
+def test_scan_with_no_carry_and_with_no_ys():
+    xs = qb.array([1.0, 2.0, 3.0])
+    c, ys = qb.scan(lambda c, x: (c, x * x), (), xs)
+    assert c == () and NP(ys).tolist() == [1.0, 4.0, 9.0]
+    g = qb.grad(lambda xs: qb.sum(qb.scan(lambda c, x: (c, qb.sin(x)), (), xs)[1]))(xs)
+    close(g, np.cos(NP(xs)))
+    c, ys = qb.scan(lambda c, x: (c + x, None), qb.array(0.0), xs)
+    assert float(c) == 6.0 and ys is None
