@@ -1,7 +1,8 @@
 """Entry point: ``python -m benchmarks run [--workload NAME] [--quick] [--json PATH]``.
 
-Prints a table with each implementation's median time and the ratios Quabla/NumPy and
-Quabla/JAX (below 1 means Quabla is faster), and writes the rows as JSON."""
+Prints a table with each implementation's median time and the ratios Quabla/NumPy,
+Quabla/JAX and, for the PINN workloads when PyTorch is installed, Quabla/torch.func (below
+1 means Quabla is faster), and writes the rows as JSON."""
 from __future__ import annotations
 
 import argparse
@@ -42,7 +43,8 @@ def main(argv=None) -> int:
     names = args.workload or sorted(WORKLOADS)
     results = []
     print(f"machine: {_machine()}")
-    header = f"{'workload':<24} {'unit':<8} {'quabla':>10} {'numpy':>10} {'jax':>10} {'qb/np':>7} {'qb/jax':>7}"
+    header = (f"{'workload':<24} {'unit':<8} {'quabla':>10} {'numpy':>10} {'jax':>10} {'torch':>10} "
+              f"{'qb/np':>7} {'qb/jax':>7} {'qb/torch':>8}")
     print(header)
     print("-" * len(header))
     for name in names:
@@ -59,10 +61,11 @@ def main(argv=None) -> int:
                 with open(out) as f:
                     rows = json.load(f)["rows"]
         for row in rows:
-            q, n, j = row.get("quabla"), row.get("numpy"), row.get("jax")
+            q, n, j, t = row.get("quabla"), row.get("numpy"), row.get("jax"), row.get("torch")
             fmt = lambda v: (f"{v:10.3g}" if abs(v) < 1e-2 and v != 0 else f"{v:10.3f}") if v is not None else f"{'-':>10}"
-            ratio = lambda a, b: f"{a / b:7.2f}" if a is not None and b else f"{'-':>7}"
-            print(f"{row['case']:<24} {row['unit']:<8} {fmt(q)} {fmt(n)} {fmt(j)} {ratio(q, n)} {ratio(q, j)}")
+            ratio = lambda a, b, w=7: f"{a / b:{w}.2f}" if a is not None and b else f"{'-':>{w}}"
+            print(f"{row['case']:<24} {row['unit']:<8} {fmt(q)} {fmt(n)} {fmt(j)} {fmt(t)} {ratio(q, n)} {ratio(q, j)} "
+                  f"{ratio(q, t, 8)}")
             results.append(row)
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
     with open(args.json, "w") as f:

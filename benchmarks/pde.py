@@ -24,6 +24,7 @@ import numpy as np
 import quabla as qb
 
 from .harness import load_jax
+from .torch_side import load_torch, run_loss as _run_torch
 
 
 def _rss_mb() -> float:
@@ -157,19 +158,25 @@ def run(quick: bool = False):
     qb4 = _run_quabla(_beam(qb, qb.grad, qb.vmap), pb, (qb.array(xb),), 1e-3, steps)
     jp = _run_jax(jax, jnp, _poisson(jnp, jax.grad, jax.hessian, jax.vmap), p2, (zi, zb), 1e-3, steps) if jax else None
     jb4 = _run_jax(jax, jnp, _beam(jnp, jax.grad, jax.vmap), pb, (xb,), 1e-3, steps) if jax else None
+    torch = load_torch()  # last: its threads, like XLA's, may keep spinning after work
+    tp = tb4 = None
+    if torch:
+        tp = _run_torch(torch, lambda m, g, v, h: _poisson(m, g, h, v), p2, (zi, zb), 1e-3, steps, torch.float32)
+        tb4 = _run_torch(torch, lambda m, g, v, h: _beam(m, g, v), pb, (xb,), 1e-3, steps, torch.float64)
 
-    def both(q, j, key, scale=1.0):
-        return {"quabla": q[key] * scale, **({"jax": j[key] * scale} if j else {})}
+    def both(q, j, key, scale=1.0, t=None):
+        return {"quabla": q[key] * scale, **({"jax": j[key] * scale} if j else {}),
+                **({"torch": t[key] * scale} if t and t.get(key) is not None else {})}
 
     rows = []
     label = f"poisson2d ({steps} steps)"
-    rows.append((f"{label} step", "ms/step", both(qp, jp, "step", 1e3)))
-    rows.append((f"{label} compile", "s", both(qp, jp, "compile")))
-    rows.append((f"{label} loss", "value", both(qp, jp, "loss")))
+    rows.append((f"{label} step", "ms/step", both(qp, jp, "step", 1e3, tp)))
+    rows.append((f"{label} compile", "s", both(qp, jp, "compile", 1.0, tp)))
+    rows.append((f"{label} loss", "value", both(qp, jp, "loss", 1.0, tp)))
     rows.append((f"{label} GFLOP/s", "matmul", {"quabla": qp["flops"] / qp["step"] / 1e9}))
     rows.append((f"{label} peak RSS", "MB", {"quabla": rss_q}))
     label = f"beam4 ({steps} steps)"
-    rows.append((f"{label} step", "ms/step", both(qb4, jb4, "step", 1e3)))
-    rows.append((f"{label} compile", "s", both(qb4, jb4, "compile")))
-    rows.append((f"{label} loss", "value", both(qb4, jb4, "loss")))
+    rows.append((f"{label} step", "ms/step", both(qb4, jb4, "step", 1e3, tb4)))
+    rows.append((f"{label} compile", "s", both(qb4, jb4, "compile", 1.0, tb4)))
+    rows.append((f"{label} loss", "value", both(qb4, jb4, "loss", 1.0, tb4)))
     return rows

@@ -19,6 +19,7 @@ import numpy as np
 import quabla as qb
 
 from .harness import load_jax
+from . import torch_side
 
 
 
@@ -191,17 +192,33 @@ def figure_jax(steps=3000):
     return {"compile_s": first - med, "step_s": med, "total_s": total, "result": err, "loss": float(value)}
 
 
+def _glance_torch(torch, steps):
+    return torch_side.glance(torch, steps)
+
+
+def _figure_torch(torch, steps):
+    xs, x_eval = _figure_points()
+    return torch_side.figure(torch, _figure_init(), xs, x_eval, steps)
+
+
 def run(quick: bool = False):
     jax, _ = load_jax()
+    torch = torch_side.load_torch()
     rows = []
-    for name, qf, jf, steps in (("glance", glance_quabla, glance_jax, 300),
-                                ("figure", figure_quabla, figure_jax, 300 if quick else 3000)):
+    for name, qf, jf, tf, steps in (("glance", glance_quabla, glance_jax, _glance_torch, 300),
+                                    ("figure", figure_quabla, figure_jax, _figure_torch, 300 if quick else 3000)):
         q = qf(steps)
         j = jf(steps) if jax else None
+        t = tf(torch, steps) if torch else None  # last: torch's threads may keep spinning
+
+        def cols(key, scale=1.0):
+            return {"quabla": q[key] * scale, **({"jax": j[key] * scale} if j else {}),
+                    **({"torch": t[key] * scale} if t and t.get(key) is not None else {})}
+
         label = f"{name} ({steps} steps)"
-        rows.append((f"{label} step", "us/step", {"quabla": q["step_s"] * 1e6, **({"jax": j["step_s"] * 1e6} if j else {})}))
-        rows.append((f"{label} compile", "ms", {"quabla": q["compile_s"] * 1e3, **({"jax": j["compile_s"] * 1e3} if j else {})}))
-        rows.append((f"{label} total", "s", {"quabla": q["total_s"], **({"jax": j["total_s"]} if j else {})}))
+        rows.append((f"{label} step", "us/step", cols("step_s", 1e6)))
+        rows.append((f"{label} compile", "ms", cols("compile_s", 1e3)))
+        rows.append((f"{label} total", "s", cols("total_s")))
         what = "w" if name == "glance" else "max err"
-        rows.append((f"{label} {what}", "value", {"quabla": q["result"], **({"jax": j["result"]} if j else {})}))
+        rows.append((f"{label} {what}", "value", cols("result")))
     return rows
