@@ -16,11 +16,11 @@ import numpy as np
 
 def load_torch():
     """torch, or None when it is not installed (or does not import)."""
+    # torch.func's hessian goes through a deprecated torch.jit path that warns on first use.
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\..*")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # torch.jit deprecation notices
-            import torch
-            import torch.func  # noqa: F401
+        import torch
+        import torch.func  # noqa: F401
     except Exception:  # an install without its native libraries fails with OSError
         return None
     return torch
