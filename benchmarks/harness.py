@@ -37,3 +37,16 @@ def load_jax(x64: bool = True):
     if x64:
         jax.config.update("jax_enable_x64", True)
     return jax, jnp
+
+
+def adam_update(m, tree_map, lr):
+    """The Adam update (optax's defaults) over parameter trees, for the reference libraries'
+    side of a workload: m is the array module (jax.numpy, torch), tree_map maps over trees."""
+    def update(p, g, s, b1=0.9, b2=0.999, eps=1e-8):
+        c, mu, nu = s
+        c = c + 1
+        mu = tree_map(lambda a, g: b1 * a + (1 - b1) * g, mu, g)
+        nu = tree_map(lambda a, g: b2 * a + (1 - b2) * g * g, nu, g)
+        p = tree_map(lambda p, a, v: p - lr * (a / (1 - b1 ** c)) / (m.sqrt(v / (1 - b2 ** c)) + eps), p, mu, nu)
+        return p, (c, mu, nu)
+    return update

@@ -23,7 +23,7 @@ import numpy as np
 
 import quabla as qb
 
-from .harness import load_jax
+from .harness import adam_update as _adam, load_jax
 from .torch_side import load_torch, run_loss as _run_torch
 
 
@@ -50,15 +50,6 @@ def _poisson_data():
     return zi, zb
 
 
-def _adam(m, tree_map, lr):
-    def update(p, g, s, b1=0.9, b2=0.999, eps=1e-8):
-        c, mu, nu = s
-        c = c + 1
-        mu = tree_map(lambda a, g: b1 * a + (1 - b1) * g, mu, g)
-        nu = tree_map(lambda a, g: b2 * a + (1 - b2) * g * g, nu, g)
-        p = tree_map(lambda p, a, v: p - lr * (a / (1 - b1 ** c)) / (m.sqrt(v / (1 - b2 ** c)) + eps), p, mu, nu)
-        return p, (c, mu, nu)
-    return update
 
 
 def _poisson(m, grad, hessian, vmap):

@@ -18,7 +18,7 @@ import numpy as np
 
 import quabla as qb
 
-from .harness import load_jax
+from .harness import adam_update, load_jax
 from . import torch_side
 
 
@@ -65,16 +65,7 @@ def _adam_jax(jax, jnp, lr):
     def init(p):
         z = jax.tree_util.tree_map(jnp.zeros_like, p)
         return (0, z, z)
-
-    def update(p, g, s, b1=0.9, b2=0.999, eps=1e-8):
-        c, m, v = s
-        c = c + 1
-        m = jax.tree_util.tree_map(lambda m, g: b1 * m + (1 - b1) * g, m, g)
-        v = jax.tree_util.tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, v, g)
-        p = jax.tree_util.tree_map(lambda p, m, v: p - lr * (m / (1 - b1 ** c)) / (jnp.sqrt(v / (1 - b2 ** c)) + eps),
-                                   p, m, v)
-        return p, (c, m, v)
-    return init, update
+    return init, adam_update(jnp, jax.tree_util.tree_map, lr)
 
 
 def glance_jax(steps=300):

@@ -13,6 +13,8 @@ import warnings
 
 import numpy as np
 
+from .harness import adam_update
+
 
 def load_torch():
     """torch, or None when it is not installed (or does not import)."""
@@ -40,21 +42,12 @@ def _tree_map(f, *trees):
     return {k: f(*(t[k] for t in trees)) for k in trees[0]}
 
 
-def _adam(torch, lr):
-    def update(p, g, s, b1=0.9, b2=0.999, eps=1e-8):
-        c, m, v = s
-        c = c + 1
-        m = _tree_map(lambda m, g: b1 * m + (1 - b1) * g, m, g)
-        v = _tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, v, g)
-        p = _tree_map(lambda p, m, v: p - lr * (m / (1 - b1 ** c)) / (torch.sqrt(v / (1 - b2 ** c)) + eps), p, m, v)
-        return p, (c, m, v)
-    return update
 
 
 def _train(torch, loss, params, data, lr, steps):
     """(first step s, median step s, total s, final params, last loss)."""
     gv = torch.func.grad_and_value(loss)
-    update = _adam(torch, lr)
+    update = adam_update(torch, _tree_map, lr)
     zeros = _tree_map(torch.zeros_like, params)
     state = {"p": params, "s": (0, zeros, zeros)}
 

@@ -43,6 +43,17 @@ def _leaf_array(x, what: str):
     raise TypeError(f"{what}: leaves must be arrays or Python numbers, got {type(x).__name__}")
 
 
+def _carry_leaves(tree, what: str):
+    """(leaf arrays, weak flags, treedef) of an initial carry; `what` names it in errors."""
+    paths, treedef = _tree.flatten_with_path(tree)
+    leaves, weak = [], []
+    for path, leaf in paths:
+        a, w = _leaf_array(leaf, f"{what} {_path_str('carry', path)}")
+        leaves.append(a)
+        weak.append(w)
+    return leaves, weak, treedef
+
+
 class _Region:
     """A body traced on fresh tracers: its graph, captured outer tracers, outputs."""
 
@@ -154,12 +165,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int = None, reverse: bo
     name = "scan"
     if not callable(f):
         raise TypeError(f"scan: f must be callable, got {type(f).__name__}")
-    init_paths, init_def = _tree.flatten_with_path(init)
-    init_leaves, init_weak = [], []
-    for path, leaf in init_paths:
-        a, w = _leaf_array(leaf, f"scan: init {_path_str('carry', path)}")
-        init_leaves.append(a)
-        init_weak.append(w)
+    init_leaves, init_weak, init_def = _carry_leaves(init, "scan: init")
     x_leaves, x_def = _tree.flatten(xs)
     x_arrays = []
     for leaf in x_leaves:
@@ -232,12 +238,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any):
         return val
     lo = _static_int(lower, "fori_loop", "lower")
     hi = _static_int(upper, "fori_loop", "upper")
-    init_paths, init_def = _tree.flatten_with_path(init_val)
-    init_leaves, init_weak = [], []
-    for path, leaf in init_paths:
-        a, w = _leaf_array(leaf, f"fori_loop: init_val {_path_str('carry', path)}")
-        init_leaves.append(a)
-        init_weak.append(w)
+    init_leaves, init_weak, init_def = _carry_leaves(init_val, "fori_loop: init_val")
     nk = len(init_leaves)
 
     def call(fun, params):
@@ -260,12 +261,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any):
     for f, what in ((cond_fun, "cond_fun"), (body_fun, "body_fun")):
         if not callable(f):
             raise TypeError(f"while_loop: {what} must be callable, got {type(f).__name__}")
-    init_paths, init_def = _tree.flatten_with_path(init_val)
-    init_leaves, init_weak = [], []
-    for path, leaf in init_paths:
-        a, w = _leaf_array(leaf, f"while_loop: init_val {_path_str('carry', path)}")
-        init_leaves.append(a)
-        init_weak.append(w)
+    init_leaves, init_weak, init_def = _carry_leaves(init_val, "while_loop: init_val")
     nk = len(init_leaves)
 
     def call(fun, params):

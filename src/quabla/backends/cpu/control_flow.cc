@@ -12,6 +12,28 @@ namespace {
 
 std::size_t bytes_of(const ValueType& t) { return static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype); }
 
+// The carries of an allocation-free loop: two buffers each, the current one read by the
+// step and the next one written from the step's results (which may live in the arena, a
+// parameter such as the current carry itself, or a constant), then swapped.
+struct AlternatingCarry {
+  std::vector<BufferPtr> cur, next;
+  std::vector<std::size_t> bytes;
+
+  AlternatingCarry(const Graph& g, const Node& n, const std::vector<BufferPtr>& init) {
+    for (std::size_t k = 0; k < init.size(); ++k) {
+      bytes.push_back(bytes_of(g.type(n.outputs[k])));
+      cur.push_back(Buffer::allocate(bytes[k]));
+      next.push_back(Buffer::allocate(bytes[k]));
+      std::memcpy(cur[k]->data(), init[k]->data(), bytes[k]);
+    }
+  }
+  // Carry results are the body's first results.
+  void advance(const Executable& body, std::span<const std::byte* const> params, const std::byte* arena) {
+    for (std::size_t k = 0; k < cur.size(); ++k) std::memcpy(next[k]->data(), body.result_data(k, params, arena), bytes[k]);
+    std::swap(cur, next);
+  }
+};
+
 }  // namespace
 
 void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
@@ -49,14 +71,7 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         // No allocation per step: the body runs in one arena; carries alternate between two
         // buffers; x slices are read where they lie in xs.
         auto arena = Buffer::allocate(body.arena_bytes());
-        std::vector<BufferPtr> cur(nk), next(nk);
-        std::vector<std::size_t> c_bytes(nk);
-        for (std::size_t k = 0; k < nk; ++k) {
-          c_bytes[k] = bytes_of(g.type(n.outputs[k]));
-          cur[k] = Buffer::allocate(c_bytes[k]);
-          next[k] = Buffer::allocate(c_bytes[k]);
-          std::memcpy(cur[k]->data(), carry[k]->data(), c_bytes[k]);
-        }
+        AlternatingCarry c(g, n, carry);
         double index = 0;
         std::vector<const std::byte*> params(1 + nc + nk + nx);
         params[0] = reinterpret_cast<const std::byte*>(&index);
@@ -64,17 +79,18 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         for (std::int64_t step = 0; step < len; ++step) {
           const std::int64_t t = n.attrs.reverse ? len - 1 - step : step;
           index = static_cast<double>(n.attrs.start + t);
-          for (std::size_t k = 0; k < nk; ++k) params[1 + nc + k] = cur[k]->data();
+          for (std::size_t k = 0; k < nk; ++k) params[1 + nc + k] = c.cur[k]->data();
           for (std::size_t i = 0; i < nx; ++i)
             params[1 + nc + nk + i] = operand(nc + nk + i)->data() + static_cast<std::size_t>(t) * x_bytes[i];
           body.run_small(params, arena->data());
-          for (std::size_t k = 0; k < nk; ++k) std::memcpy(next[k]->data(), body.result_data(k, params, arena->data()), c_bytes[k]);
+          // ys first: advance() makes the next carry current, and results may be read from
+          // the parameters (the current carry) until then.
           for (std::size_t j = 0; j < ny; ++j)
             std::memcpy(ys[j]->data() + static_cast<std::size_t>(t) * y_bytes[j], body.result_data(nk + j, params, arena->data()),
                         y_bytes[j]);
-          std::swap(cur, next);
+          c.advance(body, params, arena->data());
         }
-        for (std::size_t k = 0; k < nk; ++k) env[n.outputs[k]] = len > 0 ? std::move(cur[k]) : std::move(carry[k]);
+        for (std::size_t k = 0; k < nk; ++k) env[n.outputs[k]] = std::move(c.cur[k]);
         for (std::size_t j = 0; j < ny; ++j) env[n.outputs[nk + j]] = std::move(ys[j]);
         return;
       }
@@ -112,25 +128,17 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
       const Executable& body = *s.regions[1];
       if (cond.is_small() && body.is_small()) {
         auto cond_arena = Buffer::allocate(cond.arena_bytes()), arena = Buffer::allocate(body.arena_bytes());
-        std::vector<BufferPtr> cur(nk), next(nk);
-        std::vector<std::size_t> c_bytes(nk);
-        for (std::size_t k = 0; k < nk; ++k) {
-          c_bytes[k] = bytes_of(g.type(n.outputs[k]));
-          cur[k] = Buffer::allocate(c_bytes[k]);
-          next[k] = Buffer::allocate(c_bytes[k]);
-          std::memcpy(cur[k]->data(), carry[k]->data(), c_bytes[k]);
-        }
+        AlternatingCarry c(g, n, carry);
         std::vector<const std::byte*> params(nc + nk);
         for (std::size_t i = 0; i < nc; ++i) params[i] = operand(i)->data();
         for (;;) {
-          for (std::size_t k = 0; k < nk; ++k) params[nc + k] = cur[k]->data();
+          for (std::size_t k = 0; k < nk; ++k) params[nc + k] = c.cur[k]->data();
           cond.run_small(params, cond_arena->data());
           if (*cond.result_data(0, params, cond_arena->data()) == std::byte{0}) break;
           body.run_small(params, arena->data());
-          for (std::size_t k = 0; k < nk; ++k) std::memcpy(next[k]->data(), body.result_data(k, params, arena->data()), c_bytes[k]);
-          std::swap(cur, next);
+          c.advance(body, params, arena->data());
         }
-        for (std::size_t k = 0; k < nk; ++k) env[n.outputs[k]] = std::move(cur[k]);
+        for (std::size_t k = 0; k < nk; ++k) env[n.outputs[k]] = std::move(c.cur[k]);
         return;
       }
       for (;;) {
