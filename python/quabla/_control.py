@@ -60,8 +60,8 @@ class _Region:
     def __init__(self, fun: Callable, name: str, make_args: Callable, specs: list):
         # specs: (shape, dtype, weak) per parameter, in order.
         trace = _core.Trace()
-        self.params = [trace.parameter(shape, dtype, weak) for shape, dtype, weak in specs]
         try:
+            self.params = [trace.parameter(shape, dtype, weak) for shape, dtype, weak in specs]
             out = make_args(fun, self.params)
         except BaseException:
             trace.close()
@@ -71,12 +71,12 @@ class _Region:
         self.name = name
 
     def finish(self, leaves: list):
-        arrays = []
-        for leaf in leaves:
-            if not isinstance(leaf, _core.Array):
-                leaf = _core.asarray(leaf)
-            arrays.append(leaf)
-        graph, captured = _core.finish_graph(self.trace, arrays)
+        try:
+            arrays = [leaf if isinstance(leaf, _core.Array) else _core.asarray(leaf) for leaf in leaves]
+            graph, captured = _core.finish_graph(self.trace, arrays)
+        except BaseException:
+            self.close()
+            raise
         return graph, list(captured), arrays
 
     def close(self):
@@ -87,7 +87,7 @@ def _spec(a, weak=False):
     return (tuple(a.shape), a.dtype, weak)
 
 
-def _check_carry(name: str, what: str, init_paths, init_leaves, init_def, out, out_kind: str):
+def _check_carry(name: str, what: str, init_leaves, init_def, out):
     """The body's carry output against the init: same structure, shapes and dtypes."""
     out_paths, out_def = _tree.flatten_with_path(out)
     if out_def != init_def:
@@ -111,34 +111,30 @@ def _check_carry(name: str, what: str, init_paths, init_leaves, init_def, out, o
 
 def _stage_carry_body(name, what, fun, call, init_leaves, init_weak, init_def, extra_specs, split_out):
     """Traces a loop body until the carry types settle: a weak (Python number) init leaf
-    adopts the dtype the body gives it, then the body is traced again with that dtype."""
-    for _attempt in range(2):
+    adopts the dtype the body gives it, and the body is traced again with that dtype. Each
+    retrace makes at least one leaf strong, so there are at most len(init_leaves) + 1."""
+    for _attempt in range(len(init_leaves) + 1):
         specs = extra_specs[0] + [_spec(a, w) for a, w in zip(init_leaves, init_weak)] + extra_specs[1]
         region = _Region(fun, name, call, specs)
-        carry_out, rest = split_out(region.out)
-        out_leaves, out_def = _tree.flatten(carry_out)
-        retry = False
-        if out_def == init_def:
-            for k, (o, a, w) in enumerate(zip(out_leaves, init_leaves, init_weak)):
-                if (w and isinstance(o, _core.Array) and o.dtype != a.dtype and tuple(o.shape) == tuple(a.shape)
-                        and o.dtype != _core.bool_):
-                    init_leaves[k] = a.astype(o.dtype)
-                    init_weak[k] = False
-                    retry = True
-        if retry:
-            region.close()
-            continue
         try:
-            carry_leaves = _check_carry(name, what, None, init_leaves, init_def, carry_out, "carry")
+            carry_out, rest = split_out(region.out)
+            out_leaves, out_def = _tree.flatten(carry_out)
+            retry = False
+            if out_def == init_def:
+                for k, (o, a, w) in enumerate(zip(out_leaves, init_leaves, init_weak)):
+                    if (w and isinstance(o, _core.Array) and o.dtype != a.dtype and tuple(o.shape) == tuple(a.shape)
+                            and o.dtype != _core.bool_):
+                        init_leaves[k] = a.astype(o.dtype)
+                        init_weak[k] = False
+                        retry = True
+            if not retry:
+                return region, _check_carry(name, what, init_leaves, init_def, carry_out), rest
         except BaseException:
             region.close()
             raise
-        return region, carry_leaves, rest
-    raise AssertionError("unreachable")
-
-
-def _feed(n_declared: int, positions: list, captured_offset: int, n_captured: int) -> list:
-    return list(positions[:n_declared]) + [captured_offset + i for i in range(n_captured)]
+        region.close()
+    raise TypeError(f"{name}: the carry's dtypes did not settle: {what} keeps changing the dtype of a Python-number "
+                    f"carry leaf; give init_val arrays of the intended dtypes")
 
 
 def _static_int(x, name: str, what: str) -> int:
@@ -234,7 +230,9 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any):
         hi = upper if isinstance(upper, _core.Array) else _core.asarray(float(upper))
         lo = lo.astype(_core.float64)
         hi = hi.astype(_core.float64)
-        _, val = while_loop(lambda c: c[0] < hi, lambda c: (c[0] + 1.0, body_fun(c[0], c[1])), (lo, init_val))
+        # The index carry is weak, as with int bounds, and carries no derivative.
+        _, val = _while_loop(lambda c: c[0] < hi, lambda c: (c[0] + 1.0, body_fun(_core.stop_gradient(c[0]), c[1])),
+                             (lo, init_val), "fori_loop", weak_leaves=(0,))
         return val
     lo = _static_int(lower, "fori_loop", "lower")
     hi = _static_int(upper, "fori_loop", "upper")
@@ -256,27 +254,33 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any):
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any):
     """while_loop(cond_fun, body_fun, init_val): while cond_fun(val): val = body_fun(val).
-    Forward-mode differentiable (jvp, jacfwd); reverse mode raises ValueError (use a
-    fori_loop with a bound on the steps)."""
+    Forward-mode differentiable (jvp, jacfwd); reverse mode raises ValueError when a carry
+    depends on the differentiated values (use a fori_loop with a bound on the steps)."""
+    return _while_loop(cond_fun, body_fun, init_val, "while_loop")
+
+
+def _while_loop(cond_fun, body_fun, init_val, name, weak_leaves=()):
     for f, what in ((cond_fun, "cond_fun"), (body_fun, "body_fun")):
         if not callable(f):
-            raise TypeError(f"while_loop: {what} must be callable, got {type(f).__name__}")
-    init_leaves, init_weak, init_def = _carry_leaves(init_val, "while_loop: init_val")
+            raise TypeError(f"{name}: {what} must be callable, got {type(f).__name__}")
+    init_leaves, init_weak, init_def = _carry_leaves(init_val, f"{name}: init_val")
+    for k in weak_leaves:
+        init_weak[k] = True
     nk = len(init_leaves)
 
     def call(fun, params):
         return fun(_tree.unflatten(init_def, params[:nk]))
 
-    body, carry_leaves, _ = _stage_carry_body("while_loop", "body_fun", body_fun, call, init_leaves, init_weak,
+    body, carry_leaves, _ = _stage_carry_body(name, "body_fun", body_fun, call, init_leaves, init_weak,
                                               init_def, ([], []), lambda out: (out, None))
     body_graph, body_captured, _ = body.finish(carry_leaves)
-    cond = _Region(cond_fun, "while_loop", call, [_spec(a) for a in init_leaves])
+    cond = _Region(cond_fun, name, call, [_spec(a, w) for a, w in zip(init_leaves, init_weak)])
     p = cond.out
     if isinstance(p, bool):
         p = _core.asarray(p)
     if not isinstance(p, _core.Array) or p.shape != () or p.dtype != _core.bool_:
         cond.close()
-        raise TypeError(f"while_loop: cond_fun must return a bool scalar, got {_describe(p)}; "
+        raise TypeError(f"{name}: cond_fun must return a bool scalar, got {_describe(p)}; "
                         f"reduce with qb.all/qb.any or compare to get one")
     cond_graph, cond_captured, _ = cond.finish([p])
     captured = body_captured + cond_captured
@@ -326,18 +330,18 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
             for b in branches:
                 b.close()
             raise
-    (f_paths, f_def), (t_paths, t_def) = (_tree.flatten_with_path(b.out) for b in branches)
     try:
+        (f_paths, f_def), (t_paths, t_def) = (_tree.flatten_with_path(b.out) for b in branches)
         if f_def != t_def:
             raise TypeError(f"cond: true_fun and false_fun must return the same structure, got {t_def} and {f_def}")
         for (path, fo), (_, to) in zip(f_paths, t_paths):
             fa = fo if isinstance(fo, _core.Array) else None
             ta = to if isinstance(to, _core.Array) else None
             if fa is None or ta is None:
-                bad = to if ta is None else fo
-                if not isinstance(bad, (int, float)):
-                    raise TypeError(f"cond: branches must return arrays, got {type(bad).__name__} at "
-                                    f"{_path_str('output', path)}")
+                for bad in (o for o, a in ((to, ta), (fo, fa)) if a is None):
+                    if not isinstance(bad, (int, float)):
+                        raise TypeError(f"cond: branches must return arrays, got {type(bad).__name__} at "
+                                        f"{_path_str('output', path)}")
                 continue
             if tuple(fa.shape) != tuple(ta.shape) or fa.dtype != ta.dtype:
                 raise TypeError(f"cond: true_fun and false_fun disagree at {_path_str('output', path)}: "
@@ -354,7 +358,11 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
             f_leaves[k] = _core.full(to.shape, float(fo), dtype=to.dtype)
         elif not isinstance(to, _core.Array) and isinstance(fo, _core.Array):
             t_leaves[k] = _core.full(fo.shape, float(to), dtype=fo.dtype)
-    f_graph, f_captured, _ = branches[0].finish(f_leaves)
+    try:
+        f_graph, f_captured, _ = branches[0].finish(f_leaves)
+    except BaseException:
+        branches[1].close()
+        raise
     t_graph, t_captured, _ = branches[1].finish(t_leaves)
     no = len(op_leaves)
     f_feed = list(range(no)) + [no + i for i in range(len(f_captured))]

@@ -628,3 +628,43 @@ def test_scan_with_no_carry_and_with_no_ys():
     close(g, np.cos(NP(xs)))
     c, ys = qb.scan(lambda c, x: (c + x, None), qb.array(0.0), xs)
     assert float(c) == 6.0 and ys is None
+
+
+def test_weak_index_and_carries_stay_weak_through_arithmetic():
+    x = qb.ones((3,), dtype=qb.float32)
+    out = qb.fori_loop(0, 4, lambda i, c: c + i * 0.5 + qb.sin(i * 0.0), x)  # weak * Python float stays weak
+    assert out.dtype == qb.float32
+    close(out, [4.0, 4.0, 4.0])
+    out = qb.fori_loop(0, 3, lambda i, c: c * 2.0 + qb.sum(x), 0.0)
+    assert out.dtype == qb.float32 and float(out) == 21.0
+    out = qb.cond(True, lambda s: x * (s * 2), lambda s: x, 3.0)
+    assert out.dtype == qb.float32
+    close(out, [6.0, 6.0, 6.0])
+    lim = qb.array(4.5, dtype=qb.float32)
+    assert float(qb.while_loop(lambda c: c < lim, lambda c: c + 1.0, 0.0)) == 5.0
+    # two weak leaves that settle one after the other
+    s = qb.array(2.0, dtype=qb.float32)
+    a, b = qb.fori_loop(0, 3, lambda i, c: (c[0] * s, c[1] + c[0]), (1.0, 0.0))
+    assert a.dtype == b.dtype == qb.float32 and (float(a), float(b)) == (8.0, 7.0)
+
+
+def test_traced_bounds_pass_a_weak_index_without_a_derivative():
+    x0 = qb.ones((3,), dtype=qb.float32)
+    out = qb.jit(lambda n: qb.fori_loop(0, n, lambda i, c: c + i, x0))(qb.array(4.0))
+    assert out.dtype == qb.float32
+    close(out, [7.0, 7.0, 7.0])
+    # d/dlo of sum over i in [lo, 3) of c: only the trip count depends on lo, no tangent flows
+    t = qb.jvp(lambda lo: qb.fori_loop(lo, 3.0, lambda i, c: c + i, 0.0), (qb.array(0.0),), (qb.array(1.0),))[1]
+    assert float(t) == 0.0
+
+
+def test_reverse_mode_through_a_while_loop_whose_carry_does_not_depend_on_the_input():
+    f = lambda x: qb.while_loop(lambda c: c < x, lambda c: c + 1.0, 0.0) * x  # noqa: E731
+    assert float(qb.grad(f)(qb.array(3.5))) == 4.0
+    assert float(qb.jit(qb.grad(f))(qb.array(2.5))) == 3.0
+
+
+def test_cond_branches_returning_non_arrays_raise_type_error():
+    with pytest.raises(TypeError, match="branches must return arrays"):
+        qb.cond(True, lambda: 1.0, lambda: "abc")
+    assert float(qb.cond(False, lambda: 1.0, lambda: 2.0)) == 2.0

@@ -41,9 +41,20 @@ V like(Builder& b, V x, double value) {
 }
 }  // namespace
 
+namespace {
+// A function of weak values only is weak (like arithmetic on Python numbers). Inside a
+// trace this keeps a loop index or a Python-number carry weak through `i * 0.5`, so it
+// still adopts the dtype of the float32 array it meets.
+V keep_weak(Builder& b, V out, bool weak) {
+  if (weak) b.graph().values[out].weak = true;
+  return out;
+}
+}  // namespace
+
 V unary(Builder& b, std::string_view fname, Op op, V x) {
   require_float(b, fname, x);
-  return b.emit1(op, {x});
+  const bool weak = b.type(x).weak;
+  return keep_weak(b, b.emit1(op, {x}), weak);
 }
 
 V predicate(Builder& b, std::string_view fname, Op op, V x) {
@@ -53,9 +64,10 @@ V predicate(Builder& b, std::string_view fname, Op op, V x) {
 }
 
 V binary(Builder& b, std::string_view fname, Op op, V x, V y) {
+  const bool weak = b.type(x).weak && b.type(y).weak;
   const V xs[] = {x, y};
   auto v = promote_broadcast(b, fname, xs, false);
-  return b.emit1(op, {v[0], v[1]});
+  return keep_weak(b, b.emit1(op, {v[0], v[1]}), weak);
 }
 
 V compare(Builder& b, std::string_view fname, Op op, V x, V y) {

@@ -11,6 +11,7 @@
 // checkpoints plus one block of carries live at once, for one extra forward pass. Steps
 // past the last whole block form a tail handled the same way. Everything is emitted as
 // ordinary scans, so the result is differentiable and batchable again.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -276,15 +277,55 @@ V f64_const(Emit& e, double v) { return e.scalar(v, DType::f64); }
 
 }  // namespace
 
+namespace {
+
+// A region node none of whose outputs is linear (linear operands reach no output, or only a
+// while loop's trip count): the node without its linear operands, nothing to transpose.
+std::vector<V> without_linear_operands(Emit& e, const Node& n, const std::vector<bool>& lin, const std::vector<V>& x) {
+  std::vector<V> in;
+  std::vector<bool> keep;  // per region parameter
+  Attrs a = n.attrs;
+  if (n.op == Op::Scan) keep.push_back(true);  // the step index
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (n.op == Op::Cond && i == 0) {
+      in.push_back(x[0]);  // the predicate is no region parameter
+      continue;
+    }
+    keep.push_back(!lin[i]);
+    if (!lin[i]) {
+      in.push_back(x[i]);
+      continue;
+    }
+    const auto k = static_cast<std::int64_t>(i);
+    if (n.op == Op::Cond) continue;
+    if (k < n.attrs.num_consts) {
+      --a.num_consts;
+    } else if (n.op == Op::While || k < n.attrs.num_consts + n.attrs.num_carry) {
+      // A linear carry makes its output linear (the fixed point), so it cannot be here.
+      throw InternalError("transpose: a linear loop carry with no linear output");
+    }  // else: a scan's xs operand the body never reads
+  }
+  Regions regions;
+  for (const auto& r : n.regions)
+    regions.push_back(std::make_shared<const Graph>(restrict_graph(*r, keep, std::vector<bool>(r->results.size(), true))));
+  return e.b.emit(n.op, in, std::move(a), std::move(regions));
+}
+
+}  // namespace
+
 RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vector<bool>& lin,
                                          const std::vector<bool>& lin_out, const std::vector<V>& x,
                                          std::vector<V>& nonlinear_outs) {
   nonlinear_outs.assign(n.outputs.size(), 0);
+  if (std::none_of(lin_out.begin(), lin_out.end(), [](bool f) { return f; })) {
+    nonlinear_outs = without_linear_operands(e, n, lin, x);
+    return {};
+  }
   switch (n.op) {
     case Op::While:
       throw ValueError(
-          "reverse-mode differentiation of qb.while_loop is not supported: its trip count is only known at run "
-          "time. Use qb.fori_loop(0, max_steps, body, init) with a bound on the steps, freezing the carry once done "
+          "reverse-mode differentiation of qb.while_loop is not supported (a carry depends on the differentiated "
+          "values and its trip count is only known at run time). Use qb.fori_loop(0, max_steps, body, init) with a bound on the steps, freezing the carry once done "
           "with qb.where(done, carry, new_carry); forward mode (qb.jvp, qb.jacfwd) does work through while_loop");
     case Op::Cond: {
       std::vector<bool> keep_p, keep_r;
