@@ -139,6 +139,23 @@ void Executable::plan_small(const Users& users) {
     steps.push_back(std::move(s));
   }
   small_ = true;
+  for (const Step& st : steps) {
+    DirectElementwise d;
+    const Node& n = g.nodes[st.node];
+    if (is_elementwise(n.op) && loc[n.outputs[0]].kind == Location::Arena && n.inputs.size() <= 3) {
+      d.op = n.op;
+      d.in_dtype = g.type(n.inputs[n.op == Op::Select ? 1 : 0]).dtype;
+      d.out_dtype = g.type(n.outputs[0]).dtype;
+      d.n = num_elements(g.type(n.outputs[0]).shape);
+      d.out_offset = loc[n.outputs[0]].offset;
+      d.num_inputs = static_cast<std::uint8_t>(n.inputs.size());
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        d.in[k] = loc[n.inputs[k]];
+        d.scalar[k] = st.scalar_operand[k];
+      }
+    }
+    direct_.push_back(d);
+  }
   loc_ = std::move(loc);
   small_steps_ = std::move(steps);
   arena_bytes_ = std::max<std::size_t>(arena, 1);
@@ -489,8 +506,17 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
 void Executable::run_small(std::span<const std::byte* const> params, std::byte* arena) const {
   const Graph& g = *graph_;
   ArenaFrame f{loc_, params, arena};
-  for (const Step& s : small_steps_)
+  for (std::size_t i = 0; i < small_steps_.size(); ++i) {
+    const DirectElementwise& d = direct_[i];
+    if (d.op != Op::Parameter) {
+      std::array<Operand, 3> ops{};
+      for (std::size_t k = 0; k < d.num_inputs; ++k) ops[k] = {locate(d.in[k], params, arena), d.scalar[k]};
+      elementwise(d.op, d.in_dtype, d.out_dtype, std::span<const Operand>(ops.data(), d.num_inputs), arena + d.out_offset, d.n);
+      continue;
+    }
+    const Step& s = small_steps_[i];
     run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose, s.trans_a, s.trans_b}, f);
+  }
 }
 
 const std::byte* Executable::result_data(std::size_t j, std::span<const std::byte* const> params,

@@ -1,5 +1,6 @@
 // A Graph compiled for the CPU: a plan of kernel calls over host buffers.
 #pragma once
+#include <array>
 #include <memory>
 #include <span>
 #include <vector>
@@ -84,6 +85,18 @@ class Executable {
   bool small_ = false;
   std::vector<Location> loc_;
   std::vector<Step> small_steps_;
+  // Per small step: an elementwise op resolved ahead (operand locations, sizes, dtypes), so
+  // run_small calls its kernel directly; op == Parameter marks a step run_node handles.
+  struct DirectElementwise {
+    Op op = Op::Parameter;
+    DType in_dtype = DType::f32, out_dtype = DType::f32;
+    std::int64_t n = 0;
+    std::size_t out_offset = 0;
+    std::uint8_t num_inputs = 0;
+    std::array<Location, 3> in{};
+    std::array<bool, 3> scalar{};
+  };
+  std::vector<DirectElementwise> direct_;
   std::size_t arena_bytes_ = 0;
 };
 
