@@ -668,3 +668,30 @@ def test_cond_branches_returning_non_arrays_raise_type_error():
     with pytest.raises(TypeError, match="branches must return arrays"):
         qb.cond(True, lambda: 1.0, lambda: "abc")
     assert float(qb.cond(False, lambda: 1.0, lambda: 2.0)) == 2.0
+
+
+@settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(T=st.integers(1, 12), B=st.integers(1, 4), reverse=st.booleans(),
+       mapped=st.tuples(st.booleans(), st.booleans(), st.booleans()).filter(any), seed=st.integers(0, 2**16))
+def test_vmap_of_scan_and_its_gradient_match_a_loop_for_any_mapping(T, B, reverse, mapped, seed):
+    rng = np.random.default_rng(seed)
+    map_c0, map_xs, map_w = mapped
+    c0 = rng.uniform(-1, 1, (B, 2) if map_c0 else (2,))
+    xs = rng.uniform(-1, 1, (B, T, 2) if map_xs else (T, 2))
+    w = rng.uniform(0.5, 1.5, (B,) if map_w else ())
+
+    def f(c0, xs, w):
+        c, ys = qb.scan(lambda c, x: (qb.tanh(c * w + x), qb.sum(c * x)), c0, xs, reverse=reverse)
+        return qb.sum(c) + qb.sum(ys * ys)
+
+    axes = (0 if map_c0 else None, 0 if map_xs else None, 0 if map_w else None)
+    args = (qb.array(c0), qb.array(xs), qb.array(w))
+    pick = lambda a, m, k: qb.array(a[k]) if m else qb.array(a)  # noqa: E731
+    got = qb.vmap(f, in_axes=axes)(*args)
+    grads = qb.vmap(qb.grad(f, argnums=(0, 2)), in_axes=axes)(*args)
+    for k in range(B):
+        ex = (pick(c0, map_c0, k), pick(xs, map_xs, k), pick(w, map_w, k))
+        close(got[k], f(*ex))
+        g0, g2 = qb.grad(f, argnums=(0, 2))(*ex)
+        close(grads[0][k], g0)
+        close(grads[1][k], g2)
