@@ -695,3 +695,24 @@ def test_vmap_of_scan_and_its_gradient_match_a_loop_for_any_mapping(T, B, revers
         g0, g2 = qb.grad(f, argnums=(0, 2))(*ex)
         close(grads[0][k], g0)
         close(grads[1][k], g2)
+
+
+def test_an_empty_scan_with_outputs_raises_and_without_them_returns_the_init():
+    c = qb.ones(3, dtype=qb.float64)
+    with pytest.raises(ValueError, match="zero-extent"):
+        qb.scan(lambda c, x: (c, c * 2.0), c, length=0)
+    c2, ys = qb.scan(lambda c, i: (c + 1.0, None), c, length=0)
+    assert ys is None and NP(c2).tolist() == [1.0, 1.0, 1.0]
+    close(qb.grad(lambda c: qb.sum(qb.scan(lambda c, i: (c * 2.0, None), c, length=0)[0] ** 2))(c), [2.0, 2.0, 2.0])
+
+
+def test_huge_trig_arguments_agree_between_eager_jit_and_loop_bodies():
+    # In-place kernels (a fused scratch tile reused by sin) keep the long-double path for
+    # |x| >= 2^24 (glibc's vector sin is off there).
+    x = qb.array(np.linspace(1e8, 2e8, 9))
+    f = lambda x: qb.sin(x * 2.0) * 3.0 + qb.cos(x * 3.0) + qb.tan(x * 0.5)  # noqa: E731
+    eager = NP(f(x))
+    np.testing.assert_array_equal(NP(qb.jit(f)(x)), eager)
+    np.testing.assert_array_equal(NP(qb.fori_loop(0, 1, lambda i, c: f(c), x)), eager)
+    xs = np.linspace(1e8, 2e8, 9)
+    np.testing.assert_allclose(eager, 3 * np.sin(2 * xs) + np.cos(3 * xs) + np.tan(0.5 * xs), rtol=1e-9, atol=1e-9)

@@ -60,7 +60,7 @@ struct NodeKeyHash {
 bool is_commutative(Op op) {
   switch (op) {
     case Op::Add: case Op::Mul: case Op::And: case Op::Or: case Op::Eq: case Op::Ne:
-      return true;  // IEEE-exactly commutative, NaNs included
+      return true;  // exactly commutative in our kernels (a NaN result stays NaN either way)
     default:
       return false;  // order matters, or may in a kernel's NaN or signed-zero handling
   }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/ir/errors.h"
@@ -260,11 +259,12 @@ namespace {
 
 // Where a node's operands and results live: EnvFrame in buffers of an environment (the
 // general plan), ArenaFrame at fixed offsets of one arena (small plans, allocation-free).
+template <class RunRegion>
 struct EnvFrame {
   const Graph& g;
   std::vector<BufferPtr>& env;
   const std::vector<ValueId>& release;
-  const std::function<void()>& run_region;
+  const RunRegion& run_region;  // a lambda: no std::function (and no allocation) per step
 
   const std::byte* in(ValueId v) const { return env[v]->data(); }
   std::byte* out(ValueId v, std::size_t nbytes) {
@@ -498,8 +498,8 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
 
 void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
   const Graph& g = *graph_;
-  const std::function<void()> region = [&] { run_region(s, env); };
-  EnvFrame f{g, env, s.release, region};
+  const auto region = [&] { run_region(s, env); };
+  EnvFrame<decltype(region)> f{g, env, s.release, region};
   run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose, s.trans_a, s.trans_b}, f);
 }
 

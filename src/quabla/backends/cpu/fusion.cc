@@ -259,6 +259,7 @@ FusionPlan plan_fusion(const Graph& g) {
     for (std::size_t j = 0; trailing && j < n.attrs.dims.size(); ++j)
       trailing = n.attrs.dims[j] == rank - static_cast<std::int64_t>(n.attrs.dims.size() - j);
     if (!trailing || s != group_shape[k] || is_scalar_broadcast(g, g.producer_of(v))) continue;
+    if (num_elements(s) == 0) continue;  // empty rows: the plain reduction writes the zeros
     epilogue_node[k] = static_cast<int>(i);
     plan.group[i] = k;
   }

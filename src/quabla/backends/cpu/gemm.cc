@@ -34,6 +34,11 @@ void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, s
             std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a, bool trans_b) {
   constexpr auto kMax = std::numeric_limits<blasint>::max();
   if (m > kMax || k > kMax || n > kMax) throw ValueError("matmul: a matrix dimension exceeds the 32-bit BLAS limit");
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: zeros (BLAS would reject the zero leading dimension)
+    std::fill_n(c, static_cast<std::size_t>(batch * m * n) * (dtype == DType::f32 ? 4 : 8), std::byte{0});
+    return;
+  }
   ensure_single_threaded_blas();
   const auto K = static_cast<blasint>(k), N = static_cast<blasint>(n);
   // Row block r0 of op(A): rows r0.. of A, or columns r0.. of the stored (k x m) A^T.

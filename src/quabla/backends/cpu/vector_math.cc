@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "quabla/backends/cpu/vector_math.h"
 
 #if defined(QUABLA_HAVE_LIBMVEC) && defined(__AVX2__)
@@ -87,13 +88,24 @@ bool vector_unary_f32(Op op, const float* x, float* y, std::int64_t n) {
 bool vector_unary_f64(Op op, const double* x, double* y, std::int64_t n) {
   const VecD f = lookup(op).f64;
   if (!f) return false;
-  apply<double, __m256d>(f, [](const double* p) { return _mm256_loadu_pd(p); },
-                         [](double* p, __m256d v) { _mm256_storeu_pd(p, v); }, x, y, n);
-  if (op == Op::Sin || op == Op::Cos || op == Op::Tan) {
-    // Huge arguments take the long double path of scalar_math.h (decided per value, so
-    // results never depend on an element's position).
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (math::huge_trig_arg(x[i])) y[i] = op == Op::Sin ? math::sin(x[i]) : op == Op::Cos ? math::cos(x[i]) : math::tan(x[i]);
+  if (op != Op::Sin && op != Op::Cos && op != Op::Tan) {
+    apply<double, __m256d>(f, [](const double* p) { return _mm256_loadu_pd(p); },
+                           [](double* p, __m256d v) { _mm256_storeu_pd(p, v); }, x, y, n);
+    return true;
+  }
+  // Huge arguments take the long double path of scalar_math.h (decided per value, so
+  // results never depend on an element's position). Block by block, with the block's
+  // inputs kept aside: y may be x (in place), so x[i] is gone once the vector pass wrote it.
+  constexpr std::int64_t kBlock = 256;
+  double saved[kBlock];
+  for (std::int64_t b = 0; b < n; b += kBlock) {
+    const std::int64_t len = std::min(kBlock, n - b);
+    std::copy_n(x + b, len, saved);
+    apply<double, __m256d>(f, [](const double* p) { return _mm256_loadu_pd(p); },
+                           [](double* p, __m256d v) { _mm256_storeu_pd(p, v); }, saved, y + b, len);
+    for (std::int64_t i = 0; i < len; ++i) {
+      const double v = saved[i];
+      if (math::huge_trig_arg(v)) y[b + i] = op == Op::Sin ? math::sin(v) : op == Op::Cos ? math::cos(v) : math::tan(v);
     }
   }
   return true;
