@@ -2,6 +2,7 @@
 // the per-op switches because a region node has several outputs and its rule transforms
 // its bodies with the same transform, recursively.
 #pragma once
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -23,6 +24,9 @@ void jvp_region(ad::Emit& e, const Node& n, const std::vector<ValueId>& x,
 // outputs (nullopt: zero) and returns one per linear operand (nullopt elsewhere).
 struct RegionResiduals {
   std::vector<ValueId> values;  // checkpoints and the like, in the output graph
+  // What the forward half derived from the node's bodies (a scan's primal and transposed
+  // step), so the backward half does not derive it again (which would double per nesting).
+  std::shared_ptr<const void> derived;
 };
 RegionResiduals transpose_region_forward(ad::Emit& e, const Node& n, const std::vector<bool>& lin,
                                          const std::vector<bool>& lin_out, const std::vector<ValueId>& x,

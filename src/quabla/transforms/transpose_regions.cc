@@ -343,7 +343,8 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
       return {};
     }
     case Op::Scan: {
-      const ScanParts sp(n, lin, lin_out);
+      auto parts = std::make_shared<const ScanParts>(n, lin, lin_out);
+      const ScanParts& sp = *parts;
       const auto plan = sp.plan();
       const std::vector<V> cn = pick(x, 0, sp.nc, lin, false);
       std::vector<V> kn;
@@ -352,6 +353,7 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
       const std::vector<V> xn = pick(x, sp.nc + sp.nk, sp.nx, lin, false);
       const std::int64_t split = plan.blocks * plan.block;
       RegionResiduals res;
+      res.derived = parts;
       std::vector<V> ys_blocked, ys_tail;
       auto run_blocked = [&](std::vector<V>& carry) {
         if (plan.blocks == 0) return;
@@ -457,7 +459,7 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
       return out;
     }
     case Op::Scan: {
-      const ScanParts sp(n, lin, lin_out);
+      const ScanParts& sp = *static_cast<const ScanParts*>(res.derived.get());
       const auto plan = sp.plan();
       const std::vector<V> cn = pick(x, 0, sp.nc, lin, false);
       const std::vector<V> xn = pick(x, sp.nc + sp.nk, sp.nx, lin, false);
