@@ -10,7 +10,7 @@ _preload_blas()
 from . import _core  # noqa: E402
 from ._core import (  # noqa: E402,F401
     Array, DType, float32, float64, bool_,
-    array, asarray, zeros, ones, full, zeros_like, ones_like, full_like, arange, linspace, eye,
+    zeros, ones, full, zeros_like, ones_like, full_like, arange, linspace, eye,
     sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh,
     exp, expm1, exp2, log, log1p, log2, log10, sqrt, cbrt, erf, erfc, abs, absolute, sign,
     floor, ceil, round, sigmoid, softplus, negative, stop_gradient, square, reciprocal, relu,
@@ -27,6 +27,7 @@ from ._core import (  # noqa: E402,F401
 )
 from .errors import QuablaError, TracerError, UnsupportedOperationError, RetraceWarning  # noqa: E402,F401
 from ._shapes import meshgrid  # noqa: E402,F401
+from ._constructors import array, asarray, default_dtype, set_default_dtype  # noqa: E402,F401
 from . import _array_methods  # noqa: E402
 from . import tree  # noqa: E402,F401
 from ._jit import jit, ShapeDtype  # noqa: E402,F401

@@ -126,26 +126,30 @@ def value_and_grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0,
     ((value, aux), gradient)."""
     if fun is None:
         return lambda f: value_and_grad(f, argnums=argnums, has_aux=has_aux)
+    return _value_and_grad(fun, argnums, has_aux, "value_and_grad")
+
+
+def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str):
     if not callable(fun):
-        raise TypeError(f"value_and_grad: expected a callable, got {type(fun).__name__}")
+        raise TypeError(f"{transform}: expected a callable, got {type(fun).__name__}")
     name = getattr(fun, "__name__", "function")
 
     def vg(*args, **kwargs):
-        nums, single = _normalize_argnums(argnums, len(args), "grad")
+        nums, single = _normalize_argnums(argnums, len(args), transform)
         positions = _leaf_positions(args, kwargs, nums)
         diff = {p for ps in positions.values() for p in ps}
-        staged = _Staged(fun, args, kwargs, diff, "grad")
+        staged = _Staged(fun, args, kwargs, diff, transform)
         out = staged.out
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 staged.trace.close()
-                raise ValueError(f"grad({name}) with has_aux=True: the function must return (value, aux), got "
-                                 f"{type(out).__name__}")
+                raise ValueError(f"{transform}({name}) with has_aux=True: the function must return (value, aux), "
+                                 f"got {type(out).__name__}")
             value, aux = out
         else:
             value, aux = out, None
         try:
-            _check_scalar_loss(value, f"grad({name})")
+            _check_scalar_loss(value, f"{transform}({name})")
         except BaseException:
             staged.trace.close()
             raise
@@ -186,7 +190,7 @@ def grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0, has_aux: 
     """grad(f)(*args): the gradient of the scalar f with respect to args[argnums]."""
     if fun is None:
         return lambda f: grad(f, argnums=argnums, has_aux=has_aux)
-    vg = value_and_grad(fun, argnums=argnums, has_aux=has_aux)
+    vg = _value_and_grad(fun, argnums, has_aux, "grad")
     name = getattr(fun, "__name__", "function")
 
     def g(*args, **kwargs):
@@ -202,28 +206,32 @@ def grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0, has_aux: 
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
     """(fun(*primals), directional derivative along tangents); primals and tangents are
     sequences of matching pytrees."""
+    return _jvp(fun, primals, tangents, "jvp")
+
+
+def _jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], name: str):
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("jvp: primals and tangents must be tuples or lists of arguments")
+        raise TypeError(f"{name}: primals and tangents must be tuples or lists of arguments")
     if len(primals) != len(tangents):
-        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+        raise ValueError(f"{name}: {len(primals)} primals but {len(tangents)} tangents")
     p_leaves, p_def = _tree.flatten(list(primals))
     t_leaves, t_def = _tree.flatten(list(tangents))
     if p_def != t_def:
-        raise ValueError(f"jvp: tangents have structure {t_def}, primals {p_def}")
-    staged = _Staged(fun, tuple(primals), {}, set(range(len(p_leaves))), "jvp")
+        raise ValueError(f"{name}: tangents have structure {t_def}, primals {p_def}")
+    staged = _Staged(fun, tuple(primals), {}, set(range(len(p_leaves))), name)
     out_leaves, out_def = _tree.flatten(staged.out)
     if not all(isinstance(o, _core.Array) for o in out_leaves):
         staged.trace.close()
-        raise TypeError("jvp: the function must return arrays (or pytrees of arrays)")
+        raise TypeError(f"{name}: the function must return arrays (or pytrees of arrays)")
     graph, captured = staged.finish(out_leaves)
     tangent_args = []
     wrt = []
     for k, a in enumerate(staged.inputs):
-        t = _to_array(t_leaves[staged.input_leaf[k]], "jvp")
+        t = _to_array(t_leaves[staged.input_leaf[k]], name)
         float_input = a.dtype != _core.bool_
         if float_input:
             if t.shape != a.shape or t.dtype != a.dtype:
-                raise ValueError(f"jvp: tangent {k} is {t.dtype.name}{list(t.shape)}, its primal "
+                raise ValueError(f"{name}: tangent {k} is {t.dtype.name}{list(t.shape)}, its primal "
                                  f"{a.dtype.name}{list(a.shape)}; they must match")
             tangent_args.append(t)
         wrt.append(float_input)
@@ -239,13 +247,17 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
     """(fun(*primals), vjp_fun[, aux]): vjp_fun(cotangent) gives the cotangents of primals
     (a tuple, one per primal). vjp_fun can be called many times."""
-    staged = _Staged(fun, primals, {}, set(range(len(_tree.leaves(list(primals))))), "vjp")
+    return _vjp(fun, primals, has_aux, "vjp")
+
+
+def _vjp(fun: Callable, primals: tuple, has_aux: bool, name: str):
+    staged = _Staged(fun, primals, {}, set(range(len(_tree.leaves(list(primals))))), name)
     out = staged.out
     aux = None
     if has_aux:
         if not (isinstance(out, tuple) and len(out) == 2):
             staged.trace.close()
-            raise ValueError("vjp with has_aux=True: the function must return (output, aux)")
+            raise ValueError(f"{name} with has_aux=True: the function must return (output, aux)")
         out, aux = out
     out_leaves, out_def = _tree.flatten(out)
     aux_leaves, aux_def = _tree.flatten(aux)
@@ -291,118 +303,262 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
 
 
 # ---- compositions: Jacobians, Hessians, Hessian-vector products --------------------------
-
-def _single_array_arg(args, argnums, name):
-    nums, single = _normalize_argnums(argnums, len(args), name)
-    for i in nums:
-        if not isinstance(args[i], _core.Array) and not _is_array_like(args[i]) and not isinstance(args[i], (int, float)):
-            raise TypeError(f"{name}: argument {i} must be an array (pytrees are not supported here yet)")
-    return nums, single
-
-
-def _with_arg(args, i, value):
-    return tuple(value if j == i else a for j, a in enumerate(args))
-
+#
+# Structure (as JAX): the Jacobian mirrors the output pytree; each output leaf holds the
+# differentiated argument's pytree (a tuple of them when argnums is a tuple) whose leaves
+# have shape out_leaf.shape + in_leaf.shape. Arguments not in argnums are passed to the
+# function untouched (pytrees, Python numbers that stay static, anything else).
 
 # Directions per batched pass of jacfwd/jacrev: memory stays bounded by this many JVPs or
 # VJPs at once, whatever the input or output size.
 JACOBIAN_CHUNK = 256
 
+_FLOATS = (_core.float32, _core.float64)
 
-def _chunked_vmap(fn, basis):
-    """vmap(fn) over the rows of basis, JACOBIAN_CHUNK rows at a time, results concatenated."""
+
+class _FlatLeaves:
+    """Float array leaves of one or more pytrees laid end to end in one flat vector: their
+    offsets, and the maps between the vector and the leaves."""
+
+    def __init__(self, leaves):
+        self.leaves = leaves
+        self.offsets, n = [], 0
+        for a in leaves:
+            self.offsets.append(n)
+            n += a.size
+        self.size = n
+        self.dtype = _core.float32 if all(a.dtype == _core.float32 for a in leaves) else _core.float64
+
+    def split(self, vec):
+        """Leaf-shaped, leaf-typed pieces of a flat vector of `size` elements."""
+        if len(self.leaves) == 1:
+            a = self.leaves[0]
+            return [_core.reshape(vec, a.shape).astype(a.dtype)]
+        return [_core.reshape(vec[o:o + a.size], a.shape).astype(a.dtype)
+                for o, a in zip(self.offsets, self.leaves)]
+
+    def rows(self, stacked, k):
+        """Rows of `stacked` (leading axis over this vector's elements) that belong to leaf k."""
+        if len(self.leaves) == 1:
+            return stacked
+        o = self.offsets[k]
+        return stacked[o:o + self.leaves[k].size]
+
+
+def _float_leaves(tree, where: str, name: str, what: str):
+    """The leaves of `tree` as float arrays; anything else is a TypeError naming its path."""
+    pairs, treedef = _tree.flatten_with_path(tree)
+    out = []
+    for path, leaf in pairs:
+        if isinstance(leaf, bool) or not (isinstance(leaf, (int, float)) or _is_array_like(leaf)):
+            raise TypeError(f"{name}: {what} {_tree.keystr(path, where)} is a {type(leaf).__name__}; {name} "
+                            f"needs float arrays there")
+        a = _to_array(leaf, name)
+        if a.dtype not in _FLOATS:
+            raise TypeError(f"{name}: {what} {_tree.keystr(path, where)} has dtype {a.dtype.name}; {name} needs "
+                            f"float arrays there (convert with astype, or pass it as an argument not in argnums)")
+        out.append(a)
+    return out, treedef
+
+
+class _DiffArgs:
+    """The arguments of a Jacobian call split into differentiated pytrees (argnums) and the
+    rest, which the function receives untouched."""
+
+    def __init__(self, args: tuple, argnums, name: str):
+        self.args = args
+        self.nums, self.single = _normalize_argnums(argnums, len(args), name)
+        self.defs, leaves, self.counts = [], [], []
+        for i in self.nums:
+            ls, d = _float_leaves(args[i], f"args[{i}]", name, "differentiated argument leaf")
+            self.defs.append(d)
+            self.counts.append(len(ls))
+            leaves += ls
+        self.flat = _FlatLeaves(leaves)
+        self.primals = tuple(self._trees(leaves))
+
+    def _trees(self, leaves):
+        trees, it = [], iter(leaves)
+        for d, c in zip(self.defs, self.counts):
+            trees.append(_tree.unflatten(d, [next(it) for _ in range(c)]))
+        return trees
+
+    def call(self, fun, trees):
+        """fun on the original arguments with the differentiated ones replaced by `trees`."""
+        args = list(self.args)
+        for i, t in zip(self.nums, trees):
+            args[i] = t
+        return fun(*args)
+
+    def tangents(self, vec):
+        return tuple(self._trees(self.flat.split(vec)))
+
+    def result(self, per_leaf):
+        """The input-side structure around per-input-leaf blocks: one tree, or a tuple of
+        trees for a tuple argnums."""
+        trees = self._trees(per_leaf)
+        return trees[0] if self.single else tuple(trees)
+
+
+def _value_and_aux(out, has_aux: bool, name: str):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise ValueError(f"{name} with has_aux=True: the function must return a pair (output, aux), got "
+                         f"{type(out).__name__}")
+    return out
+
+
+def _basis_chunks(n: int, dtype):
+    """Rows of the n x n identity, JACOBIAN_CHUNK at a time (never the whole matrix)."""
+    for s in range(0, n, JACOBIAN_CHUNK):
+        c = min(JACOBIAN_CHUNK, n - s)
+        yield _core.eye(c, n, k=s, dtype=dtype)
+
+
+def _stacked_over_directions(fn, n: int, dtype):
+    """vmap(fn) over every row of the n x n identity in chunks; fn returns a list of arrays,
+    and each result is the concatenation over the chunks along the leading axis."""
     from ._vmap import vmap
-    n = basis.shape[0]
-    if n <= JACOBIAN_CHUNK:
-        return vmap(fn)(basis)
-    pieces = [vmap(fn)(basis[s:min(n, s + JACOBIAN_CHUNK)]) for s in range(0, n, JACOBIAN_CHUNK)]
-    if isinstance(pieces[0], tuple):
-        return tuple(_core.concat([p[k] for p in pieces], axis=0) for k in range(len(pieces[0])))
-    return _core.concat(pieces, axis=0)
+    pieces = [vmap(fn)(basis) for basis in _basis_chunks(n, dtype)]
+    if len(pieces) == 1:
+        return list(pieces[0])
+    return [_core.concat([p[k] for p in pieces], axis=0) for k in range(len(pieces[0]))]
 
 
-def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0):
+def _check_outputs(out, name: str):
+    leaves, treedef = _tree.flatten_with_path(out)
+    for path, leaf in leaves:
+        if not isinstance(leaf, _core.Array):
+            raise TypeError(f"{name}: the function must return arrays (or pytrees of arrays); output "
+                            f"{_tree.keystr(path, 'out')} is a {type(leaf).__name__}")
+        if leaf.dtype not in _FLOATS:
+            raise TypeError(f"{name}: output {_tree.keystr(path, 'out')} has dtype {leaf.dtype.name}; Jacobians "
+                            f"need float outputs")
+    return [leaf for _, leaf in leaves], treedef
+
+
+def _assemble(out_def, out_leaves, d: _DiffArgs, block):
+    """The Jacobian pytree: out structure around input structures around block(j, k)."""
+    per_out = [d.result([block(j, k) for k in range(len(d.flat.leaves))]) for j in range(len(out_leaves))]
+    return _tree.unflatten(out_def, per_out)
+
+
+def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str):
+    if not callable(fun):
+        raise TypeError(f"{name}: expected a callable, got {type(fun).__name__}")
+
+    def jac(*args):
+        d = _DiffArgs(args, argnums, name)
+        info = {}
+
+        def column(direction):  # one JVP: the Jacobian's column along one input element
+            def f(*trees):
+                return _value_and_aux(d.call(fun, trees), has_aux, name)[0]
+            _, t_out = _jvp(f, d.primals, d.tangents(direction), name)
+            leaves, info["def"] = _check_outputs(t_out, name)
+            return leaves
+
+        cols = _stacked_over_directions(column, d.flat.size, d.flat.dtype)  # per output: [n, *out]
+
+        def block(j, k):
+            c = d.flat.rows(cols[j], k)  # [in_k size, *out_j]
+            out_nd = c.ndim - 1
+            if out_nd:
+                c = _core.transpose(c, tuple(range(1, out_nd + 1)) + (0,))
+            return _core.reshape(c, c.shape[:out_nd] + d.flat.leaves[k].shape)
+
+        result = _assemble(info["def"], cols, d, block)
+        if has_aux:
+            return result, _value_and_aux(d.call(fun, d.primals), True, name)[1]
+        return result
+
+    return jac
+
+
+def _jacrev(fun: Callable, argnums, has_aux: bool, name: str):
+    if not callable(fun):
+        raise TypeError(f"{name}: expected a callable, got {type(fun).__name__}")
+
+    def jac(*args):
+        d = _DiffArgs(args, argnums, name)
+
+        def f(*trees):
+            return d.call(fun, trees)
+
+        res = _vjp(f, d.primals, has_aux, name)
+        out, pull = res[0], res[1]
+        out_leaves, out_def = _check_outputs(out, name)
+        out_flat = _FlatLeaves(out_leaves)
+
+        def row(direction):  # one VJP: the Jacobian's row for one output element
+            cts = _tree.unflatten(out_def, out_flat.split(direction))
+            return [g for tree in pull(cts) for g in _tree.leaves(tree)]
+
+        rows = _stacked_over_directions(row, out_flat.size, out_flat.dtype)  # per input: [m, *in]
+
+        def block(j, k):
+            r = out_flat.rows(rows[k], j)
+            return _core.reshape(r, out_leaves[j].shape + d.flat.leaves[k].shape)
+
+        result = _assemble(out_def, out_leaves, d, block)
+        return (result, res[2]) if has_aux else result
+
+    return jac
+
+
+def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
     """The Jacobian by forward mode: one JVP per input element, batched with vmap in chunks
-    of JACOBIAN_CHUNK directions. Shape: output shape + input shape."""
-    def jac(*args):
-        nums, single = _single_array_arg(args, argnums, "jacfwd")
-        outs = []
-        for i in nums:
-            x = _to_array(args[i], "jacfwd")
-            n = x.size
-            basis = _core.reshape(_core.eye(n, dtype=x.dtype), (n,) + x.shape)
-
-            def column(t, i=i, x=x):
-                tangents = tuple(t if j == i else _core.zeros_like(_to_array(a, "jacfwd"))
-                                 for j, a in enumerate(args))
-                return jvp(fun, tuple(_to_array(a, "jacfwd") for a in args), tangents)[1]
-
-            cols = _chunked_vmap(column, basis)  # [n, *out]
-            out_nd = cols.ndim - 1
-            perm = tuple(range(1, out_nd + 1)) + (0,)
-            j = _core.transpose(cols, perm) if out_nd else cols
-            outs.append(_core.reshape(j, j.shape[:out_nd] + x.shape))
-        return outs[0] if single else tuple(outs)
-
-    return jac
+    of JACOBIAN_CHUNK directions. Pytrees in and out (see the section comment); with
+    has_aux, fun returns (output, aux) and the result is (jacobian, aux)."""
+    return _jacfwd(fun, argnums, has_aux, "jacfwd")
 
 
-def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0):
+def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
     """The Jacobian by reverse mode: one VJP per output element, batched with vmap in chunks
-    of JACOBIAN_CHUNK directions. Shape: output shape + input shape."""
-    def jac(*args):
-        nums, single = _single_array_arg(args, argnums, "jacrev")
-        arrays = tuple(_to_array(a, "jacrev") for a in args)
-        out, fn = vjp(fun, *arrays)
-        if not isinstance(out, _core.Array):
-            raise TypeError("jacrev: the function must return one array")
-        m = out.size
-        basis = _core.reshape(_core.eye(m, dtype=out.dtype), (m,) + out.shape)
-        rows = _chunked_vmap(fn, basis)  # tuple over args of [m, *in]
-        results = []
-        for i in nums:
-            r = rows[i]
-            results.append(_core.reshape(r, out.shape + arrays[i].shape))
-        return results[0] if single else tuple(results)
+    of JACOBIAN_CHUNK directions. Same structure and has_aux as jacfwd."""
+    return _jacrev(fun, argnums, has_aux, "jacrev")
 
+
+def jacobian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+    """The Jacobian: reverse mode when the output has fewer elements than the differentiated
+    inputs, forward mode otherwise (JAX's jacrev/jacfwd choice, made per call)."""
+    if not callable(fun):
+        raise TypeError(f"jacobian: expected a callable, got {type(fun).__name__}")
+
+    def jac(*args):
+        d = _DiffArgs(args, argnums, "jacobian")
+        staged = _Staged(fun, tuple(args), {}, set(), "jacobian")  # traced only to size the output
+        staged.trace.close()
+        out, _ = _value_and_aux(staged.out, has_aux, "jacobian")
+        n_out = sum(getattr(o, "size", 1) for o in _tree.leaves(out))
+        chosen = _jacrev if n_out < d.flat.size else _jacfwd
+        return chosen(fun, argnums, has_aux, "jacobian")(*args)
     return jac
 
 
-def jacobian(fun: Callable, argnums: Union[int, Sequence[int]] = 0):
-    """The Jacobian: reverse mode when the output has fewer elements than the inputs,
-    forward mode otherwise (JAX's jacrev/jacfwd choice, made per call)."""
-    def jac(*args):
-        nums, _ = _normalize_argnums(argnums, len(args), "jacobian")
-        staged_out = _probe_output_size(fun, args)
-        n_in = sum(_to_array(args[i], "jacobian").size for i in nums)
-        chosen = jacrev if staged_out < n_in else jacfwd
-        return chosen(fun, argnums)(*args)
-    return jac
-
-
-def _probe_output_size(fun, args) -> int:
-    staged = _Staged(fun, tuple(args), {}, set(), "jacobian")
-    out = staged.out
-    staged.trace.close()
-    if not isinstance(out, _core.Array):
-        raise TypeError("jacobian: the function must return one array")
-    return out.size
-
-
-def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0):
-    """The Hessian of a scalar function: forward over reverse (jacfwd of jacrev)."""
-    return jacfwd(jacrev(fun, argnums), argnums)
+def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+    """The Hessian of a scalar function, forward over reverse (jacfwd of jacrev). For a dict
+    argument the result is a dict of dicts: H[a][b] has shape a.shape + b.shape."""
+    if not callable(fun):
+        raise TypeError(f"hessian: expected a callable, got {type(fun).__name__}")
+    return _jacfwd(_jacrev(fun, argnums, has_aux, "hessian"), argnums, has_aux, "hessian")
 
 
 def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
-    """Hessian-vector product of a scalar function, forward over reverse:
-    (grad f(primals), H tangents) without forming H."""
+    """Hessian-vector product of a scalar function, forward over reverse, without forming H.
+
+    Returns (gradients, products): two tuples with one entry per primal, gradients[i] =
+    d fun / d primals[i] and products[i] = sum_j (d2 fun / d primals[i] d primals[j]) .
+    tangents[j], each mirroring primals[i]'s pytree. For one primal, take [0] of each."""
+    if not callable(fun):
+        raise TypeError(f"hvp: expected a callable, got {type(fun).__name__}")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("hvp: primals and tangents must be tuples or lists")
-    argnums = tuple(range(len(primals)))
-    g = grad(fun, argnums=argnums)
-    out, tan = jvp(lambda *xs: g(*xs), tuple(primals), tuple(tangents))
-    return out, tan
+        raise TypeError("hvp: primals and tangents must be tuples or lists of arguments")
+    if not primals:
+        raise ValueError("hvp: needs at least one primal")
+    g = grad(fun, argnums=tuple(range(len(primals))))
+    return _jvp(g, tuple(primals), tuple(tangents), "hvp")
 
 
 __all__ += ["jacfwd", "jacrev", "jacobian", "hessian", "hvp"]

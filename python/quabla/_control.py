@@ -26,10 +26,6 @@ def _describe(x) -> str:
     return type(x).__name__
 
 
-def _path_str(root: str, path: tuple) -> str:
-    return root + "".join(f"[{k!r}]" for k in path)
-
-
 def _leaf_array(x, what: str):
     """A carry/operand leaf as an array; Python numbers become weak-typed stand-ins."""
     if isinstance(x, _core.Array):
@@ -48,7 +44,7 @@ def _carry_leaves(tree, what: str):
     paths, treedef = _tree.flatten_with_path(tree)
     leaves, weak = [], []
     for path, leaf in paths:
-        a, w = _leaf_array(leaf, f"{what} {_path_str('carry', path)}")
+        a, w = _leaf_array(leaf, f"{what} {_tree.keystr(path, 'carry')}")
         leaves.append(a)
         weak.append(w)
     return leaves, weak, treedef
@@ -99,10 +95,10 @@ def _check_carry(name: str, what: str, init_leaves, init_def, out):
             if isinstance(o, (int, float)) and not isinstance(o, bool) and a.shape == ():
                 o = _core.asarray(float(o)).astype(a.dtype)
             else:
-                raise TypeError(f"{name}: {what} returned {type(o).__name__} for carry leaf {_path_str('carry', path)}; "
+                raise TypeError(f"{name}: {what} returned {type(o).__name__} for carry leaf {_tree.keystr(path, 'carry')}; "
                                 f"carries hold arrays")
         if tuple(o.shape) != tuple(a.shape) or o.dtype != a.dtype:
-            raise TypeError(f"{name}: {what} changed carry leaf {_path_str('carry', path)} from {_describe(a)} to "
+            raise TypeError(f"{name}: {what} changed carry leaf {_tree.keystr(path, 'carry')} from {_describe(a)} to "
                             f"{_describe(o)}; a loop carry must keep its shape and dtype (convert with .astype, "
                             f"or start from an init_val of the final shape)")
         leaves.append(o)
@@ -319,7 +315,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     op_paths, op_def = _tree.flatten_with_path(list(operands))
     op_leaves, op_weak = [], []
     for path, leaf in op_paths:
-        a, w = _leaf_array(leaf, f"cond: operand {_path_str('operands', path)}")
+        a, w = _leaf_array(leaf, f"cond: operand {_tree.keystr(path, 'operands')}")
         op_leaves.append(a)
         op_weak.append(w)
 
@@ -345,10 +341,10 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
                 for bad in (o for o, a in ((to, ta), (fo, fa)) if a is None):
                     if not isinstance(bad, (int, float)):
                         raise TypeError(f"cond: branches must return arrays, got {type(bad).__name__} at "
-                                        f"{_path_str('output', path)}")
+                                        f"{_tree.keystr(path, 'output')}")
                 continue
             if tuple(fa.shape) != tuple(ta.shape) or fa.dtype != ta.dtype:
-                raise TypeError(f"cond: true_fun and false_fun disagree at {_path_str('output', path)}: "
+                raise TypeError(f"cond: true_fun and false_fun disagree at {_tree.keystr(path, 'output')}: "
                                 f"{_describe(ta)} and {_describe(fa)}; both branches must return the same shapes "
                                 f"and dtypes (convert with .astype or broadcast_to)")
     except BaseException:

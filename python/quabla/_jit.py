@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Optional, Tuple
 
 from . import _core
 from . import tree as _tree
-from .errors import RetraceWarning, UnsupportedOperationError
+from .errors import RetraceWarning, TracerError, UnsupportedOperationError
 
 __all__ = ["jit", "ShapeDtype"]
 
@@ -58,16 +58,20 @@ def _check_device(device: Optional[str]) -> None:
             op="jit", device=device)
 
 
-def _static_key(value: Any) -> Any:
+def _static_key(value: Any, what: str = "a static argument") -> Any:
     """A hashable key for a static value: Python scalars by type and value (NaN by its bits)."""
     if isinstance(value, float):
         return (float, struct.pack("<d", value))
     if isinstance(value, (bool, int, complex, str, bytes, type(None))):
         return (type(value), value)
+    if isinstance(value, _core.Array):
+        kind = "a traced array (a value of an enclosing transform)" if value._is_tracer else "an array"
+        raise TypeError(f"jit: {what} must be a hashable Python value, got {kind}; pass arrays as dynamic "
+                        f"arguments (drop it from static_argnums/static_argnames)")
     try:
         hash(value)
     except TypeError:
-        raise TypeError(f"jit: a static argument must be hashable, got {type(value).__name__}; "
+        raise TypeError(f"jit: {what} must be hashable, got {type(value).__name__}; "
                         f"pass arrays as dynamic arguments or make it hashable") from None
     return (type(value), value)
 
@@ -192,9 +196,10 @@ class JittedFunction:
             if i >= len(args):
                 raise TypeError(f"jit: static argument {i} was not passed positionally")
         dyn_args = tuple(None if i in self._static_argnums else a for i, a in enumerate(args))
-        static_args = tuple((i, _static_key(args[i])) for i in self._static_argnums)
+        static_args = tuple((i, _static_key(args[i], f"static argument {i}")) for i in self._static_argnums)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
-        static_kwargs = tuple(sorted((k, _static_key(v)) for k, v in kwargs.items() if k in self._static_argnames))
+        static_kwargs = tuple(sorted((k, _static_key(v, f"static argument {k!r}")) for k, v in kwargs.items()
+                                     if k in self._static_argnames))
         leaves, treedef = _tree.flatten((dyn_args, dyn_kwargs))
         classified = [_classify_leaf(x) for x in leaves]
         key = (treedef, tuple((k, s) for k, s, _ in classified), static_args, static_kwargs)
@@ -222,6 +227,11 @@ class JittedFunction:
             raise
         finally:
             _state.depth -= 1
+        if trace.num_captured:
+            # The function read values of an enclosing transform (grad, vmap, ...) from a
+            # closure: a program of its own could not be fed them, so it is inlined there.
+            trace.close()
+            return None
         out_leaves, out_treedef = _tree.flatten(out)
         kinds, arrays, statics = [], [], []
         for leaf in out_leaves:
@@ -243,6 +253,8 @@ class JittedFunction:
                 self._cache.move_to_end(key)
         if compiled is None:
             compiled = self._trace(args, kwargs, treedef, classified)
+            if compiled is None:
+                return None, classified
             compiled._key = key
             with self._lock:
                 self._cache[key] = compiled
@@ -261,6 +273,7 @@ class JittedFunction:
         fast_key = tree_key = None
         if _tracing():
             # Inside another trace the function is inlined into the enclosing program.
+            self._check_statics(args, kwargs)
             return self._fun(*args, **kwargs)
         if not kwargs and not self._static_argnums:
             fast_key = _core.array_signature(*args)
@@ -282,8 +295,11 @@ class JittedFunction:
         leaves = _tree.leaves((args, kwargs))
         if any(isinstance(leaf, _core.Array) and leaf._is_tracer for leaf in leaves):
             # Called on tracers of a transform (grad/vmap of a jitted function): inline.
+            self._check_statics(args, kwargs)
             return self._fun(*args, **kwargs)
         compiled, classified = self._lookup(args, kwargs)
+        if compiled is None:  # closes over tracers of an enclosing transform: inline
+            return self._fun(*args, **kwargs)
         if tree_key is not None and len(compiled._in_positions) == len(leaves):
             self._fast[tree_key] = compiled
         if not kwargs and not self._static_argnums and fast_key is not None \
@@ -291,9 +307,22 @@ class JittedFunction:
             self._fast[fast_key] = compiled
         return compiled._run([classified[i][2] for i in compiled._in_positions])
 
+    def _check_statics(self, args, kwargs) -> None:
+        """The static arguments' checks of a compiled call, for calls that are inlined."""
+        for i in self._static_argnums:
+            if i < len(args):
+                _static_key(args[i], f"static argument {i}")
+        for k in self._static_argnames:
+            if k in kwargs:
+                _static_key(kwargs[k], f"static argument {k!r}")
+
     def lower(self, *args, **kwargs) -> Lowered:
         """Traces for the signature of these arguments (arrays or ShapeDtype) without running."""
         compiled, _ = self._lookup(args, kwargs)
+        if compiled is None:
+            raise TracerError(f"jit({getattr(self._fun, '__name__', 'function')}).lower: the function reads a "
+                              f"traced value of an enclosing transform from a closure, so it cannot be compiled "
+                              f"on its own; call it (it is inlined) or pass that value as an argument")
         return Lowered(compiled)
 
     def _cache_size(self) -> int:

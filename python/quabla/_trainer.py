@@ -1,6 +1,10 @@
-"""Trainer (API.md §8): loss, gradient and optimizer update compiled into one retained
-program over flat leaves. `step()` runs it and reads nothing back; `fit(steps)` runs many,
-optionally printing progress, and returns the loss history (read back once, at the end).
+"""Trainer: loss, gradient and optimizer update compiled into one retained program over
+flat leaves. `step()` runs it and reads nothing back; `fit(steps)` runs many, optionally
+printing progress, and returns the loss history (read back once, at the end).
+
+Checkpoints: `trainer.params` and `trainer.state` (the optimizer state, a pytree) can be
+saved with qb.save; `Trainer(..., opt_state=loaded_state)` resumes from them and continues
+bit for bit as if the run had not stopped.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ __all__ = ["Trainer"]
 
 class Trainer:
     def __init__(self, loss: Callable, params: Any, optimizer: Any, *data: Any, device: str = "cpu",
-                 batch_argnums: Sequence[int] = (), precision: Optional[str] = None):
+                 batch_argnums: Sequence[int] = (), precision: Optional[str] = None, opt_state: Any = None):
         if not callable(loss):
             raise TypeError("Trainer: loss must be callable")
         if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
@@ -30,7 +34,10 @@ class Trainer:
         self._data = list(data)
         self._optimizer = optimizer
         p_leaves, self._p_def = _tree.flatten(params)
-        s_leaves, self._s_def = _tree.flatten(optimizer.init(params))
+        init_state = optimizer.init(params)
+        s_leaves, self._s_def = _tree.flatten(init_state)
+        if opt_state is not None:
+            s_leaves = _checked_state(opt_state, s_leaves, self._s_def)
         self._p_leaves, self._s_leaves = list(p_leaves), list(s_leaves)
         n_p, n_s = len(p_leaves), len(s_leaves)
         p_def, s_def = self._p_def, self._s_def
@@ -91,3 +98,19 @@ class Trainer:
                 rate = (k + 1) / max(time.perf_counter() - start, 1e-9)
                 print(f"step {self.steps:>7d}  loss {losses[-1].item():.4e}  {rate:,.0f} steps/s", file=sys.stderr)
         return [l.item() for l in losses]
+
+
+def _checked_state(state, like_leaves, like_def):
+    """The leaves of a given optimizer state, which must match the optimizer's own state for
+    these parameters (structure, shapes and dtypes)."""
+    leaves, treedef = _tree.flatten(state)
+    if treedef != like_def:
+        raise ValueError(f"Trainer: opt_state has structure {treedef}, but the optimizer's state for these "
+                         f"parameters is {like_def}; pass the state saved from a Trainer with the same "
+                         f"optimizer and parameters")
+    for i, (a, b) in enumerate(zip(leaves, like_leaves)):
+        shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
+        if shape != b.shape or dtype != b.dtype:
+            raise ValueError(f"Trainer: opt_state leaf {i} is {dtype}{list(shape or [])}, expected "
+                             f"{b.dtype.name}{list(b.shape)}")
+    return list(leaves)

@@ -4,12 +4,16 @@ A checkpoint is one file holding one pytree of
 
 - leaves: ``qb.Array`` (float32, float64, bool; any shape, 0-d included), ``None``, ``bool``,
   ``int``, ``float`` (bit-exact: NaN payloads, infinities and -0.0 survive) and ``str``;
-- containers: ``dict`` with ``str`` keys (insertion order is kept), ``list`` and ``tuple``.
+- containers: ``dict`` with ``str`` keys (insertion order is kept), ``list``, ``tuple`` and
+  NamedTuple classes defined at module level (optimizer states such as
+  ``qb.optim.AdamState`` included).
 
-Types must match exactly: subclasses (NamedTuple, OrderedDict, IntEnum, ``numpy.float64``)
-and NumPy arrays raise TypeError naming the type and the path of the leaf, because load
-could not give them back. Convert first (``state._asdict()``, ``float(v)``,
-``qb.asarray(a)``). Nesting is limited to :data:`MAX_DEPTH` containers (ValueError past
+Other types must match exactly: subclasses (OrderedDict, IntEnum, ``numpy.float64``) and
+NumPy arrays raise TypeError naming the type and the path of the leaf, because load could
+not give them back. Convert first (``dict(d)``, ``float(v)``, ``qb.asarray(a)``). A
+NamedTuple is stored by its module and qualified name; ``load`` rebuilds it only from a
+class already defined in the loading process (it never imports a module a file names), so
+import the module that defines it first, or load raises ValueError naming the class. Nesting is limited to :data:`MAX_DEPTH` containers (ValueError past
 it, reference cycles included).
 
 ``load`` returns ``qb.Array`` leaves with the saved dtypes and shapes and the same container
@@ -47,6 +51,8 @@ and a NODE is one of::
     {"type": "str", "value": <JSON string>}
     {"type": "list", "items": [NODE, ...]}
     {"type": "tuple", "items": [NODE, ...]}
+    {"type": "namedtuple", "class": "<module>:<qualified name>", "fields": [<JSON string>, ...],
+     "items": [NODE, ...]}
     {"type": "dict", "keys": [<JSON string>, ...], "values": [NODE, ...]}
 
 Unknown extra fields in a node are ignored; unknown node types, a different version byte or
@@ -74,6 +80,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import sys
 import tempfile
 import zlib
 from typing import Any, BinaryIO, Union
@@ -91,7 +98,7 @@ ALIGN = 64
 
 _PREAMBLE = struct.Struct("<8sQII")  # magic, header length, header crc32, reserved
 _DTYPES = {"float32": ("<f4", 4), "float64": ("<f8", 8), "bool": ("|b1", 1)}
-_NODE_TYPES = ("array", "none", "bool", "int", "float", "str", "list", "tuple", "dict")
+_NODE_TYPES = ("array", "none", "bool", "int", "float", "str", "list", "tuple", "dict", "namedtuple")
 
 PathOrFile = Union[str, "os.PathLike[str]", BinaryIO]
 
@@ -146,7 +153,8 @@ class _Encoder:
             return {"type": "str", "value": x}
         if t is Array:
             return self.array(x, path)
-        if t is list or t is tuple or t is dict:
+        named = isinstance(x, tuple) and hasattr(t, "_fields") and _is_module_level(t)
+        if t is list or t is tuple or t is dict or named:
             if depth >= MAX_DEPTH:
                 raise ValueError(f"qb.save: the tree nests more than {MAX_DEPTH} containers deep at "
                                  f"{_path_str(path)}")
@@ -161,14 +169,19 @@ class _Encoder:
                                             f"{_type_name(k)} ({k!r}) at {_path_str(path)}")
                     return {"type": "dict", "keys": list(x),
                             "values": [self.node(v, path + (k,), depth + 1) for k, v in x.items()]}
+                if named:
+                    fields = list(t._fields)
+                    items = [self.node(v, path + (f,), depth + 1) for f, v in zip(fields, x)]
+                    return {"type": "namedtuple", "class": f"{t.__module__}:{t.__qualname__}",
+                            "fields": fields, "items": items}
                 items = [self.node(v, path + (i,), depth + 1) for i, v in enumerate(x)]
                 return {"type": "list" if t is list else "tuple", "items": items}
             finally:
                 self.active.discard(id(x))
         hint = ""
         if isinstance(x, (list, tuple, dict)):
-            hint = (" (subclasses of dict/list/tuple such as NamedTuple are not kept by load; convert "
-                    "to a plain container first, e.g. state._asdict() or tuple(state))")
+            hint = (" (subclasses of dict/list/tuple are not kept by load, except NamedTuples that load can "
+                    "find by module and name; convert to a plain container first, e.g. dict(d) or tuple(t))")
         elif isinstance(x, (int, float, str)):
             hint = f" (convert it to a plain {type(x).__mro__[1].__name__} first)"
         elif type(x).__module__ == "numpy" or isinstance(x, Array):
@@ -369,6 +382,9 @@ class _Decoder:
         items = n.get("items")
         if type(items) is not list:
             raise _bad(f"{_where(path)}: a {t} node needs an 'items' list")
+        if t == "namedtuple":
+            cls = _namedtuple_class(n, len(items), path)
+            return _Named(cls, [self.node(v, (path, f), depth + 1) for f, v in zip(cls._fields, items)])
         out = [self.node(v, (path, i), depth + 1) for i, v in enumerate(items)]
         return out if t == "list" else tuple(out)
 
@@ -414,6 +430,42 @@ def _short_shape(shape: list) -> str:
     return "[" + ", ".join(_short(d, 24) for d in shape) + "]"
 
 
+def _is_module_level(cls: type) -> bool:
+    """Whether load can find cls again: its module's attribute at its qualified name."""
+    obj = sys.modules.get(cls.__module__)
+    for part in cls.__qualname__.split("."):
+        obj = getattr(obj, part, None) if obj is not None else None
+    return obj is cls
+
+
+def _namedtuple_class(n: dict, count: int, path) -> type:
+    """The NamedTuple class a node names, looked up among modules already imported (never
+    importing one: a file must not choose what code runs), with the recorded fields."""
+    name, fields = n.get("class"), n.get("fields")
+    if type(name) is not str or ":" not in name or type(fields) is not list or len(fields) != count \
+            or any(type(f) is not str for f in fields):
+        raise _bad(f"{_where(path)}: a namedtuple node needs 'class' (module:name) and one 'fields' name per item")
+    module, _, qualname = name.partition(":")
+    obj = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None) if obj is not None else None
+    if not (isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")):
+        raise _bad(f"{_where(path)}: the checkpoint holds a NamedTuple {_short(name, 120)} that is not defined "
+                   f"in this process; import the module that defines it before qb.load")
+    if list(obj._fields) != fields:
+        raise _bad(f"{_where(path)}: NamedTuple {_short(name, 120)} has fields {list(obj._fields)} here but "
+                   f"{_short(fields, 120)} in the checkpoint")
+    return obj
+
+
+class _Named:
+    """A NamedTuple to build once its array slots are filled."""
+    __slots__ = ("cls", "items")
+
+    def __init__(self, cls: type, items: list):
+        self.cls, self.items = cls, items
+
+
 class _Slot:
     __slots__ = ("index",)
 
@@ -430,6 +482,8 @@ def _fill(tree: Any, values: list) -> Any:
         return [_fill(v, values) for v in tree]
     if type(tree) is tuple:
         return tuple(_fill(v, values) for v in tree)
+    if type(tree) is _Named:
+        return tree.cls(*[_fill(v, values) for v in tree.items])
     return tree
 
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Hashable, Iterable, List, Optional, Sequence, 
 
 __all__ = [
     "TreeDef", "flatten", "unflatten", "leaves", "structure", "map", "flatten_with_path",
-    "register", "register_dataclass", "all_leaves_like",
+    "register", "register_dataclass", "all_leaves_like", "keystr",
 ]
 
 _registry: dict = {}  # type -> (flatten_fn, unflatten_fn)
@@ -199,6 +199,12 @@ def flatten_with_path(tree: Any, is_leaf=None) -> Tuple[List[Tuple[tuple, Any]],
     return list(zip(paths, leaves)), treedef
 
 
+def keystr(path: tuple, root: str = "") -> str:
+    """A path from flatten_with_path as text: ``keystr(("w", 0), "params")`` is
+    ``params['w'][0]``."""
+    return root + "".join(f"[{k!r}]" for k in path)
+
+
 def leaves(tree: Any, is_leaf=None) -> List[Any]:
     return flatten(tree, is_leaf)[0]
 
@@ -270,18 +276,42 @@ def register(cls: type, flatten_fn: Callable[[Any], Tuple[Sequence[Any], Hashabl
 
 def register_dataclass(cls: type = None, *, data_fields: Optional[Sequence[str]] = None,
                        meta_fields: Optional[Sequence[str]] = None):
-    """Registers a dataclass: data_fields (default: every field not in meta_fields) are
-    children; meta_fields are static auxiliary data (hashable). Usable as a decorator."""
+    """Registers a dataclass as a container. Usable as a decorator.
+
+    Data fields are children (leaves or subtrees); meta fields are static auxiliary data
+    (hashable, part of the structure and so of jit cache keys). By default a field is meta
+    when declared ``dataclasses.field(metadata=dict(static=True))`` and data otherwise; or
+    name them (JAX's form) with data_fields and meta_fields, which together must list every
+    field that ``__init__`` takes, each once (ValueError otherwise)."""
     def do(klass):
-        if not dataclasses.is_dataclass(klass):
-            raise TypeError(f"qb.tree.register_dataclass: {klass.__name__} is not a dataclass")
-        names = [f.name for f in dataclasses.fields(klass)]
-        meta = tuple(meta_fields or ())
-        data = tuple(data_fields) if data_fields is not None else tuple(n for n in names if n not in meta)
-        unknown = set(data) | set(meta)
-        unknown -= set(names)
-        if unknown:
-            raise ValueError(f"qb.tree.register_dataclass: {sorted(unknown)} are not fields of {klass.__name__}")
+        if not isinstance(klass, type) or not dataclasses.is_dataclass(klass):
+            raise TypeError(f"qb.tree.register_dataclass: {getattr(klass, '__name__', klass)!r} is not a dataclass")
+        fields = [f for f in dataclasses.fields(klass) if f.init]
+        names = [f.name for f in fields]
+        where = f"qb.tree.register_dataclass({klass.__name__})"
+        if data_fields is None and meta_fields is None:
+            meta = tuple(f.name for f in fields if f.metadata.get("static", False))
+            data = tuple(n for n in names if n not in meta)
+        else:
+            for arg, given in (("data_fields", data_fields), ("meta_fields", meta_fields)):
+                if isinstance(given, str):
+                    raise TypeError(f"{where}: {arg} must be a sequence of field names, not a string")
+            meta = tuple(meta_fields) if meta_fields is not None else ()
+            data = tuple(data_fields) if data_fields is not None else tuple(n for n in names if n not in meta)
+            if meta_fields is None:
+                meta = tuple(n for n in names if n not in data)
+            unknown = sorted((set(data) | set(meta)) - set(names))
+            if unknown:
+                raise ValueError(f"{where}: {unknown} are not fields of {klass.__name__} that __init__ takes "
+                                 f"(its fields: {names})")
+            both = sorted(set(data) & set(meta))
+            repeated = sorted({n for n in data + meta if (data + meta).count(n) > 1} - set(both))
+            if both or repeated:
+                raise ValueError(f"{where}: {both or repeated} listed twice; each field is either data or meta")
+            missing = [n for n in names if n not in data and n not in meta]
+            if missing:
+                raise ValueError(f"{where}: fields {missing} are in neither data_fields nor meta_fields; list "
+                                 f"every field in one of them")
 
         def flat(obj):
             return [getattr(obj, n) for n in data], tuple(getattr(obj, n) for n in meta)

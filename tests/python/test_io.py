@@ -358,7 +358,12 @@ def test_save_to_new_path_in_missing_directory_raises(tmp_path):
 
 # ------------------------------------------------------------------------------ unsupported input
 
-Point = collections.namedtuple("Point", "x y")
+def _local_point_class():
+    return collections.namedtuple("Point", "x y")  # qualname has <locals>: load could not find it
+
+
+LocalPoint = _local_point_class()  # named "Point", which this module does not define
+ModulePoint = collections.namedtuple("ModulePoint", "x y")
 
 
 @pytest.mark.parametrize("leaf,name", [
@@ -368,7 +373,7 @@ Point = collections.namedtuple("Point", "x y")
     ({1, 2}, "set"),
     (b"bytes", "bytes"),
     (1j, "complex"),
-    (Point(1, 2), "Point"),
+    (LocalPoint(1, 2), "Point"),
     (collections.OrderedDict(a=1), "OrderedDict"),
     (lambda: 0, "function"),
 ])
@@ -696,3 +701,51 @@ def test_fuzz_target_module_runs_without_atheris():
     out = subprocess.run([sys.executable, str(path), "--fallback", "--iterations", "300", "--seed", "3"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# ------------------------------------------------------------------------------ NamedTuples
+
+@pytest.mark.parametrize("make", [
+    lambda: qb.optim.Adam(0.1),
+    lambda: qb.optim.AdamW(0.1),
+    lambda: qb.optim.SGD(0.1),
+])
+def test_optimizer_states_round_trip(make):
+    params = {"w": qb.array([[1.0, 2.0]]), "b": qb.array(0.5, dtype=qb.float32)}
+    opt = make()
+    state = opt.init(params)
+    grads = {"w": qb.array([[0.3, -0.1]]), "b": qb.array(0.2, dtype=qb.float32)}
+    params, state = opt.update(params, grads, state)
+    back = loads(dumps({"params": params, "opt": state}))
+    assert type(back["opt"]) is type(state)
+    assert qb.tree.structure(back["opt"]) == qb.tree.structure(state)
+    for a, b in zip(qb.tree.leaves(back["opt"]), qb.tree.leaves(state)):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    # the restored state continues exactly as the original
+    p1, s1 = opt.update(params, grads, state)
+    p2, s2 = opt.update(back["params"], grads, back["opt"])
+    for a, b in zip(qb.tree.leaves((p1, s1)), qb.tree.leaves((p2, s2))):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_module_level_namedtuple_round_trips_and_unknown_classes_raise():
+    tree = [ModulePoint(1.5, qb.ones(2)), ModulePoint(x=None, y="s")]
+    back = loads(dumps(tree))
+    assert type(back[0]) is ModulePoint and back[0].x == 1.5 and back[1].y == "s"
+    buf = io.BytesIO()
+    qb.save(buf, ModulePoint(1, 2))
+    raw = buf.getvalue()
+    forged = raw.replace(b"ModulePoint", b"MissingPoin")
+    with pytest.raises(ValueError, match="MissingPoin.*not defined in this process; import"):
+        qb.load(io.BytesIO(_fix_header_crc(forged)))
+    assert raw.count(b'"y"') == 1
+    forged = raw.replace(b'"y"', b'"z"')
+    with pytest.raises(ValueError, match="has fields"):
+        qb.load(io.BytesIO(_fix_header_crc(forged)))
+
+
+def _fix_header_crc(raw: bytes) -> bytes:
+    n = struct.unpack_from("<Q", raw, 8)[0]
+    header = raw[24:24 + n]
+    return raw[:16] + struct.pack("<I", zlib.crc32(header)) + raw[20:]

@@ -76,6 +76,17 @@ PyType_Slot array_slots[] = {
     {0, nullptr},
 };
 
+std::string unsupported_index_message(nb::handle h) {
+  std::string msg = "only integers, slices (':'), None and Ellipsis ('...') are valid indices, got " +
+                    std::string(nb::type_name(h.type()).c_str());
+  if (nb::isinstance<Array>(h) && nb::cast<const Array&>(h).is_tracer()) {
+    return msg + " (a traced value); traced indices are not supported yet: pass the index as a static "
+                 "argument (jit's static_argnums), or select with a one-hot mask, e.g. "
+                 "qb.sum(qb.where(qb.arange(n) == i, x, 0.0)) for x[i]";
+  }
+  return msg + "; for an array or list of indices use qb.gather(x, indices, axis=0), for boolean masks qb.where";
+}
+
 std::vector<api::IndexItem> parse_index(nb::handle idx) {
   std::vector<nb::handle> items;
   if (PyTuple_Check(idx.ptr())) {
@@ -99,17 +110,17 @@ std::vector<api::IndexItem> parse_index(nb::handle idx) {
       it.has_stop = s->stop != Py_None;
       it.start = start;
       it.stop = stop;
-    } else if (PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr())) {
+    } else if (!PyBool_Check(h.ptr()) && !nb::isinstance<Array>(h) && PyIndex_Check(h.ptr())) {
       it.kind = api::IndexItem::Int;
-      it.start = nb::cast<std::int64_t>(h);
-    } else if (PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr()) && !nb::isinstance<Array>(h)) {
-      it.kind = api::IndexItem::Int;
+      // Python and NumPy integers; an int past 64 bits is an IndexError (out of bounds).
       it.start = PyNumber_AsSsize_t(h.ptr(), PyExc_IndexError);
-      if (PyErr_Occurred()) throw nb::python_error();
+      if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();
+        PyErr_Clear();  // a NumPy integer array: an index array, like a list
+        throw IndexError(unsupported_index_message(h));
+      }
     } else {
-      throw IndexError("only integers, slices (':'), None and Ellipsis ('...') are valid indices, got " +
-                       std::string(nb::type_name(h.type()).c_str()) +
-                       "; for index arrays use qb.gather, for masks use qb.where");
+      throw IndexError(unsupported_index_message(h));
     }
     out.push_back(it);
   }

@@ -21,6 +21,11 @@ Array to_array(nb::handle obj, std::optional<DType> dtype = std::nullopt);
 // operand's dtype); everything else is to_array.
 Array to_operand(nb::handle obj);
 std::optional<DType> parse_dtype(nb::handle obj);  // None -> nullopt; qb dtypes, NumPy dtypes, "float32"...
+// The float dtype of constructors and of conversions of Python numbers and lists when no
+// dtype is given: float64 until qb.set_default_dtype changes it (process-wide, as JAX's
+// config). Weak operands (Python scalars in arithmetic) are not affected: they adopt the
+// other operand's dtype whatever this is.
+DType default_float_dtype();
 api::Axes parse_axes(nb::handle obj, const char* fname);  // None | int | sequence of ints
 std::vector<std::int64_t> parse_shape(nb::handle obj, const char* fname);  // int | sequence of ints
 std::string axes_key(const api::Axes& axes);

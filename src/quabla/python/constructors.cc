@@ -49,7 +49,7 @@ Array generate(DType dtype, Shape shape, const std::function<double(std::int64_t
 Array full_array(Shape shape, nb::handle fill, std::optional<DType> dtype, const char* fname) {
   Array f = to_array(fill);
   if (f.size() != 1) throw ValueError(std::string(fname) + ": fill_value must be a scalar, got shape " + shape_str(f.shape()));
-  const DType d = dtype.value_or(PyBool_Check(fill.ptr()) ? DType::bool_ : (nb::isinstance<Array>(fill) ? f.dtype() : DType::f64));
+  const DType d = dtype.value_or(PyBool_Check(fill.ptr()) ? DType::bool_ : (nb::isinstance<Array>(fill) ? f.dtype() : default_float_dtype()));
   const double v = nb::cast<double>(nb::float_(item(f)));
   return generate(d, std::move(shape), [v](std::int64_t) { return v; });
 }
@@ -72,10 +72,10 @@ void bind_constructors(nb::module_& m) {
     return nb::cast(to_array(obj, d));
   }, nb::arg("obj").none(), nb::arg("dtype") = nb::none());
   m.def("zeros", [](nb::handle shape, nb::handle dtype) {
-    return generate(parse_dtype(dtype).value_or(DType::f64), checked_shape(shape, "zeros"), [](std::int64_t) { return 0.0; });
+    return generate(parse_dtype(dtype).value_or(default_float_dtype()), checked_shape(shape, "zeros"), [](std::int64_t) { return 0.0; });
   }, nb::arg("shape"), nb::arg("dtype") = nb::none());
   m.def("ones", [](nb::handle shape, nb::handle dtype) {
-    return generate(parse_dtype(dtype).value_or(DType::f64), checked_shape(shape, "ones"), [](std::int64_t) { return 1.0; });
+    return generate(parse_dtype(dtype).value_or(default_float_dtype()), checked_shape(shape, "ones"), [](std::int64_t) { return 1.0; });
   }, nb::arg("shape"), nb::arg("dtype") = nb::none());
   m.def("full", [](nb::handle shape, nb::handle fill, nb::handle dtype) {
     return full_array(checked_shape(shape, "full"), fill, parse_dtype(dtype), "full");
@@ -100,7 +100,7 @@ void bind_constructors(nb::module_& m) {
       throw ValueError("arange: the range [" + std::to_string(start) + ", " + std::to_string(stop) + ") with step " +
                        std::to_string(step) + " is empty; zero-extent arrays are not supported");
     }
-    return generate(parse_dtype(dtype).value_or(DType::f64), {static_cast<std::int64_t>(count)},
+    return generate(parse_dtype(dtype).value_or(default_float_dtype()), {static_cast<std::int64_t>(count)},
                     [start, step](std::int64_t i) { return start + static_cast<double>(i) * step; });
   }, nb::arg("start"), nb::arg("stop") = nb::none(), nb::arg("step") = 1.0, nb::arg("dtype") = nb::none());
   m.def("linspace", [](nb::handle start_h, nb::handle stop_h, std::int64_t num, bool endpoint, nb::handle dtype) {
@@ -108,7 +108,7 @@ void bind_constructors(nb::module_& m) {
     if (num <= 0) throw ValueError("linspace: num must be positive, got " + std::to_string(num));
     const double div = endpoint ? static_cast<double>(num - 1) : static_cast<double>(num);
     const double step = div > 0 ? (stop - start) / div : 0.0;
-    return generate(parse_dtype(dtype).value_or(DType::f64), {num}, [=](std::int64_t i) {
+    return generate(parse_dtype(dtype).value_or(default_float_dtype()), {num}, [=](std::int64_t i) {
       if (endpoint && num > 1 && i == num - 1) return stop;  // the last point is exactly stop (as NumPy)
       return start + static_cast<double>(i) * step;
     });
@@ -116,7 +116,7 @@ void bind_constructors(nb::module_& m) {
   m.def("eye", [](std::int64_t n, std::optional<std::int64_t> m_opt, std::int64_t k, nb::handle dtype) {
     const std::int64_t cols = m_opt.value_or(n);
     if (n <= 0 || cols <= 0) throw ValueError("eye: n and m must be positive (zero-extent arrays are not supported)");
-    return generate(parse_dtype(dtype).value_or(DType::f64), {n, cols},
+    return generate(parse_dtype(dtype).value_or(default_float_dtype()), {n, cols},
                     [cols, k](std::int64_t i) { return (i % cols) - (i / cols) == k ? 1.0 : 0.0; });
   }, nb::arg("n"), nb::arg("m") = nb::none(), nb::arg("k") = 0, nb::arg("dtype") = nb::none());
 }

@@ -144,7 +144,8 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
   if (code == 'e') {
     throw TypeError("float16 arrays are not supported; convert with .astype(numpy.float32) first");
   }
-  DType natural = DType::f64;  // integers become float64
+  DType natural = DType::f64;  // float64 data keeps its dtype
+  if (code != 'd') natural = default_float_dtype();  // integers become the default float
   if (code == 'f') natural = DType::f32;
   if (code == '?') natural = DType::bool_;
   const DType dt = dtype.value_or(natural);
@@ -221,7 +222,7 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
   if (PyFloat_Check(obj.ptr()) || PyLong_Check(obj.ptr())) {
     const double v = PyFloat_AsDouble(obj.ptr());
     if (PyErr_Occurred()) throw nb::python_error();
-    return Array::scalar(v, dtype.value_or(DType::f64));
+    return Array::scalar(v, dtype.value_or(default_float_dtype()));
   }
   if (is_sequence(obj)) {
     Shape shape;
@@ -230,7 +231,7 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
     ListReader r{shape, {}};
     r.values.reserve(static_cast<std::size_t>(num_elements(shape)));
     r.read(obj, 0);
-    return from_doubles(r.values, shape, dtype.value_or(r.all_bool ? DType::bool_ : DType::f64));
+    return from_doubles(r.values, shape, dtype.value_or(r.all_bool ? DType::bool_ : default_float_dtype()));
   }
   if (auto a = from_buffer(obj, dtype)) return *a;
   if (nb::hasattr(obj, "__array__")) {

@@ -1,6 +1,8 @@
 // qb.float32 / qb.float64 / qb.bool_: hashable dtype objects with NumPy's names.
 #include <nanobind/stl/string.h>
 
+#include <atomic>
+
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
 #include "quabla/python/dtype_object.h"
@@ -8,6 +10,8 @@
 namespace qb::py {
 
 namespace {
+std::atomic<DType> g_default_float{DType::f64};
+
 std::optional<DType> dtype_from_name(std::string_view s) {
   if (s == "float32" || s == "f32" || s == "f") return DType::f32;
   if (s == "float64" || s == "f64" || s == "d" || s == "float") return DType::f64;
@@ -15,6 +19,8 @@ std::optional<DType> dtype_from_name(std::string_view s) {
   return std::nullopt;
 }
 }  // namespace
+
+DType default_float_dtype() { return g_default_float.load(std::memory_order_relaxed); }
 
 std::optional<DType> parse_dtype(nb::handle obj) {
   if (obj.is_none()) return std::nullopt;
@@ -58,6 +64,19 @@ void bind_dtypes(nb::module_& m) {
   m.attr("float32") = DTypeObject{DType::f32};
   m.attr("float64") = DTypeObject{DType::f64};
   m.attr("bool_") = DTypeObject{DType::bool_};
+  m.def("default_dtype", [] { return DTypeObject{default_float_dtype()}; });
+  m.def("set_default_dtype", [](nb::handle dtype) {
+    std::optional<DType> d;
+    try {
+      d = parse_dtype(dtype);
+    } catch (const TypeError&) {
+    }
+    if (!d || !is_float(*d)) {
+      throw TypeError("set_default_dtype: expected qb.float32 or qb.float64, got " +
+                      nb::cast<std::string>(nb::repr(dtype)));
+    }
+    return DTypeObject{g_default_float.exchange(*d)};
+  }, nb::arg("dtype").none());
 }
 
 }  // namespace qb::py

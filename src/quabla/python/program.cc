@@ -89,6 +89,9 @@ void bind_program(nb::module_& m) {
       }, nb::arg("shape"), nb::arg("dtype"), nb::arg("weak") = false)
       .def("text", [](const Trace& t) { return print(t.graph); })
       .def_prop_ro("open", [](const Trace& t) { return t.open; })
+      // How many tracers of enclosing traces the function read (closures over an outer
+      // transform's values); a program with any cannot run on its own.
+      .def_prop_ro("num_captured", [](const Trace& t) { return t.captured.size(); })
       .def("finish", [](Trace& t, nb::handle results) {
         std::vector<Array> outs;
         for (nb::handle h : nb::borrow<nb::sequence>(results)) outs.push_back(to_operand(h));

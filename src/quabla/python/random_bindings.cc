@@ -22,7 +22,7 @@ Shape sample_shape(nb::handle shape, const char* fname) {
 
 template <class Fill>
 Array sample(nb::handle shape, nb::handle dtype, const char* fname, Fill&& fill) {
-  const DType d = parse_dtype(dtype).value_or(DType::f64);
+  const DType d = parse_dtype(dtype).value_or(default_float_dtype());
   if (!is_float(d)) throw TypeError(std::string(fname) + ": dtype must be qb.float32 or qb.float64");
   Array a = Array::empty(d, sample_shape(shape, fname));
   const auto n = static_cast<std::size_t>(a.size());

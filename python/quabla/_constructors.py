@@ -1,0 +1,121 @@
+"""Constructors that need Python: the default float dtype switch, and array/asarray of
+nested sequences that hold quabla arrays (tracers included), which stack like jnp.array."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import _core
+
+__all__ = ["array", "asarray", "default_dtype", "set_default_dtype"]
+
+
+def default_dtype():
+    """The float dtype that constructors and conversions of Python numbers use when no dtype
+    is given (float64 unless set_default_dtype changed it)."""
+    return _core.default_dtype()
+
+
+class set_default_dtype:
+    """Sets the default float dtype (qb.float32 or qb.float64) for the whole process.
+
+    Called plainly it stays in force; used as a context manager it is restored on exit::
+
+        qb.set_default_dtype(qb.float32)      # from now on
+        with qb.set_default_dtype(qb.float32):  # only inside the block
+            ...
+
+    It applies to zeros, ones, full, arange, linspace, eye, array/asarray of Python numbers,
+    lists and NumPy integer data, qb.random and the initializers. Arrays with a dtype keep
+    it, and Python scalars in arithmetic stay weak (``0.5 * x`` has x's dtype) either way.
+    """
+
+    __slots__ = ("_previous",)
+
+    def __init__(self, dtype):
+        self._previous = _core.set_default_dtype(dtype)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _core.set_default_dtype(self._previous)
+        return False
+
+    def __repr__(self):
+        return f"set_default_dtype({_core.default_dtype()!r})"
+
+
+def _holds_array(obj) -> bool:
+    if isinstance(obj, _core.Array):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_holds_array(o) for o in obj)
+    return False
+
+
+def _array_dtypes(obj, found: set) -> set:
+    if isinstance(obj, _core.Array):
+        found.add(obj.dtype)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _array_dtypes(o, found)
+    return found
+
+
+def _stack_nested(obj, dtype):
+    if isinstance(obj, (list, tuple)):
+        if not obj:
+            raise ValueError("empty nested sequences are not supported (zero-extent arrays)")
+        return _core.stack([_stack_nested(o, dtype) for o in obj])
+    if isinstance(obj, _core.Array):
+        return obj if dtype is None else obj.astype(dtype)
+    return _core.asarray(obj, dtype=dtype)
+
+
+def _from_nested(obj, dtype):
+    if dtype is None:
+        # Python numbers are weak: they take the dtype the arrays share (a float one when
+        # the arrays are bool and a number is not), as jnp.array([0.0, x32]) is float32.
+        dtypes = _array_dtypes(obj, set())
+        if len(dtypes) > 1:
+            names = " and ".join(sorted(d.name for d in dtypes))
+            raise ValueError(f"array: the sequence holds arrays of dtypes {names}; convert them to one dtype "
+                             f"with astype first")
+        dtype = dtypes.pop()
+        if dtype == _core.bool_ and not all(isinstance(v, bool) for v in _numbers(obj)):
+            dtype = _core.default_dtype()
+    try:
+        return _stack_nested(obj, dtype)
+    except ValueError as exc:
+        raise ValueError(f"array: the nested sequence is not rectangular ({exc})") from None
+
+
+def _numbers(obj):
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _numbers(o)
+    elif not isinstance(obj, _core.Array):
+        yield obj
+
+
+def array(obj: Any, dtype=None):
+    """A new array from obj (a number, nested list/tuple, NumPy array, buffer, quabla array).
+
+    Lists may mix Python numbers and quabla arrays of one shape (tracers too): they are
+    stacked, numbers adopting the arrays' dtype (``qb.array([0.0, x32])`` is float32)."""
+    try:
+        return _core.array(obj, dtype)
+    except (TypeError, ValueError):  # the C++ reader takes numbers only
+        if not (isinstance(obj, (list, tuple)) and _holds_array(obj)):
+            raise
+    return _from_nested(obj, dtype)
+
+
+def asarray(obj: Any, dtype=None):
+    """obj itself when it already is a quabla array of that dtype, else array(obj, dtype)."""
+    try:
+        return _core.asarray(obj, dtype)
+    except (TypeError, ValueError):  # the C++ reader takes numbers only
+        if not (isinstance(obj, (list, tuple)) and _holds_array(obj)):
+            raise
+    return array(obj, dtype)
