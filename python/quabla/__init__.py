@@ -23,7 +23,7 @@ from ._core import (  # noqa: E402,F401
     log_softmax, norm, cumsum,
     reshape, ravel, transpose, broadcast_to, squeeze, expand_dims, flip, tril, triu,
     concat, concatenate, stack, split, matmul, dot, gather, scatter_add,
-    set_num_threads, num_threads,
+    set_num_threads, num_threads, release_cached_buffers,
 )
 from .errors import QuablaError, TracerError, UnsupportedOperationError, RetraceWarning  # noqa: E402,F401
 from ._shapes import meshgrid  # noqa: E402,F401

@@ -109,3 +109,17 @@ def test_control_flow_example_prints_what_the_readme_shows():
     assert CONTROL_FLOW_OUTPUT.strip() in readme
     code = (ROOT / "examples" / "control_flow.py").read_text().split("import quabla as qb\n", 1)[1].strip()
     assert code in readme
+
+
+PYTREE_OUTPUT = """(2, 2) laplacian = 0.319182
+{'a': (2,), 'b': (2,), 'w': (2, 2)}
+(2, 2, 2)
+"""
+
+
+def test_pytree_jacobian_section_prints_what_the_readme_shows():
+    readme = (ROOT / "README.md").read_text()
+    code = "import quabla as qb\n" + _readme_block_after(readme, "## Jacobians and Hessians of pytrees")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out == PYTREE_OUTPUT
+    assert PYTREE_OUTPUT.strip() in readme
