@@ -45,11 +45,11 @@ class set_default_dtype:
         return f"set_default_dtype({_core.default_dtype()!r})"
 
 
-def _holds_array(obj) -> bool:
+def _holds_array(obj, depth: int = 0) -> bool:
     if isinstance(obj, _core.Array):
         return True
-    if isinstance(obj, (list, tuple)):
-        return any(_holds_array(o) for o in obj)
+    if isinstance(obj, (list, tuple)) and depth < 64:  # deeper nesting was refused already
+        return any(_holds_array(o, depth + 1) for o in obj)
     return False
 
 

@@ -133,18 +133,30 @@ def _stage_carry_body(name, what, fun, call, init_leaves, init_weak, init_def, e
                     f"carry leaf; give init_val arrays of the intended dtypes")
 
 
+# Loop bounds and lengths: the index is a float64 scalar, exact for integers up to 2^53.
+_MAX_BOUND = 2 ** 53
+
+
 def _static_int(x, name: str, what: str) -> int:
     if isinstance(x, bool):
         raise TypeError(f"{name}: {what} must be an int, got bool")
     if isinstance(x, int):
-        return x
-    if isinstance(x, _core.Array) and not x._is_tracer and x.ndim == 0:
-        v = float(x)
-        if v == int(v):
-            return int(v)
-    if hasattr(x, "__index__"):
-        return int(x.__index__())
-    raise TypeError(f"{name}: {what} must be a Python int (or a concrete integral scalar), got {_describe(x)}")
+        v = x
+    elif isinstance(x, _core.Array) and not x._is_tracer and x.ndim == 0:
+        f = float(x)
+        if f != f or f in (float("inf"), float("-inf")):
+            raise ValueError(f"{name}: {what} must be a finite integer, got {f}")
+        if f != int(f):
+            raise ValueError(f"{name}: {what} must be an integer, got {f}")
+        v = int(f)
+    elif hasattr(x, "__index__"):
+        v = int(x.__index__())
+    else:
+        raise TypeError(f"{name}: {what} must be a Python int (or a concrete integral scalar), got {_describe(x)}")
+    if not -_MAX_BOUND <= v <= _MAX_BOUND:
+        raise ValueError(f"{name}: {what} = {v} is out of range; loop bounds and lengths must lie within "
+                         f"+-2^53 (the loop index is a float64 scalar)")
+    return v
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int = None, reverse: bool = False):

@@ -36,6 +36,7 @@ class ShapeDtype:
     __slots__ = ("shape", "dtype")
 
     def __init__(self, shape, dtype):
+        _core.check_shape(shape, "ShapeDtype")
         self.shape = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
         self.dtype = _core.asarray(_core.zeros(1, dtype=dtype)).dtype
 

@@ -93,7 +93,7 @@ FORMAT_VERSION = 1
 MAGIC = b"QUABLA\x00" + bytes([FORMAT_VERSION])
 MAX_HEADER_BYTES = 64 * 1024 * 1024  # about half a million array leaves; bounds JSON parsing memory
 MAX_DEPTH = 128  # container nesting; keeps JSON parsing and rebuilding far from the recursion limit
-MAX_NDIM = 32
+MAX_NDIM = 64  # the most dimensions a quabla array can have
 ALIGN = 64
 
 _PREAMBLE = struct.Struct("<8sQII")  # magic, header length, header crc32, reserved

@@ -19,6 +19,35 @@ TEST(Shape, NumElementsAndStrides) {
   EXPECT_EQ(shape_str(Shape{}), "[]");
 }
 
+TEST(Shape, NumElementsSaturatesInsteadOfWrapping) {
+  // 2^62 + 1 times 4 wraps to 4 in 64-bit arithmetic; a reshape check must not be fooled.
+  EXPECT_EQ(num_elements(Shape{(std::int64_t{1} << 62) + 1, 4}), INT64_MAX);
+  EXPECT_EQ(num_elements(Shape{std::int64_t{1} << 32, std::int64_t{1} << 32}), INT64_MAX);
+  EXPECT_EQ(num_elements(Shape{std::int64_t{1} << 31, std::int64_t{1} << 31}), std::int64_t{1} << 62);
+}
+
+TEST(Shape, CheckShapeRejectsNonPositiveHugeAndDeepShapes) {
+  EXPECT_NO_THROW(check_shape(Shape{}, "f"));
+  EXPECT_NO_THROW(check_shape(Shape{kMaxElements}, "f"));
+  EXPECT_NO_THROW(check_shape(Shape(kMaxRank, 1), "f"));
+  auto message = [](const Shape& s, bool allow_zero = false) {
+    try {
+      check_shape(s, "zeros", allow_zero);
+    } catch (const ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(Shape{kMaxElements + 1}).find("zeros: shape"), std::string::npos);
+  EXPECT_NE(message(Shape{std::int64_t{1} << 61}).find("too big"), std::string::npos);
+  EXPECT_NE(message(Shape{(std::int64_t{1} << 62) + 1, 4}).find("too big"), std::string::npos);
+  EXPECT_NE(message(Shape{3, -1}).find("positive"), std::string::npos);
+  EXPECT_NE(message(Shape{0, 2}).find("zero-extent"), std::string::npos);
+  EXPECT_EQ(message(Shape{0, 2}, true), "no error");
+  EXPECT_NE(message(Shape{-1}, true).find("positive"), std::string::npos);
+  EXPECT_NE(message(Shape(kMaxRank + 1, 1)).find("at most 64 dimensions"), std::string::npos);
+}
+
 TEST(BroadcastShapes, EqualShapes) {
   EXPECT_EQ(broadcast_shapes(Shape{2, 3}, Shape{2, 3}, "f"), (Shape{2, 3}));
 }

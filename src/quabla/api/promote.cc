@@ -37,6 +37,7 @@ V astype(Builder& b, V x, DType to) {
 V broadcast_to(Builder& b, V x, std::span<const std::int64_t> shape, std::string_view fname) {
   const auto& xs = b.type(x).shape;
   if (std::equal(xs.begin(), xs.end(), shape.begin(), shape.end())) return x;
+  check_shape(shape, fname, /*allow_zero=*/true);
   if (xs.size() > shape.size()) {
     throw ValueError(s(fname) + ": cannot broadcast an array of shape " + shape_str(xs) + " to the lower-rank shape " +
                      shape_str(shape));

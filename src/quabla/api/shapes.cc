@@ -25,8 +25,9 @@ V reshape(Builder& b, V x, std::span<const std::int64_t> shape_in) {
       infer = static_cast<int>(i);
     } else if (shape[i] <= 0) {
       throw ValueError("reshape: dimensions must be positive (or one -1), got " + shape_str(shape_in));
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known) || known > kMaxElements) {
+      throw ValueError("reshape: shape " + shape_str(shape_in) + " has more than 2^56 elements, more than any " +
+                       "array can hold (the array is too big)");
     }
   }
   if (infer >= 0) {

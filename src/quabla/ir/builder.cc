@@ -11,6 +11,7 @@ ValueId Builder::new_value(ValueType t, std::uint32_t node) {
 }
 
 ValueId Builder::param(ValueType t) {
+  check_shape(t.shape, "parameter", /*allow_zero=*/true);
   const auto node = static_cast<std::uint32_t>(g_.nodes.size());
   Node n{Op::Parameter, {}, {}, {}, {}};
   n.attrs.axis = static_cast<std::int64_t>(g_.params.size());
@@ -32,6 +33,7 @@ std::vector<ValueId> Builder::emit(Op op, std::span<const ValueId> inputs, Attrs
   in.reserve(inputs.size());
   for (auto v : inputs) in.push_back(g_.type(v));
   auto out_types = infer_types(op, in, attrs, regions);
+  for (const auto& t : out_types) check_shape(t.shape, op_name(op), /*allow_zero=*/true);
   const auto node = static_cast<std::uint32_t>(g_.nodes.size());
   Node n{op, {inputs.begin(), inputs.end()}, std::move(attrs), {}, std::move(regions)};
   for (auto& t : out_types) n.outputs.push_back(new_value(std::move(t), node));

@@ -24,6 +24,10 @@ struct IndexError : std::runtime_error {
 struct TracerError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// The user interrupted a long-running program (Ctrl-C). Python: KeyboardInterrupt.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
 // A broken internal invariant (a bug in Quabla, not in the user's program). Python: QuablaError.
 struct InternalError : std::logic_error {
   using std::logic_error::logic_error;

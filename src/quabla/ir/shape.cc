@@ -8,8 +8,27 @@ namespace qb {
 
 std::int64_t num_elements(std::span<const std::int64_t> shape) {
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
+  }
   return n;
+}
+
+void check_shape(std::span<const std::int64_t> shape, std::string_view what, bool allow_zero) {
+  if (shape.size() > kMaxRank) {
+    throw ValueError(std::string(what) + ": arrays have at most " + std::to_string(kMaxRank) + " dimensions, got " +
+                     std::to_string(shape.size()));
+  }
+  for (auto d : shape) {
+    if (d < 0 || (d == 0 && !allow_zero)) {
+      throw ValueError(std::string(what) + ": every dimension must be positive, got shape " + shape_str(shape) +
+                       (d == 0 ? " (zero-extent arrays are not supported yet)" : ""));
+    }
+  }
+  if (num_elements(shape) > kMaxElements) {
+    throw ValueError(std::string(what) + ": shape " + shape_str(shape) + " has more than 2^56 elements, " +
+                     "more than any array can hold (the array is too big)");
+  }
 }
 
 std::string shape_str(std::span<const std::int64_t> shape) {

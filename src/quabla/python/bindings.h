@@ -28,6 +28,9 @@ std::optional<DType> parse_dtype(nb::handle obj);  // None -> nullopt; qb dtypes
 DType default_float_dtype();
 api::Axes parse_axes(nb::handle obj, const char* fname);  // None | int | sequence of ints
 std::vector<std::int64_t> parse_shape(nb::handle obj, const char* fname);  // int | sequence of ints
+// A Python or NumPy integer as int64; TypeError for other types, ValueError past 64 bits,
+// both naming `fname` and `what`.
+std::int64_t parse_int64(nb::handle h, const char* fname, const char* what);
 std::string axes_key(const api::Axes& axes);
 
 nb::object to_list(const Array& a);

@@ -1,4 +1,5 @@
 // Array constructors of API.md §1 (they build host data directly: no program to run).
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/optional.h>
 
 #include <cmath>
@@ -13,12 +14,7 @@ namespace {
 
 Shape checked_shape(nb::handle shape, const char* fname) {
   Shape s = parse_shape(shape, fname);
-  for (auto d : s) {
-    if (d <= 0) {
-      throw ValueError(std::string(fname) + ": every dimension must be positive (zero-extent arrays are not supported), got " +
-                       shape_str(s));
-    }
-  }
+  check_shape(s, fname);
   return s;
 }
 
@@ -52,6 +48,11 @@ Array full_array(Shape shape, nb::handle fill, std::optional<DType> dtype, const
   const DType d = dtype.value_or(PyBool_Check(fill.ptr()) ? DType::bool_ : (nb::isinstance<Array>(fill) ? f.dtype() : default_float_dtype()));
   const double v = nb::cast<double>(nb::float_(item(f)));
   return generate(d, std::move(shape), [v](std::int64_t) { return v; });
+}
+
+// A number as Python prints it (repr of a float), for messages.
+std::string num_str(double v) {
+  return nb::cast<std::string>(nb::repr(nb::float_(v)));
 }
 
 double scalar_arg(nb::handle h, const char* fname, const char* what) {
@@ -95,17 +96,27 @@ void bind_constructors(nb::module_& m) {
     if (stop_h.is_none()) std::swap(start, stop);
     else stop = scalar_arg(stop_h, "arange", "stop");
     if (step == 0) throw ValueError("arange: step must be nonzero");
+    if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) {
+      throw ValueError("arange: start, stop and step must be finite, got start=" + num_str(start) +
+                       ", stop=" + num_str(stop) + ", step=" + num_str(step));
+    }
     const double count = std::ceil((stop - start) / step);
     if (!(count >= 1)) {
-      throw ValueError("arange: the range [" + std::to_string(start) + ", " + std::to_string(stop) + ") with step " +
-                       std::to_string(step) + " is empty; zero-extent arrays are not supported");
+      throw ValueError("arange: the range [" + num_str(start) + ", " + num_str(stop) + ") with step " +
+                       num_str(step) + " is empty; zero-extent arrays are not supported");
+    }
+    if (count > static_cast<double>(kMaxElements)) {
+      throw ValueError("arange: the range [" + num_str(start) + ", " + num_str(stop) + ") with step " +
+                       num_str(step) + " has more than 2^56 elements (the array is too big)");
     }
     return generate(parse_dtype(dtype).value_or(default_float_dtype()), {static_cast<std::int64_t>(count)},
                     [start, step](std::int64_t i) { return start + static_cast<double>(i) * step; });
   }, nb::arg("start"), nb::arg("stop") = nb::none(), nb::arg("step") = 1.0, nb::arg("dtype") = nb::none());
-  m.def("linspace", [](nb::handle start_h, nb::handle stop_h, std::int64_t num, bool endpoint, nb::handle dtype) {
+  m.def("linspace", [](nb::handle start_h, nb::handle stop_h, nb::handle num_h, bool endpoint, nb::handle dtype) {
     const double start = scalar_arg(start_h, "linspace", "start"), stop = scalar_arg(stop_h, "linspace", "stop");
+    const std::int64_t num = parse_int64(num_h, "linspace", "num");
     if (num <= 0) throw ValueError("linspace: num must be positive, got " + std::to_string(num));
+    check_shape(Shape{num}, "linspace");
     const double div = endpoint ? static_cast<double>(num - 1) : static_cast<double>(num);
     const double step = div > 0 ? (stop - start) / div : 0.0;
     return generate(parse_dtype(dtype).value_or(default_float_dtype()), {num}, [=](std::int64_t i) {
@@ -113,12 +124,15 @@ void bind_constructors(nb::module_& m) {
       return start + static_cast<double>(i) * step;
     });
   }, nb::arg("start"), nb::arg("stop"), nb::arg("num") = 50, nb::arg("endpoint") = true, nb::arg("dtype") = nb::none());
-  m.def("eye", [](std::int64_t n, std::optional<std::int64_t> m_opt, std::int64_t k, nb::handle dtype) {
-    const std::int64_t cols = m_opt.value_or(n);
+  m.def("eye", [](nb::handle n_h, nb::handle m_h, nb::handle k_h, nb::handle dtype) {
+    const std::int64_t n = parse_int64(n_h, "eye", "n and m");
+    const std::int64_t cols = m_h.is_none() ? n : parse_int64(m_h, "eye", "n and m");
+    const std::int64_t k = parse_int64(k_h, "eye", "k");
     if (n <= 0 || cols <= 0) throw ValueError("eye: n and m must be positive (zero-extent arrays are not supported)");
+    check_shape(Shape{n, cols}, "eye");
     return generate(parse_dtype(dtype).value_or(default_float_dtype()), {n, cols},
                     [cols, k](std::int64_t i) { return (i % cols) - (i / cols) == k ? 1.0 : 0.0; });
-  }, nb::arg("n"), nb::arg("m") = nb::none(), nb::arg("k") = 0, nb::arg("dtype") = nb::none());
+  }, nb::arg("n"), nb::arg("m").none() = nb::none(), nb::arg("k") = 0, nb::arg("dtype") = nb::none());
 }
 
 }  // namespace qb::py

@@ -1,5 +1,7 @@
 // Python objects <-> Arrays. Import always copies (arrays are immutable and must not alias
 // memory a caller can still write); export is zero-copy through the buffer protocol.
+#include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "quabla/api/eager.h"
@@ -26,9 +28,16 @@ void reject_zero_extent(const Shape& shape, const char* what) {
 // ---- nested lists and tuples
 bool is_sequence(nb::handle h) { return PyList_Check(h.ptr()) || PyTuple_Check(h.ptr()); }
 
+// Deeper nesting is refused before anything recurses over it (NumPy's limit is 64 too).
+constexpr std::size_t kMaxListDepth = 64;
+
 void list_shape(nb::handle h, Shape& shape) {
   while (is_sequence(h)) {
     const auto n = static_cast<std::int64_t>(PySequence_Fast_GET_SIZE(h.ptr()));
+    if (shape.size() == kMaxListDepth) {
+      throw ValueError("array: nested sequences deeper than " + std::to_string(kMaxListDepth) +
+                       " levels are not supported");
+    }
     shape.push_back(n);
     if (n == 0) return;
     h = PySequence_Fast_GET_ITEM(h.ptr(), 0);
@@ -130,17 +139,37 @@ bool dispatch_format(char code, F&& f) {
   }
 }
 
-char format_code(const char* fmt) {
-  if (!fmt) return 'B';
-  if (*fmt == '@' || *fmt == '=' || *fmt == '<') ++fmt;  // native or little-endian (this host)
-  return fmt[0] != '\0' && fmt[1] == '\0' ? fmt[0] : '\0';
+// A buffer's element format: the struct code, and whether its bytes are in the other order
+// than this host's (NumPy's '>f8' on a little-endian machine).
+struct ElementFormat {
+  char code;
+  bool swap;
+};
+
+ElementFormat element_format(const char* fmt) {
+  if (!fmt) return {'B', false};
+  constexpr bool little = std::endian::native == std::endian::little;
+  bool swap = false;
+  if (*fmt == '@' || *fmt == '=') {
+    ++fmt;
+  } else if (*fmt == '<' || *fmt == '>' || *fmt == '!') {
+    swap = (*fmt == '<') != little;
+    ++fmt;
+  }
+  return {fmt[0] != '\0' && fmt[1] == '\0' ? fmt[0] : '\0', swap};
+}
+
+template <class T>
+void reverse_bytes(T& v) {
+  auto* b = reinterpret_cast<unsigned char*>(&v);
+  std::reverse(b, b + sizeof(T));
 }
 
 std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
   BufferView bv(h);
   if (!bv.ok) return std::nullopt;
   const Py_buffer& v = bv.view;
-  const char code = format_code(v.format);
+  const auto [code, swap] = element_format(v.format);
   if (code == 'e') {
     throw TypeError("float16 arrays are not supported; convert with .astype(numpy.float32) first");
   }
@@ -166,6 +195,15 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
       using D = std::remove_pointer_t<decltype(dst)>;
       if (contiguous) {
         const auto* src = static_cast<const char*>(v.buf);
+        if (swap) {
+          for (std::int64_t k = 0; k < n; ++k) {
+            S s;
+            std::memcpy(&s, src + k * sizeof(S), sizeof(S));
+            reverse_bytes(s);
+            convert(s, dst + k);
+          }
+          return;
+        }
         if constexpr (sizeof(S) == sizeof(D) && std::is_floating_point_v<S> == std::is_floating_point_v<D> &&
                       !std::is_same_v<S, bool>) {
           std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(S));  // same format: a plain copy
@@ -183,6 +221,7 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
         for (int a = 0; a < v.ndim; ++a) p += idx[a] * v.strides[a];
         S s;
         std::memcpy(&s, p, sizeof(S));
+        if (swap) reverse_bytes(s);
         convert(s, dst + k);
         for (int a = v.ndim - 1; a >= 0; --a) {
           if (++idx[a] < v.shape[a]) break;
@@ -268,15 +307,29 @@ api::Axes parse_axes(nb::handle obj, const char* fname) {
   throw TypeError(std::string(fname) + ": axis must be None, an int or a tuple of ints, got " + py_type_name(obj));
 }
 
+std::int64_t parse_int64(nb::handle h, const char* fname, const char* what) {
+  if (!PyIndex_Check(h.ptr()) || PyBool_Check(h.ptr()) || nb::isinstance<Array>(h)) {
+    throw TypeError(std::string(fname) + ": " + what + " must be integers, got " + py_type_name(h));
+  }
+  nb::object i = nb::steal(PyNumber_Index(h.ptr()));
+  if (!i.is_valid()) throw nb::python_error();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow) {
+    throw ValueError(std::string(fname) + ": " + what + " " + nb::str(h).c_str() +
+                     " does not fit in 64 bits (the array is too big)");
+  }
+  return v;
+}
+
 std::vector<std::int64_t> parse_shape(nb::handle obj, const char* fname) {
-  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) return {nb::cast<std::int64_t>(obj)};
+  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) return {parse_int64(obj, fname, "shape entries")};
   if (is_sequence(obj)) {
     std::vector<std::int64_t> shape;
     for (nb::handle h : nb::borrow<nb::sequence>(obj)) {
-      if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr())) {
-        throw TypeError(std::string(fname) + ": shape entries must be integers, got " + py_type_name(h));
-      }
-      shape.push_back(nb::cast<std::int64_t>(h));
+      shape.push_back(parse_int64(h, fname, "shape entries"));
+      if (shape.size() > 64) throw ValueError(std::string(fname) + ": shapes have at most 64 dimensions");
     }
     return shape;
   }

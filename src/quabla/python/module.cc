@@ -5,6 +5,7 @@
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
 #include "quabla/runtime/buffer.h"
+#include "quabla/runtime/interrupt.h"
 #include "quabla/runtime/thread_pool.h"
 
 namespace nb = nanobind;
@@ -45,6 +46,8 @@ NB_MODULE(_core, m) {
       PyErr_SetString(qb::py::tracer_error_type(), e.what());
     } catch (const qb::IndexError& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const qb::Interrupted&) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
     } catch (const qb::InternalError& e) {
       PyErr_SetString(qb::py::quabla_error_type(), (std::string("internal error (please report): ") + e.what()).c_str());
     } catch (const std::bad_alloc&) {
@@ -54,6 +57,13 @@ NB_MODULE(_core, m) {
     }
   });
 
+  // Programs run holding the GIL, so Python's signal check is safe between loop steps; the
+  // exception it raises (KeyboardInterrupt) is dropped here and raised again by the translator.
+  qb::set_interrupt_check([]() -> bool {
+    if (PyErr_CheckSignals() == 0) return false;
+    PyErr_Clear();
+    return true;
+  });
   qb::py::bind_dtypes(m);
   auto array_class = qb::py::bind_array(m);
   qb::py::bind_functions(m, array_class);
@@ -62,11 +72,20 @@ NB_MODULE(_core, m) {
   qb::py::bind_graph(m);
   qb::py::bind_random(m);
   qb::py::bind_flatten(m);
-  m.def("set_num_threads", [](int n) {
-    if (n < 1) throw qb::ValueError("set_num_threads: n must be at least 1, got " + std::to_string(n));
-    qb::set_num_threads(n);
+  m.def("set_num_threads", [](nb::handle n_h) {
+    // Validated before any thread starts: the pool keeps what it starts.
+    constexpr std::int64_t kMaxThreads = 1024;
+    const std::int64_t n = qb::py::parse_int64(n_h, "set_num_threads", "n");
+    if (n < 1 || n > kMaxThreads) {
+      throw qb::ValueError("set_num_threads: n must be between 1 and " + std::to_string(kMaxThreads) + ", got " +
+                           std::to_string(n));
+    }
+    qb::set_num_threads(static_cast<int>(n));
   }, nb::arg("n"), "Threads the CPU kernels (GEMMs included) may use; results do not depend on it.");
   m.def("num_threads", &qb::num_threads);
+  m.def("check_shape", [](nb::handle shape, const char* what) {
+    qb::check_shape(qb::py::parse_shape(shape, what), what);
+  }, nb::arg("shape"), nb::arg("what"), "ValueError naming `what` unless shape is a valid array shape.");
   m.def("release_cached_buffers", &qb::release_cached_buffers,
         "Returns the freed large blocks Quabla keeps for reuse to the system.");
   m.def("_cached_buffer_bytes", &qb::cached_buffer_bytes);

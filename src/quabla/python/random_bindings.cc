@@ -15,8 +15,7 @@ random::Key to_key(std::uint32_t k0, std::uint32_t k1) { return {k0, k1}; }
 
 Shape sample_shape(nb::handle shape, const char* fname) {
   Shape s = parse_shape(shape, fname);
-  for (auto d : s)
-    if (d <= 0) throw ValueError(std::string(fname) + ": dimensions must be positive, got " + shape_str(s));
+  check_shape(s, fname);
   return s;
 }
 

@@ -5,10 +5,15 @@
 
 #include "quabla/backends/cpu/executable.h"
 #include "quabla/ir/errors.h"
+#include "quabla/runtime/interrupt.h"
 
 namespace qb::cpu {
 
 namespace {
+
+// Small bodies take well under a microsecond a step: poll for Ctrl-C every 256 of them.
+// Larger bodies poll every step.
+constexpr std::uint32_t kSmallStepsPerPoll = 256;
 
 std::size_t bytes_of(const ValueType& t) { return static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype); }
 
@@ -76,7 +81,9 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         std::vector<const std::byte*> params(1 + nc + nk + nx);
         params[0] = reinterpret_cast<const std::byte*>(&index);
         for (std::size_t i = 0; i < nc; ++i) params[1 + i] = operand(i)->data();
+        InterruptPoller interrupt(kSmallStepsPerPoll);
         for (std::int64_t step = 0; step < len; ++step) {
+          interrupt.poll();
           const std::int64_t t = n.attrs.reverse ? len - 1 - step : step;
           index = static_cast<double>(n.attrs.start + t);
           for (std::size_t k = 0; k < nk; ++k) params[1 + nc + k] = c.cur[k]->data();
@@ -95,7 +102,9 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         return;
       }
       std::vector<BufferPtr> args;
+      InterruptPoller interrupt(1);
       for (std::int64_t step = 0; step < len; ++step) {
+        interrupt.poll();
         const std::int64_t t = n.attrs.reverse ? len - 1 - step : step;
         args.clear();
         args.reserve(1 + nc + nk + nx);
@@ -131,7 +140,9 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         AlternatingCarry c(g, n, carry);
         std::vector<const std::byte*> params(nc + nk);
         for (std::size_t i = 0; i < nc; ++i) params[i] = operand(i)->data();
+        InterruptPoller interrupt(kSmallStepsPerPoll);
         for (;;) {
+          interrupt.poll();
           for (std::size_t k = 0; k < nk; ++k) params[nc + k] = c.cur[k]->data();
           cond.run_small(params, cond_arena->data());
           if (*cond.result_data(0, params, cond_arena->data()) == std::byte{0}) break;
@@ -141,7 +152,9 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         for (std::size_t k = 0; k < nk; ++k) env[n.outputs[k]] = std::move(c.cur[k]);
         return;
       }
+      InterruptPoller interrupt(1);
       for (;;) {
+        interrupt.poll();
         std::vector<BufferPtr> args;
         for (std::size_t i = 0; i < nc; ++i) args.push_back(operand(i));
         for (auto& c : carry) args.push_back(c);
