@@ -104,13 +104,13 @@ def _schedule(learning_rate) -> Schedule:
 # ---- clipping ---------------------------------------------------------------------------
 
 def global_norm(tree) -> Any:
-    """sqrt of the sum of squares of every leaf, in float64."""
-    leaves = [l for l in _tree.leaves(tree) if l is not None]
-    total = None
-    for leaf in leaves:
-        s = _core.sum(_core.square(_core.asarray(leaf).astype(_core.float64)))
-        total = s if total is None else total + s
-    return _core.sqrt(total) if total is not None else _core.zeros((), dtype=_core.float64)
+    """sqrt of the sum of squares of every leaf, in float64: the L2 norm of the leaves' L2
+    norms, each scaled against overflow and underflow (1e200-sized gradients have a finite
+    norm)."""
+    norms = [_core.norm(_core.asarray(l).astype(_core.float64)) for l in _tree.leaves(tree) if l is not None]
+    if not norms:
+        return _core.zeros((), dtype=_core.float64)
+    return norms[0] if len(norms) == 1 else _core.norm(_core.stack(norms))
 
 
 def clip_by_global_norm(grads, max_norm: float):

@@ -16,6 +16,7 @@ a static argument). Initializers follow JAX's variance-scaling definitions and f
 from __future__ import annotations
 
 import math
+import struct
 from typing import Sequence, Tuple
 
 from . import _core
@@ -81,7 +82,29 @@ def uniform(k: Key, shape=(), dtype=None, minval: float = 0.0, maxval: float = 1
     if not minval < maxval:
         raise ValueError(f"qb.random.uniform: minval {minval} must be below maxval {maxval}")
     u = _core.random_uniform(w[0], w[1], _shape(shape), dtype)
-    return u if (minval, maxval) == (0.0, 1.0) else u * (maxval - minval) + minval
+    if (minval, maxval) == (0.0, 1.0):
+        return u
+    lo, hi = float(minval), float(maxval)
+    if math.isfinite(hi - lo):
+        r = u * (hi - lo) + lo
+    else:  # the span overflows (e.g. -1e308 to 1e308): interpolate between the bounds
+        r = u * hi + (1.0 - u) * lo
+    # Rounding can reach maxval: keep samples in [minval, maxval) of the sample dtype.
+    return _core.clip(r, lo, _largest_below(hi, u.dtype))
+
+
+def _largest_below(x: float, dtype) -> float:
+    """The largest value of dtype (float32 or float64) strictly below x."""
+    if dtype == _core.float64:
+        return math.nextafter(x, -math.inf)
+    f = struct.unpack("<f", struct.pack("<f", x))[0] if abs(x) <= 3.4028234663852886e38 else math.copysign(math.inf, x)
+    if f < x:
+        return f
+    bits = struct.unpack("<I", struct.pack("<f", f))[0]
+    if f == 0.0:
+        return -1.401298464324817e-45
+    bits = bits - 1 if f > 0 else bits + 1
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
 def normal(k: Key, shape=(), dtype=None):

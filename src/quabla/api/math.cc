@@ -155,10 +155,14 @@ V gelu(Builder& b, V x, bool approximate) {
 V clip(Builder& b, V x, std::optional<V> lo, std::optional<V> hi) {
   require_float(b, "clip", x);
   // Selects rather than max/min: x gets derivative 0 at a bound (API.md §2; max/min would
-  // share a tie), and NaN passes through.
+  // share a tie). A NaN x passes through and a NaN bound gives NaN, as in NumPy and JAX.
   V r = x;
-  if (lo) r = where(b, compare(b, "clip", Op::Le, r, *lo), *lo, r);
-  if (hi) r = where(b, compare(b, "clip", Op::Ge, r, *hi), *hi, r);
+  auto bound = [&](V limit, Op past) {
+    V out = logical(b, "clip", Op::Or, compare(b, "clip", past, r, limit), b.emit1(Op::IsNan, {limit}), false);
+    return where(b, out, limit, r);
+  };
+  if (lo) r = bound(*lo, Op::Le);
+  if (hi) r = bound(*hi, Op::Ge);
   const DType d = b.type(x).dtype;
   if (b.type(r).dtype != d) {
     throw ValueError("clip: bounds of another float dtype than x (" + std::string(dtype_name(d)) +
@@ -176,7 +180,13 @@ V mod(Builder& b, V x, V y) {
   V r_neg = b.emit1(Op::Lt, {r, zero});
   V y_neg = b.emit1(Op::Lt, {v[1], zero});
   V fix = b.emit1(Op::And, {b.emit1(Op::Ne, {r, zero}), b.emit1(Op::Ne, {r_neg, y_neg})});
-  return b.emit1(Op::Select, {fix, b.emit1(Op::Add, {r, v[1]}), r});
+  r = b.emit1(Op::Select, {fix, b.emit1(Op::Add, {r, v[1]}), r});
+  // A zero remainder takes the divisor's sign (NumPy: 6 mod -2 is -0.0, -6 mod 2 is 0.0).
+  // Subtracting (stop_gradient(r) - r), exactly +0 where r is 0, keeps r's derivative (1 in
+  // x) on the signed zero without touching its sign.
+  V signed_zero = b.emit1(Op::Select, {y_neg, like(b, r, -0.0), zero});
+  V zero_with_derivative = b.emit1(Op::Sub, {signed_zero, b.emit1(Op::Sub, {b.emit1(Op::StopGradient, {r}), r})});
+  return b.emit1(Op::Select, {b.emit1(Op::Eq, {r, zero}), zero_with_derivative, r});
 }
 
 V nan_to_num(Builder& b, V x, double nan, std::optional<double> posinf, std::optional<double> neginf) {

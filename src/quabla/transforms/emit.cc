@@ -54,6 +54,17 @@ V Emit::transpose(V x, std::vector<std::int64_t> perm) {
   return op(Op::Transpose, {x}, std::move(a));
 }
 
+V Emit::slice_rows(V x, std::int64_t begin, std::int64_t end) {
+  const Shape& s = type(x).shape;
+  Attrs a;
+  a.starts.assign(s.size(), 0);
+  a.limits = s;
+  a.strides.assign(s.size(), 1);
+  a.starts[0] = begin;
+  a.limits[0] = end;
+  return op(Op::Slice, {x}, std::move(a));
+}
+
 V Emit::mT(V x) {
   const auto r = static_cast<std::int64_t>(type(x).shape.size());
   std::vector<std::int64_t> perm;

@@ -31,6 +31,8 @@ struct Emit {
   V transpose(V x, std::vector<std::int64_t> perm);
   // Swaps the last two axes (matrix transpose of a batched [..., m, n] value).
   V mT(V x);
+  // Rows [begin, end) of the leading axis.
+  V slice_rows(V x, std::int64_t begin, std::int64_t end);
 };
 
 }  // namespace qb::ad

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 #include "quabla/ir/builder.h"
 #include "quabla/ir/errors.h"
@@ -22,6 +23,78 @@ using T = std::optional<V>;
 bool has_tangent(const ValueType& t) { return is_float(t.dtype); }
 
 namespace {
+
+// The tangent of prod(x, axes): the JVP of a tree of pairwise products (the reduced
+// elements laid along one leading axis, the first half times the second half level by
+// level, an odd level padded with a one). It never divides by x (y / x_i is wrong with zero
+// entries and overflows where the partial products do not) and, built from products only,
+// it is itself differentiable exactly to any order (Hessians of prod with zeros).
+V prod_tree_tangent(Emit& e, V x, V t, const std::vector<std::int64_t>& axes) {
+  const Shape& xs = e.type(x).shape;
+  std::vector<std::int64_t> perm(axes.begin(), axes.end());
+  Shape rest;
+  std::int64_t n = 1;
+  for (auto ax : axes) n *= xs[static_cast<std::size_t>(ax)];
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(xs.size()); ++i) {
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) {
+      perm.push_back(i);
+      rest.push_back(xs[static_cast<std::size_t>(i)]);
+    }
+  }
+  Shape flat{n};
+  flat.insert(flat.end(), rest.begin(), rest.end());
+  auto lay_out = [&](V v) { return e.reshape(e.transpose(v, perm), flat); };
+  V p = lay_out(x), dp = lay_out(t);
+  while (n > 1) {
+    if (n % 2) {
+      Shape one_row{1};
+      one_row.insert(one_row.end(), rest.begin(), rest.end());
+      const DType d = e.type(p).dtype;
+      Attrs cat;
+      cat.axis = 0;
+      p = e.b.emit(Op::Concat, std::vector<V>{p, e.like(e.zeros(ValueType{d, one_row, false}), 1.0)}, cat)[0];
+      dp = e.b.emit(Op::Concat, std::vector<V>{dp, e.zeros(ValueType{d, one_row, false})}, cat)[0];
+      ++n;
+    }
+    const std::int64_t h = n / 2;
+    V pa = e.slice_rows(p, 0, h), pb = e.slice_rows(p, h, n);
+    V da = e.slice_rows(dp, 0, h), db = e.slice_rows(dp, h, n);
+    dp = e.add(e.mul(da, pb), e.mul(pa, db));
+    p = e.mul(pa, pb);
+    n = h;
+  }
+  return e.reshape(dp, rest);
+}
+
+// (1 - x)(1 + x): 1 - x^2 without its cancellation near |x| = 1.
+V one_minus_x2(Emit& e, V x) {
+  V one = e.like(x, 1.0);
+  return e.mul(e.sub(one, x), e.add(one, x));
+}
+
+// (|x| > 1, u): u = 1/x where |x| > 1 and x elsewhere, for derivative formulas whose x^2
+// would overflow (or lose 1 + x^2 to rounding) at large |x|.
+std::pair<V, V> reciprocal_if_big(Emit& e, V x) {
+  V one = e.like(x, 1.0);
+  V big = e.op(Op::Gt, {e.op(Op::Abs, {x}), one});
+  return {big, e.select(big, e.div(one, e.select(big, x, one)), x)};
+}
+
+// (m, a/m, b/m) with m = max(|a|, |b|) held constant (stop_gradient: the derivative formulas
+// that use it do not depend on it): a scaled pair whose squares neither overflow nor
+// underflow. An infinite coordinate scales to +-1 and a finite one beside it to 0; at the
+// origin (m = 0) the pair is (0, 0).
+std::tuple<V, V, V> scaled_pair(Emit& e, V a, V b) {
+  V m = e.op(Op::StopGradient, {e.op(Op::Max, {e.op(Op::Abs, {a}), e.op(Op::Abs, {b})})});
+  V zero = e.like(m, 0.0);
+  V inf = e.op(Op::IsInf, {m});
+  V m_safe = e.select(e.op(Op::Or, {e.eq(m, zero), inf}), e.like(m, 1.0), m);
+  auto scale = [&](V v) {
+    V at_inf = e.select(e.op(Op::IsInf, {v}), e.op(Op::Sign, {v}), zero);
+    return e.select(inf, at_inf, e.div(v, m_safe));
+  };
+  return {m, scale(a), scale(b)};
+}
 
 // The tangent of a node's (single) output from its primal inputs x, their tangents t (empty
 // when zero) and its primal output y.
@@ -55,30 +128,43 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
     case Op::Cos: return e.neg(e.mul(*t[0], e.op(Op::Sin, {x[0]})));
     case Op::Tan: return scale_t(e.add(e.like(y, 1.0), e.mul(y, y)));
     case Op::Asin: case Op::Acos: {
-      V r = e.op(Op::Sqrt, {e.sub(e.like(x[0], 1.0), e.mul(x[0], x[0]))});
+      // 1 / sqrt((1 - x)(1 + x)): no cancellation near |x| = 1, as 1 - x^2 has.
+      V r = e.op(Op::Sqrt, {one_minus_x2(e, x[0])});
       V d = e.div(*t[0], r);
       return n.op == Op::Asin ? d : e.neg(d);
     }
-    case Op::Atan: return e.div(*t[0], e.add(e.like(x[0], 1.0), e.mul(x[0], x[0])));
+    case Op::Atan: {
+      // 1 / (1 + x^2), as u^2 / (1 + u^2) with u = 1/x for |x| > 1 (x^2 would overflow).
+      const auto [big, u] = reciprocal_if_big(e, x[0]);
+      V u2 = e.mul(u, u);
+      V one = e.like(u2, 1.0);
+      return scale_t(e.select(big, e.div(u2, e.add(one, u2)), e.div(one, e.add(one, u2))));
+    }
     case Op::Sinh: return scale_t(e.op(Op::Cosh, {x[0]}));
     case Op::Cosh: return scale_t(e.op(Op::Sinh, {x[0]}));
     case Op::Tanh: return scale_t(e.sub(e.like(y, 1.0), e.mul(y, y)));
-    case Op::Asinh: return e.div(*t[0], e.op(Op::Sqrt, {e.add(e.mul(x[0], x[0]), e.like(x[0], 1.0))}));
+    case Op::Asinh: {
+      // 1 / sqrt(x^2 + 1), as |u| / sqrt(1 + u^2) with u = 1/x for |x| > 1 (x^2 would overflow).
+      const auto [big, u] = reciprocal_if_big(e, x[0]);
+      V r = e.op(Op::Sqrt, {e.add(e.like(u, 1.0), e.mul(u, u))});
+      return scale_t(e.select(big, e.div(e.op(Op::Abs, {u}), r), e.div(e.like(r, 1.0), r)));
+    }
     case Op::Acosh: {
       V r = e.mul(e.op(Op::Sqrt, {e.sub(x[0], e.like(x[0], 1.0))}), e.op(Op::Sqrt, {e.add(x[0], e.like(x[0], 1.0))}));
       return e.div(*t[0], r);
     }
-    case Op::Atanh: return e.div(*t[0], e.sub(e.like(x[0], 1.0), e.mul(x[0], x[0])));
+    case Op::Atanh: return e.div(*t[0], one_minus_x2(e, x[0]));
     case Op::Erf: case Op::Erfc: {
       V g = e.scale(e.op(Op::Exp, {e.neg(e.mul(x[0], x[0]))}), 1.12837916709551257390);  // 2/sqrt(pi)
       return n.op == Op::Erf ? scale_t(g) : e.neg(e.mul(*t[0], g));
     }
-    case Op::Logistic: return scale_t(e.mul(y, e.sub(e.like(y, 1.0), y)));
+    // s(x) s(-x) rather than s (1 - s): 1 - s cancels to 0 for large x.
+    case Op::Logistic: return scale_t(e.mul(y, e.op(Op::Logistic, {e.neg(x[0])})));
     case Op::Softplus: return scale_t(e.op(Op::Logistic, {x[0]}));
     case Op::Silu: {
-      // d/dx x s(x) = s (1 + x (1 - s))
+      // d/dx x s(x) = s (1 + x s(-x))   (s(-x) = 1 - s without the cancellation)
       V s = e.op(Op::Logistic, {x[0]});
-      return scale_t(e.mul(s, e.add(e.like(s, 1.0), e.mul(x[0], e.sub(e.like(s, 1.0), s)))));
+      return scale_t(e.mul(s, e.add(e.like(s, 1.0), e.mul(x[0], e.op(Op::Logistic, {e.neg(x[0])})))));
     }
     case Op::GeluTanh: {
       // x s(2z), z = c (x + k x^3): s + x s (1 - s) 2c (1 + 3k x^2)
@@ -87,7 +173,7 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       V z = e.scale(e.add(x[0], e.scale(e.mul(x2, x[0]), k)), c);
       V s = e.op(Op::Logistic, {e.scale(z, 2.0)});
       V dz = e.scale(e.add(e.like(x2, 1.0), e.scale(x2, 3.0 * k)), 2.0 * c);
-      V ds = e.mul(e.mul(s, e.sub(e.like(s, 1.0), s)), dz);
+      V ds = e.mul(e.mul(s, e.op(Op::Logistic, {e.scale(z, -2.0)})), dz);
       return scale_t(e.add(s, e.mul(x[0], ds)));
     }
     case Op::IsNan: case Op::IsInf: case Op::IsFinite: case Op::Not: case Op::And: case Op::Or:
@@ -129,20 +215,39 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       return r;
     }
     case Op::Atan2: {
-      // (b ta - a tb) / (a^2 + b^2), 0 at the origin
-      V den = e.add(e.mul(x[0], x[0]), e.mul(x[1], x[1]));
-      V num = t[0] ? e.mul(x[1], *t[0]) : e.like(x[0], 0.0);
-      if (t[1]) num = e.sub(num, e.mul(x[0], *t[1]));
-      V zero = e.like(den, 0.0);
-      V origin = e.eq(den, zero);
-      return e.select(origin, zero, e.div(num, e.select(origin, e.like(den, 1.0), den)));
+      // (b ta - a tb) / (a^2 + b^2), 0 at the origin. With m = max(|a|, |b|) held constant
+      // (the quotient does not depend on it), a' = a/m, b' = b/m: the factors b' / (m (a'^2 +
+      // b'^2)) and a' / (...) neither overflow nor underflow at extreme scales. Each tangent
+      // is multiplied by its factor last, so the transposed rule does the same.
+      const auto [m, a, b] = scaled_pair(e, x[0], x[1]);
+      V zero = e.like(m, 0.0);
+      // 0 at the origin and where a coordinate is infinite (the limit, when it exists).
+      V none = e.op(Op::Or, {e.eq(m, zero), e.op(Op::IsInf, {m})});
+      V den = e.mul(e.select(none, e.like(m, 1.0), m), e.add(e.mul(a, a), e.mul(b, b)));
+      T r;
+      if (t[0]) r = e.mul(*t[0], e.select(none, zero, e.div(b, den)));
+      if (t[1]) {
+        V term = e.mul(*t[1], e.select(none, zero, e.div(a, den)));
+        r = r ? e.sub(*r, term) : e.neg(term);
+      }
+      return r;
     }
     case Op::Hypot: {
-      V num = t[0] ? e.mul(x[0], *t[0]) : e.like(x[0], 0.0);
-      if (t[1]) num = e.add(num, e.mul(x[1], *t[1]));
-      V zero = e.like(y, 0.0);
-      V origin = e.eq(y, zero);
-      return e.select(origin, zero, e.div(num, e.select(origin, e.like(y, 1.0), y)));
+      // (a ta + b tb) / y, each tangent times its ratio a/y = a'/sqrt(a'^2 + b'^2) of the
+      // scaled pair: in [-1, 1], exact at subnormal and huge inputs, +-1 along an infinite
+      // coordinate; 0 at the origin.
+      const auto [m, a, b] = scaled_pair(e, x[0], x[1]);
+      V zero = e.like(m, 0.0);
+      V origin = e.eq(m, zero);
+      V norm = e.op(Op::Sqrt, {e.add(e.mul(a, a), e.mul(b, b))});
+      V norm_safe = e.select(origin, e.like(m, 1.0), norm);
+      T r;
+      if (t[0]) r = e.mul(*t[0], e.select(origin, zero, e.div(a, norm_safe)));
+      if (t[1]) {
+        V term = e.mul(*t[1], e.select(origin, zero, e.div(b, norm_safe)));
+        r = r ? e.add(*r, term) : term;
+      }
+      return r;
     }
     case Op::Rem: {
       // r = a - b trunc(a/b): dr = ta - tb trunc(a/b), trunc(a/b) = (a - r) / b
@@ -167,10 +272,14 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       return r;
     }
     case Op::LogAddExp: {
+      // d/da = s(a - b), d/db = s(b - a): exactly 1/2 each at a tie (exp(a - y) is not), and
+      // at equal infinities, where a - b is NaN.
+      V tie = e.eq(x[0], x[1]);
+      V half = e.like(x[0], 0.5);
       T r;
-      if (t[0]) r = e.mul(*t[0], e.op(Op::Exp, {e.sub(x[0], y)}));
+      if (t[0]) r = e.mul(*t[0], e.select(tie, half, e.op(Op::Logistic, {e.sub(x[0], x[1])})));
       if (t[1]) {
-        V term = e.mul(*t[1], e.op(Op::Exp, {e.sub(x[1], y)}));
+        V term = e.mul(*t[1], e.select(tie, half, e.op(Op::Logistic, {e.sub(x[1], x[0])})));
         r = r ? e.add(*r, term) : term;
       }
       return r;
@@ -193,22 +302,8 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       return e.op(Op::Pad, {tz(0), t[1] ? *t[1] : e.zeros(e.type(x[1]))}, a);
     case Op::ScatterAdd:
       return e.op(Op::ScatterAdd, {tz(0), tz(1)}, a);
-    case Op::ReduceProd: {
-      // d prod / d x_i = prod of the others: y / x_i without zeros; with exactly one zero,
-      // the product of the nonzeros at the zero and 0 elsewhere; with more, 0.
-      Attrs bc;
-      bc.shape = e.type(x[0]).shape;
-      for (std::int64_t i = 0; i < static_cast<std::int64_t>(bc.shape.size()); ++i)
-        if (std::find(a.dims.begin(), a.dims.end(), i) == a.dims.end()) bc.dims.push_back(i);
-      V zero = e.eq(x[0], e.like(x[0], 0.0));
-      V x_safe = e.select(zero, e.like(x[0], 1.0), x[0]);
-      V p_nz = e.op(Op::BroadcastInDim, {e.op(Op::ReduceProd, {x_safe}, a)}, bc);
-      V zeros = e.op(Op::BroadcastInDim, {e.op(Op::ReduceSum, {e.convert(zero, e.type(x[0]).dtype)}, a)}, bc);
-      V none = e.eq(zeros, e.like(zeros, 0.0));
-      V one = e.op(Op::And, {e.eq(zeros, e.like(zeros, 1.0)), zero});
-      V d = e.select(none, e.div(p_nz, x_safe), e.select(one, p_nz, e.like(x[0], 0.0)));
-      return e.op(Op::ReduceSum, {e.mul(*t[0], d)}, a);
-    }
+    case Op::ReduceProd:
+      return prod_tree_tangent(e, x[0], *t[0], a.dims);
     case Op::ReduceMax: case Op::ReduceMin: {
       // The mean of the tangents at the positions that attain the extremum.
       Attrs bc;

@@ -129,6 +129,21 @@ V concat_rows(Emit& e, V a, V b) {
   return e.b.emit(Op::Concat, in, std::move(at))[0];
 }
 
+// Which results of g depend on parameter p (a region node's outputs on all its inputs).
+std::vector<bool> results_reached(const Graph& g, std::size_t p) {
+  std::vector<bool> dep(g.values.size(), false);
+  dep[g.params[p]] = true;
+  for (const Node& nd : g.nodes) {
+    bool any = false;
+    for (V in : nd.inputs) any = any || dep[in];
+    if (any)
+      for (V out : nd.outputs) dep[out] = true;
+  }
+  std::vector<bool> r;
+  for (V v : g.results) r.push_back(dep[v]);
+  return r;
+}
+
 // What the scan rules share: the split of the node into its non-linear (primal) part P and
 // the transposed step TB.
 struct ScanParts {
@@ -221,9 +236,9 @@ struct ScanParts {
 
   // Backward over one block from its checkpoint: (ct K_l at the block start..., acc...,
   // ct X_l rows...).
-  std::vector<V> bwd_block(Emit& e, std::int64_t len, const std::vector<V>& cn, V base, const std::vector<V>& ckpt,
-                           const std::vector<V>& xn, const std::vector<V>& ctk, const std::vector<V>& acc,
-                           const std::vector<V>& cty) const {
+  std::vector<V> bwd_block(Emit& e, const Graph& step_t, std::int64_t len, const std::vector<V>& cn, V base,
+                           const std::vector<V>& ckpt, const std::vector<V>& xn, const std::vector<V>& ctk,
+                           const std::vector<V>& acc, const std::vector<V>& cty) const {
     auto tape_out = scan(e, len, n.attrs.reverse, cn, base, ckpt, xn,
                          [&](Builder& b, V idx, std::span<const V> c, std::span<const V> k, std::span<const V> x) {
                            auto r = call_primal(b, idx, c, k, x);
@@ -247,13 +262,68 @@ struct ScanParts {
                   args.insert(args.end(), x.begin(), x.begin() + static_cast<std::ptrdiff_t>(nkn + nxn));  // K_t, X_t
                   args.insert(args.end(), k.begin(), k.begin() + static_cast<std::ptrdiff_t>(nkl));        // ct K
                   args.insert(args.end(), x.begin() + static_cast<std::ptrdiff_t>(nkn + nxn), x.end());     // ct Y_t
-                  auto r = inline_into(b, transposed, args);  // ct C_l, ct K_l, ct X_l
+                  auto r = inline_into(b, step_t, args);  // ct C_l, ct K_l, ct X_l
                   std::vector<V> res(r.begin() + static_cast<std::ptrdiff_t>(ncl),
                                      r.begin() + static_cast<std::ptrdiff_t>(ncl + nkl));
                   for (std::size_t i = 0; i < ncl; ++i) res.push_back(be.add(k[nkl + i], r[i]));
                   res.insert(res.end(), r.begin() + static_cast<std::ptrdiff_t>(ncl + nkl), r.end());
                   return res;
                 });
+  }
+
+  // The transposed step for the cotangents that are not symbolic zeros (`given`: one flag per
+  // node output). A linear carry's cotangent stays zero at every step when its final one
+  // is zero and, within the step, its value reaches no output whose cotangent is nonzero;
+  // such carries (found by a fixed point) and the zero ys are left out of the transposition,
+  // so a zero cotangent never meets a NaN or inf partial (0 * inf would be NaN), as with
+  // symbolic zeros outside loops. The result keeps the full parameter layout of
+  // `transposed`; the left-out cotangent parameters are unused.
+  Graph live_transposed(const std::vector<bool>& given) const {
+    const Graph& body = *n.regions[0];
+    std::vector<bool> live(given.begin(), given.end());
+    for (std::size_t j = 0; j < nk + ny; ++j) live[j] = live[j] && (j < nk ? lin_k[j] : lin_y[j - nk]);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (std::size_t k = 0; k < nk; ++k) {
+        if (live[k] || !lin_k[k]) continue;
+        const auto reached = results_reached(body, 1 + nc + k);
+        for (std::size_t j = 0; j < nk + ny && !live[k]; ++j) live[k] = reached[j] && live[j];
+        changed = changed || live[k];
+      }
+    }
+    std::vector<bool> seed;
+    bool all = true;
+    for (std::size_t j = 0; j < nk + ny; ++j) {
+      const bool lin_j = j < nk ? lin_k[j] : lin_y[j - nk];
+      seed.push_back(lin_j && live[j]);
+      all = all && (!lin_j || live[j]);
+    }
+    if (all) return transposed;
+    std::vector<bool> mask{false};
+    mask.insert(mask.end(), lin_c.begin(), lin_c.end());
+    mask.insert(mask.end(), lin_k.begin(), lin_k.end());
+    mask.insert(mask.end(), lin_x.begin(), lin_x.end());
+    const Graph inner = transpose_only(body, mask, seed);
+    std::vector<ValueType> pt;
+    for (std::size_t i = 0; i < mask.size(); ++i)
+      if (!mask[i]) pt.push_back(body.type(body.params[i]));
+    const std::size_t n_primal = pt.size();
+    std::vector<std::size_t> ct_live;  // positions among the ct parameters that are kept
+    std::size_t ct = 0;
+    for (std::size_t j = 0; j < nk + ny; ++j) {
+      if (!(j < nk ? lin_k[j] : lin_y[j - nk])) continue;
+      ValueType t = body.type(body.results[j]);
+      t.weak = false;
+      pt.push_back(t);
+      if (seed[j]) ct_live.push_back(ct);
+      ++ct;
+    }
+    for (auto& t : pt) t.weak = false;
+    return make_graph(pt, [&](Builder& b, std::span<const V> ps) {
+      std::vector<V> args(ps.begin(), ps.begin() + static_cast<std::ptrdiff_t>(n_primal));
+      for (std::size_t c : ct_live) args.push_back(ps[n_primal + c]);
+      return inline_into(b, inner, args);
+    });
   }
 
   struct Plan {
@@ -461,6 +531,9 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
     case Op::Scan: {
       const ScanParts& sp = *static_cast<const ScanParts*>(res.derived.get());
       const auto plan = sp.plan();
+      std::vector<bool> given;
+      for (const auto& c : ct_out) given.push_back(c.has_value());
+      const Graph step_t = sp.live_transposed(given);
       const std::vector<V> cn = pick(x, 0, sp.nc, lin, false);
       const std::vector<V> xn = pick(x, sp.nc + sp.nk, sp.nx, lin, false);
       std::vector<V> ctk, acc, cty;
@@ -490,8 +563,8 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
         std::vector<V> xt, cyt;
         for (V v : xn) xt.push_back(rows(e, v, split, n.attrs.length));
         for (V v : cty) cyt.push_back(rows(e, v, split, n.attrs.length));
-        auto o = sp.bwd_block(e, plan.tail, cn, f64_const(e, static_cast<double>(n.attrs.start + split)), tail_ckpt, xt,
-                              ctk, acc, cyt);
+        auto o = sp.bwd_block(e, step_t, plan.tail, cn, f64_const(e, static_cast<double>(n.attrs.start + split)),
+                              tail_ckpt, xt, ctk, acc, cyt);
         ctk.assign(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(ctk.size()));
         acc.assign(o.begin() + static_cast<std::ptrdiff_t>(ctk.size()),
                    o.begin() + static_cast<std::ptrdiff_t>(ctk.size() + acc.size()));
@@ -527,7 +600,7 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
           auto ck = at(p, nkn); p += nkn;
           auto xx = at(p, nxn); p += nxn;
           auto cy = at(p, ps.size() - p);
-          return sp.bwd_block(be, plan.block, c, base, ck, xx, k, a, cy);
+          return sp.bwd_block(be, step_t, plan.block, c, base, ck, xx, k, a, cy);
         });
         std::vector<V> in = cn;
         append(in, carry);

@@ -4,8 +4,13 @@
 #if defined(QUABLA_HAVE_LIBMVEC) && defined(__AVX2__)
 #include <immintrin.h>
 
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
 
 #include "quabla/backends/cpu/scalar_math.h"
 
@@ -73,6 +78,78 @@ void apply(Fn f, Load load, Store store, const T* x, T* y, std::int64_t n) {
   }
 }
 
+// Exact results where glibc's scalar functions give them and libmvec is a unit in the last
+// place off: cbrt of a perfect cube (cbrt(27) = 3) and log10 of a power of ten as a double
+// or float holds it (log10(1e7) = 7). A cheap check per element after the vector pass.
+template <class T>
+T exact_cbrt(T x, T y) {
+  const T r = std::nearbyint(y);
+  return r * r * r == x ? r : y;
+}
+
+template <class T>
+T exact_log10(T x, T y) {
+  const T r = std::nearbyint(y);
+  // Only results a few units in the last place from an integer: the nearest T to 10^r is
+  // far from 10^r among subnormals (1e-45f is 1.4e-45f, whose log10 is -44.85).
+  if (!(std::abs(r) <= 308) || std::abs(y - r) > 8 * std::numeric_limits<T>::epsilon() * std::max<T>(1, std::abs(r)))
+    return y;
+  // The nearest T to 10^r, read once from the decimal literal (correctly rounded).
+  static const auto powers = [] {
+    std::array<T, 617> p{};
+    for (int k = -308; k <= 308; ++k) p[static_cast<std::size_t>(k + 308)] = static_cast<T>(std::strtod(("1e" + std::to_string(k)).c_str(), nullptr));
+    return p;
+  }();
+  return powers[static_cast<std::size_t>(static_cast<int>(r) + 308)] == x ? r : y;
+}
+
+// Ops whose vector results get a per-element correction from their inputs.
+bool needs_fixup(Op op, bool f64) {
+  return op == Op::Cbrt || op == Op::Log10 || (f64 && (op == Op::Sin || op == Op::Cos || op == Op::Tan));
+}
+
+template <class T>
+T fixup(Op op, T x, T y) {
+  switch (op) {
+    case Op::Cbrt: return exact_cbrt(x, y);
+    case Op::Log10: return exact_log10(x, y);
+    default:
+      // double sin/cos/tan of huge arguments take the long double path of scalar_math.h
+      // (decided per value, so results never depend on an element's position).
+      if constexpr (std::is_same_v<T, double>) {
+        if (math::huge_trig_arg(x)) return op == Op::Sin ? math::sin(x) : op == Op::Cos ? math::cos(x) : math::tan(x);
+      }
+      return y;
+  }
+}
+
+// The vector pass block by block, with each block's inputs kept aside for the fixup: y may be
+// x (in place), so x[i] is gone once the vector pass wrote it.
+template <class T, class VecPass>
+void with_fixup(Op op, const T* x, T* y, std::int64_t n, VecPass pass) {
+  constexpr std::int64_t kBlock = 256;
+  T saved[kBlock];
+  for (std::int64_t b = 0; b < n; b += kBlock) {
+    const std::int64_t len = std::min(kBlock, n - b);
+    std::copy_n(x + b, len, saved);
+    pass(saved, y + b, len);
+    for (std::int64_t i = 0; i < len; ++i) y[b + i] = fixup(op, saved[i], y[b + i]);
+  }
+}
+
+// float32 tan through the double kernel, rounded once: libmvec's tanf is 2 units in the
+// last place off at ordinary arguments (tan(2.5f)); this is within half a unit.
+void tan_f32_via_f64(const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(y + i, _mm256_cvtpd_ps(_ZGVdN4v_tan(_mm256_cvtps_pd(_mm_loadu_ps(x + i)))));
+  if (i < n) {
+    float in[4] = {}, out[4];
+    std::memcpy(in, x + i, static_cast<std::size_t>(n - i) * sizeof(float));
+    _mm_storeu_ps(out, _mm256_cvtpd_ps(_ZGVdN4v_tan(_mm256_cvtps_pd(_mm_loadu_ps(in)))));
+    std::memcpy(y + i, out, static_cast<std::size_t>(n - i) * sizeof(float));
+  }
+}
+
 }  // namespace
 
 bool has_vector_unary(Op op) { return lookup(op).f32 != nullptr; }
@@ -80,34 +157,28 @@ bool has_vector_unary(Op op) { return lookup(op).f32 != nullptr; }
 bool vector_unary_f32(Op op, const float* x, float* y, std::int64_t n) {
   const VecF f = lookup(op).f32;
   if (!f) return false;
-  apply<float, __m256>(f, [](const float* p) { return _mm256_loadu_ps(p); },
-                       [](float* p, __m256 v) { _mm256_storeu_ps(p, v); }, x, y, n);
+  if (op == Op::Tan) {
+    tan_f32_via_f64(x, y, n);
+    return true;
+  }
+  auto pass = [f](const float* in, float* out, std::int64_t len) {
+    apply<float, __m256>(f, [](const float* p) { return _mm256_loadu_ps(p); },
+                         [](float* p, __m256 v) { _mm256_storeu_ps(p, v); }, in, out, len);
+  };
+  if (needs_fixup(op, false)) with_fixup<float>(op, x, y, n, pass);
+  else pass(x, y, n);
   return true;
 }
 
 bool vector_unary_f64(Op op, const double* x, double* y, std::int64_t n) {
   const VecD f = lookup(op).f64;
   if (!f) return false;
-  if (op != Op::Sin && op != Op::Cos && op != Op::Tan) {
+  auto pass = [f](const double* in, double* out, std::int64_t len) {
     apply<double, __m256d>(f, [](const double* p) { return _mm256_loadu_pd(p); },
-                           [](double* p, __m256d v) { _mm256_storeu_pd(p, v); }, x, y, n);
-    return true;
-  }
-  // Huge arguments take the long double path of scalar_math.h (decided per value, so
-  // results never depend on an element's position). Block by block, with the block's
-  // inputs kept aside: y may be x (in place), so x[i] is gone once the vector pass wrote it.
-  constexpr std::int64_t kBlock = 256;
-  double saved[kBlock];
-  for (std::int64_t b = 0; b < n; b += kBlock) {
-    const std::int64_t len = std::min(kBlock, n - b);
-    std::copy_n(x + b, len, saved);
-    apply<double, __m256d>(f, [](const double* p) { return _mm256_loadu_pd(p); },
-                           [](double* p, __m256d v) { _mm256_storeu_pd(p, v); }, saved, y + b, len);
-    for (std::int64_t i = 0; i < len; ++i) {
-      const double v = saved[i];
-      if (math::huge_trig_arg(v)) y[b + i] = op == Op::Sin ? math::sin(v) : op == Op::Cos ? math::cos(v) : math::tan(v);
-    }
-  }
+                           [](double* p, __m256d v) { _mm256_storeu_pd(p, v); }, in, out, len);
+  };
+  if (needs_fixup(op, true)) with_fixup<double>(op, x, y, n, pass);
+  else pass(x, y, n);
   return true;
 }
 
