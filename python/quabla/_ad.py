@@ -143,8 +143,8 @@ def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str):
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 staged.trace.close()
-                raise ValueError(f"{transform}({name}) with has_aux=True: the function must return (value, aux), "
-                                 f"got {type(out).__name__}")
+                raise TypeError(f"{transform}({name}) with has_aux=True: the function must return a pair "
+                                f"(value, aux), got {type(out).__name__}")
             value, aux = out
         else:
             value, aux = out, None
@@ -257,7 +257,8 @@ def _vjp(fun: Callable, primals: tuple, has_aux: bool, name: str):
     if has_aux:
         if not (isinstance(out, tuple) and len(out) == 2):
             staged.trace.close()
-            raise ValueError(f"{name} with has_aux=True: the function must return (output, aux)")
+            raise TypeError(f"{name} with has_aux=True: the function must return a pair (output, aux), got "
+                            f"{type(out).__name__}")
         out, aux = out
     out_leaves, out_def = _tree.flatten(out)
     aux_leaves, aux_def = _tree.flatten(aux)
@@ -404,8 +405,8 @@ def _value_and_aux(out, has_aux: bool, name: str):
     if not has_aux:
         return out, None
     if not (isinstance(out, tuple) and len(out) == 2):
-        raise ValueError(f"{name} with has_aux=True: the function must return a pair (output, aux), got "
-                         f"{type(out).__name__}")
+        raise TypeError(f"{name} with has_aux=True: the function must return a pair (output, aux), got "
+                        f"{type(out).__name__}")
     return out
 
 

@@ -110,6 +110,7 @@ class Compiled:
         self._single_output = out_treedef == _SINGLE_LEAF and out_kinds == ["array"]
         self._alive = True  # False once evicted from its function's cache
         self._key = None    # its signature in the function's cache
+        self._signature_of = None  # its function's signature computation (for direct calls)
 
     def as_text(self) -> str:
         """The optimised program's text form."""
@@ -137,9 +138,29 @@ class Compiled:
         return _tree.unflatten(self._out_treedef, leaves)
 
     def __call__(self, *args, **kwargs):
+        if self._signature_of is not None:
+            key = self._signature_of(args, kwargs)[0]
+            if key != self._key:
+                raise TypeError("compiled program: " + _signature_mismatch(self._key, key) + "; it runs only on "
+                                "arguments of the signature it was compiled for (call the jitted function "
+                                "instead: it compiles once per signature)")
         leaves = _tree.leaves((args, kwargs))
         return self._run([leaves[i] if isinstance(leaves[i], _core.Array) else _core.asarray(leaves[i])
                           for i in self._in_positions])
+
+
+def _signature_mismatch(expected, got) -> str:
+    """What differs between two call signatures (treedef, leaf keys, static args, static kwargs)."""
+    def statics(key):
+        return [v for _, (_, v) in key[2]] + [f"{k}={v!r}" for k, (_, v) in key[3]]
+    if expected[2] != got[2] or expected[3] != got[3]:
+        return f"static arguments {statics(got)} differ from the ones it was compiled for {statics(expected)}"
+    if expected[0] != got[0]:
+        return f"the argument structure {got[0]} differs from {expected[0]}"
+    for i, (a, b) in enumerate(zip(expected[1], got[1])):
+        if a != b:
+            return f"argument leaf {i} is {b[1]} but the program was compiled for {a[1]}"
+    return "the arguments differ from the ones it was compiled for"
 
 
 class Lowered:
@@ -257,6 +278,7 @@ class JittedFunction:
             if compiled is None:
                 return None, classified
             compiled._key = key
+            compiled._signature_of = self._signature
             with self._lock:
                 self._cache[key] = compiled
                 while len(self._cache) > self._max_traces:

@@ -15,26 +15,37 @@ from ._ad import ExampleOf, _Staged, _is_array_like, _to_array
 __all__ = ["vmap"]
 
 
+def _is_axis_spec(x) -> bool:
+    return x is None or (isinstance(x, int) and not isinstance(x, bool))
+
+
+def _check_axes_spec(spec, what: str, name: str) -> None:
+    """in_axes/out_axes are a pytree whose leaves are ints or None (checked when vmap is built)."""
+    for path, leaf in _tree.flatten_with_path(spec, is_leaf=lambda x: x is None)[0]:
+        if not _is_axis_spec(leaf):
+            raise TypeError(f"vmap({name}): {what} must be an int, None, or a pytree (tuple, list, dict, registered "
+                            f"class) of them, got {leaf!r} at {_tree.keystr(path, what)}")
+
+
 def _broadcast_prefix(prefix, full, what: str):
-    """One axis spec per leaf of `full`, from a pytree prefix `prefix` of it."""
-    if prefix is None or isinstance(prefix, int):
+    """One axis spec per leaf of `full`, from a pytree prefix `prefix` of it (any container
+    kind: tuples, lists, dicts, NamedTuples, registered classes)."""
+    if _is_axis_spec(prefix):
         return [prefix] * len(_tree.leaves(full))
-    if isinstance(prefix, (tuple, list)) and isinstance(full, (tuple, list)):
-        if len(prefix) != len(full):
-            raise ValueError(f"vmap: {what} has {len(prefix)} entries for {len(full)} arguments/outputs")
-        out = []
-        for p, f in zip(prefix, full):
-            out.extend(_broadcast_prefix(p, f, what))
-        return out
-    if isinstance(prefix, dict) and isinstance(full, dict):
-        if sorted(prefix) != sorted(full):
-            raise ValueError(f"vmap: {what} keys {sorted(prefix)} differ from {sorted(full)}")
-        out = []
-        for k in sorted(full):
-            out.extend(_broadcast_prefix(prefix[k], full[k], what))
-        return out
-    raise ValueError(f"vmap: {what} {prefix!r} is not a prefix of the structure {_tree.structure(full)} "
-                     f"(use an int, None, or a matching tuple/list/dict of them)")
+    p_info, f_info = _tree._children(prefix), _tree._children(full)
+    sequences = (_tree._TUPLE, _tree._LIST, _tree._NAMEDTUPLE)  # matched by position
+    ok = p_info is not None and f_info is not None and len(p_info[2]) == len(f_info[2])
+    if ok and not (p_info[0] in sequences and f_info[0] in sequences):
+        # dicts by keys; NamedTuples and registered classes by type and fields
+        ok = p_info[0] == f_info[0] and type(prefix) is type(full) and p_info[3] == f_info[3]
+    if not ok:
+        raise ValueError(f"vmap: {what} {prefix!r} is not a prefix of the structure {_tree.structure(full)} "
+                         f"(use an int, None, or a matching container of them)")
+    p_children, f_children = p_info[2], f_info[2]
+    out = []
+    for p, f in zip(p_children, f_children):
+        out.extend(_broadcast_prefix(p, f, what))
+    return out
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
@@ -42,6 +53,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     if not callable(fun):
         raise TypeError(f"vmap: expected a callable, got {type(fun).__name__}")
     name = getattr(fun, "__name__", "function")
+    _check_axes_spec(in_axes, "in_axes", name)
+    _check_axes_spec(out_axes, "out_axes", name)
 
     def mapped(*args, **kwargs):
         if kwargs:
@@ -80,8 +93,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         ex_args, _ = _tree.unflatten(treedef, example_leaves)
         staged = _Staged(fun, tuple(ex_args), {}, set(), "vmap")
         out_leaves, out_def = _tree.flatten(staged.out)
-        for o in out_leaves:
-            if not isinstance(o, _core.Array):
+        for k, o in enumerate(out_leaves):
+            if isinstance(o, (bool, int, float)):
+                out_leaves[k] = _core.asarray(o)  # a Python number: the same value for every example
+            elif not isinstance(o, _core.Array):
                 staged.trace.close()
                 raise TypeError(f"vmap({name}): the function must return arrays, got {type(o).__name__}")
         graph, captured = staged.finish(out_leaves)
@@ -90,13 +105,18 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
             leaf = example_leaves[staged.input_leaf[k]]
             graph_axes.append(leaf.axis if isinstance(leaf, ExampleOf) else -1)
         graph_axes += [-1] * len(captured)
+        o_axes = _broadcast_prefix(out_axes, _tree.unflatten(out_def, out_leaves), "out_axes")
+        mapped_outputs = graph.depends_on([ax >= 0 for ax in graph_axes])
+        for j, ax in enumerate(o_axes):
+            if ax is None and mapped_outputs[j]:
+                raise ValueError(f"vmap({name}): out_axes=None for output {j}, which depends on the mapped axis; "
+                                 f"use an integer out_axes for it")
         outs = graph.vmap(graph_axes, batch).call(staged.inputs + captured)
-        o_axes = _broadcast_prefix(out_axes, staged.out, "out_axes")
         result = []
         for o, ax in zip(outs, o_axes):
-            if ax is None:
-                raise ValueError(f"vmap({name}): out_axes=None needs an output that does not depend on the mapped "
-                                 f"axis; use out_axes=0")
+            if ax is None:  # the same for every example: one copy
+                result.append(o[0])
+                continue
             nd = o.ndim
             if not -nd <= ax < nd:
                 raise ValueError(f"vmap({name}): out_axes {ax} is out of range for an output of rank {nd}")

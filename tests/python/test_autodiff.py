@@ -604,9 +604,9 @@ def test_bad_argnums_raise(argnums):
 @pytest.mark.parametrize("ret", [lambda x: qb.sum(x), lambda x: (qb.sum(x),), lambda x: (qb.sum(x), 1, 2),
                                  lambda x: [qb.sum(x), 1]])
 def test_has_aux_with_a_non_pair_raises(ret):
-    with pytest.raises(ValueError):
+    with pytest.raises(TypeError, match="must return a pair"):
         qb.grad(ret, has_aux=True)(qb.array([1.0, 2.0]))
-    with pytest.raises(ValueError):
+    with pytest.raises(TypeError, match="must return a pair"):
         qb.vjp(ret, qb.array([1.0, 2.0]), has_aux=True)
 
 

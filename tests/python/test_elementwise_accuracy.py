@@ -925,3 +925,29 @@ def test_activation_limits_at_infinity(name, x, expected, dtype):
     """Activations take their limits at ±inf (as exp(-inf) = 0), not inf * 0 = NaN."""
     r = UNARY[name][0](qb.array(np.array([x], dtype=dtype))).numpy()[0]
     assert r == expected, f"{name}({x}) = {r}, expected {expected}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["log10", "log2", "exp2", "cbrt"])
+def test_exact_results_at_exact_arguments(name, dtype):
+    """Where the result is exactly representable the answer is exact, as in glibc:
+    log10(10^k), log2(2^k), exp2(k), cbrt(n^3). Each value is tested alone (an eager scalar),
+    inside a vector (every lane position) and in place."""
+    f32 = dtype == "float32"
+    if name == "log10":
+        ks = range(0, 11 if f32 else 23)  # 10^k exactly representable
+        xs, want = [10.0 ** k for k in ks], [float(k) for k in ks]
+    elif name == "log2":
+        ks = range(-126 if f32 else -1022, 128 if f32 else 1024, 7)
+        xs, want = [2.0 ** k for k in ks], [float(k) for k in ks]
+    elif name == "exp2":
+        ks = range(-126 if f32 else -1022, 128 if f32 else 1024, 7)
+        xs, want = [float(k) for k in ks], [2.0 ** k for k in ks]
+    else:
+        ns = list(range(-200, 201)) if f32 else list(range(-200000, 200001, 97))
+        xs, want = [float(n) ** 3 for n in ns], [float(n) for n in ns]
+    fn = getattr(qb, name)
+    got = fn(qb.array(xs, dtype=dtype)).numpy()
+    np.testing.assert_array_equal(got, np.asarray(want, dtype=dtype), err_msg=f"{name} {dtype} vector")
+    for x, w in list(zip(xs, want))[:: max(1, len(xs) // 25)]:
+        assert fn(qb.array(x, dtype=dtype)).item() == w, f"{name}({x}) {dtype}"

@@ -52,6 +52,7 @@ V keep_weak(Builder& b, V out, bool weak) {
 }  // namespace
 
 V unary(Builder& b, std::string_view fname, Op op, V x) {
+  if (op == Op::StopGradient && b.type(x).dtype == DType::bool_) return x;  // no derivative to stop (as JAX)
   require_float(b, fname, x);
   const bool weak = b.type(x).weak;
   return keep_weak(b, b.emit1(op, {x}), weak);

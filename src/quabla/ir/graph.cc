@@ -20,4 +20,18 @@ bool Attrs::operator==(const Attrs& o) const {
          std::memcmp(literal->data->data(), o.literal->data->data(), literal->data->nbytes()) == 0;
 }
 
+std::vector<bool> results_depending_on(const Graph& g, const std::vector<bool>& params) {
+  std::vector<bool> dep(g.values.size(), false);
+  for (std::size_t i = 0; i < g.params.size() && i < params.size(); ++i) dep[g.params[i]] = params[i];
+  for (const Node& n : g.nodes) {
+    bool any = false;
+    for (ValueId in : n.inputs) any = any || dep[in];
+    if (any)
+      for (ValueId out : n.outputs) dep[out] = true;
+  }
+  std::vector<bool> r;
+  for (ValueId v : g.results) r.push_back(dep[v]);
+  return r;
+}
+
 }  // namespace qb

@@ -78,6 +78,10 @@ std::string print(const Graph& g);
 // One node's line of the text form ("%3 = add(%1, %2) : f32[4]").
 std::string print_node(const Graph& g, const Node& n);
 
+// Which results depend on any of the flagged parameters (one flag per parameter); a region
+// node's outputs count as depending on all of its inputs.
+std::vector<bool> results_depending_on(const Graph& g, const std::vector<bool>& params);
+
 // Checks SSA order, operand counts and that every node's recorded types are what inference
 // says; throws InternalError describing the first violation.
 void verify(const Graph& g);

@@ -76,6 +76,16 @@ PyType_Slot array_slots[] = {
     {0, nullptr},
 };
 
+// float(x) and int(x) take one-element arrays only: TypeError otherwise, as NumPy and JAX
+// (item() raises ValueError, as NumPy's does).
+const Array& scalar_only(const Array& a) {
+  if (a.size() != 1 && !a.is_tracer()) {
+    throw TypeError("only size-1 arrays can be converted to Python scalars, got shape " + shape_str(a.shape()) +
+                    "; index first or use tolist()");
+  }
+  return a;
+}
+
 std::string unsupported_index_message(nb::handle h) {
   std::string msg = "only integers, slices (':'), None and Ellipsis ('...') are valid indices, got " +
                     std::string(nb::type_name(h.type()).c_str());
@@ -166,8 +176,8 @@ nb::class_<Array> bind_array(nb::module_& m) {
         }
         return nb::cast<bool>(nb::bool_(item(a)));
       })
-      .def("__float__", [](const Array& a) { return nb::cast<double>(nb::float_(item(a))); })
-      .def("__int__", [](const Array& a) { return nb::int_(item(a)); })
+      .def("__float__", [](const Array& a) { return nb::cast<double>(nb::float_(item(scalar_only(a)))); })
+      .def("__int__", [](const Array& a) { return nb::int_(item(scalar_only(a))); })
       .def("__getitem__", [](const Array& a, nb::handle idx) {
         auto items = parse_index(idx);
         return eager_call(index_key(items), std::span(&a, 1), [&items](Builder& b, std::span<const ValueId> p) {

@@ -254,6 +254,7 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     return call1("reshape" + shape_str(s), x, [&](Builder& b, V a) { return api::reshape(b, a, s); });
   }, nb::arg("x"), nb::arg("shape"));
   cls.def("reshape", [](nb::handle x, nb::args shape) {
+    if (shape.size() == 0) throw TypeError("reshape: missing the shape; pass it as x.reshape(2, 3) or x.reshape((2, 3))");
     nb::handle s = shape.size() == 1 ? shape[0] : nb::handle(shape);
     auto sh = parse_shape(s, "reshape");
     return call1("reshape" + shape_str(sh), x, [&](Builder& b, V a) { return api::reshape(b, a, sh); });

@@ -86,6 +86,9 @@ void bind_graph(nb::module_& m) {
         return std::make_shared<GraphObject>(
             vjp(*g.graph, std::span<const bool>(f.get(), wrt.size()), std::span<const bool>(s.get(), seed.size())));
       }, nb::arg("wrt"), nb::arg("seed"))
+      .def("depends_on", [](const GraphObject& g, const std::vector<bool>& params) {
+        return results_depending_on(*g.graph, params);
+      }, nb::arg("params"), "Per result: whether it depends on any flagged parameter.")
       .def("vmap", [](const GraphObject& g, const std::vector<std::int64_t>& in_axes, std::int64_t batch) {
         return std::make_shared<GraphObject>(vmap(*g.graph, in_axes, batch));
       }, nb::arg("in_axes"), nb::arg("batch"));

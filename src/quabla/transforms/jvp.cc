@@ -173,7 +173,9 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       V z = e.scale(e.add(x[0], e.scale(e.mul(x2, x[0]), k)), c);
       V s = e.op(Op::Logistic, {e.scale(z, 2.0)});
       V dz = e.scale(e.add(e.like(x2, 1.0), e.scale(x2, 3.0 * k)), 2.0 * c);
-      V ds = e.mul(e.mul(s, e.op(Op::Logistic, {e.scale(z, -2.0)})), dz);
+      // s (1 - s) dz, 0 where s (1 - s) is (|x| so large that dz overflows: 0 * inf).
+      V w = e.mul(s, e.op(Op::Logistic, {e.scale(z, -2.0)}));
+      V ds = e.select(e.eq(w, e.like(w, 0.0)), e.like(w, 0.0), e.mul(w, dz));
       return scale_t(e.add(s, e.mul(x[0], ds)));
     }
     case Op::IsNan: case Op::IsInf: case Op::IsFinite: case Op::Not: case Op::And: case Op::Or:

@@ -129,21 +129,6 @@ V concat_rows(Emit& e, V a, V b) {
   return e.b.emit(Op::Concat, in, std::move(at))[0];
 }
 
-// Which results of g depend on parameter p (a region node's outputs on all its inputs).
-std::vector<bool> results_reached(const Graph& g, std::size_t p) {
-  std::vector<bool> dep(g.values.size(), false);
-  dep[g.params[p]] = true;
-  for (const Node& nd : g.nodes) {
-    bool any = false;
-    for (V in : nd.inputs) any = any || dep[in];
-    if (any)
-      for (V out : nd.outputs) dep[out] = true;
-  }
-  std::vector<bool> r;
-  for (V v : g.results) r.push_back(dep[v]);
-  return r;
-}
-
 // What the scan rules share: the split of the node into its non-linear (primal) part P and
 // the transposed step TB.
 struct ScanParts {
@@ -286,7 +271,9 @@ struct ScanParts {
       changed = false;
       for (std::size_t k = 0; k < nk; ++k) {
         if (live[k] || !lin_k[k]) continue;
-        const auto reached = results_reached(body, 1 + nc + k);
+        std::vector<bool> param(body.params.size(), false);
+        param[1 + nc + k] = true;
+        const auto reached = results_depending_on(body, param);
         for (std::size_t j = 0; j < nk + ny && !live[k]; ++j) live[k] = reached[j] && live[j];
         changed = changed || live[k];
       }
