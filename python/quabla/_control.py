@@ -53,9 +53,13 @@ def _carry_leaves(tree, what: str):
 class _Region:
     """A body traced on fresh tracers: its graph, captured outer tracers, outputs."""
 
-    def __init__(self, fun: Callable, name: str, make_args: Callable, specs: list):
-        # specs: (shape, dtype, weak) per parameter, in order.
+    def __init__(self, fun: Callable, name: str, make_args: Callable, specs: list, stage_everything: bool = False):
+        # specs: (shape, dtype, weak) per parameter, in order. stage_everything (cond
+        # branches): what the body computes from closed-over values stays in the body, so
+        # it runs, and is differentiated, only when the branch is selected.
         trace = _core.Trace()
+        if stage_everything:
+            trace.stage_everything()
         try:
             self.params = [trace.parameter(shape, dtype, weak) for shape, dtype, weak in specs]
             out = make_args(fun, self.params)
@@ -337,7 +341,8 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     branches = []
     for fun in (false_fun, true_fun):
         try:
-            branches.append(_Region(fun, "cond", call, [_spec(a, w) for a, w in zip(op_leaves, op_weak)]))
+            branches.append(_Region(fun, "cond", call, [_spec(a, w) for a, w in zip(op_leaves, op_weak)],
+                                    stage_everything=True))
         except BaseException:
             for b in branches:
                 b.close()

@@ -79,6 +79,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 import sys
 import tempfile
@@ -600,4 +601,10 @@ def load(file: PathOrFile) -> Any:
         raise TypeError("qb.load: file must be a path (str or os.PathLike) or a binary file object; "
                         "wrap bytes in io.BytesIO(data)")
     with open(os.fspath(file), "rb") as f:
-        return _load_from(f, 0, os.fstat(f.fileno()).st_size)
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            # A device or pipe has no size to check the header against (/dev/urandom would be
+            # read forever): open it yourself and pass the file object to read a stream.
+            raise ValueError(f"qb.load: {os.fspath(file)!r} is not a regular file; a checkpoint is a file "
+                             f"written by qb.save (to read from a stream, pass an open binary file object)")
+        return _load_from(f, 0, st.st_size)

@@ -148,6 +148,37 @@ TEST(CpuKernels, ReduceDirect) {
   EXPECT_EQ(same, y);
 }
 
+TEST(CpuKernels, ReductionsOverEmptyAxesGiveTheirIdentities) {
+  // Shapes [3, 0] and [0, 2, 3] (the checkpoints of empty loops under vmap reach these).
+  const std::vector<double> none;
+  const std::byte* in = reinterpret_cast<const std::byte*>(none.data());
+  const std::pair<Op, double> cases[] = {{Op::ReduceSum, 0.0}, {Op::ReduceProd, 1.0},
+                                         {Op::ReduceMax, -INFINITY}, {Op::ReduceMin, INFINITY}};
+  for (auto [op, identity] : cases) {
+    std::vector<double> out(3, 42.0);
+    reduce(op, DType::f64, in, std::vector<std::int64_t>{3, 0}, std::vector<std::int64_t>{1}, bytes(out));
+    EXPECT_EQ(out, std::vector<double>(3, identity)) << op_name(op);
+    std::vector<double> out2(2, 42.0);  // axes {0, 2}: not contiguous
+    reduce(op, DType::f64, in, std::vector<std::int64_t>{0, 2, 3}, std::vector<std::int64_t>{0, 2}, bytes(out2));
+    EXPECT_EQ(out2, std::vector<double>(2, identity)) << op_name(op);
+  }
+  std::vector<std::uint8_t> any(2, 7), all(2, 7);
+  reduce(Op::ReduceAny, DType::bool_, in, std::vector<std::int64_t>{2, 0}, std::vector<std::int64_t>{1},
+         reinterpret_cast<std::byte*>(any.data()));
+  reduce(Op::ReduceAll, DType::bool_, in, std::vector<std::int64_t>{2, 0}, std::vector<std::int64_t>{1},
+         reinterpret_cast<std::byte*>(all.data()));
+  EXPECT_EQ(any, (std::vector<std::uint8_t>{0, 0}));
+  EXPECT_EQ(all, (std::vector<std::uint8_t>{1, 1}));
+}
+
+TEST(CpuKernels, StridedCopyOfNothingWritesNothing) {
+  std::vector<double> out(2, 5.0);
+  const std::vector<double> x{1.0};
+  strided_copy(8, bytes(x), 0, std::vector<std::int64_t>{3, 0}, std::vector<std::int64_t>{0, 1}, bytes(out));
+  strided_copy(8, bytes(x), 0, std::vector<std::int64_t>{0, 3}, std::vector<std::int64_t>{1, 0}, bytes(out));
+  EXPECT_EQ(out, (std::vector<double>{5.0, 5.0}));
+}
+
 TEST(CpuKernels, CumsumMiddleAxis) {
   std::vector<float> x(12, 1.0f);  // [2, 3, 2] of ones
   std::vector<float> out(12);

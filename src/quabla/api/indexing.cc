@@ -68,22 +68,26 @@ V getitem(Builder& b, V x, std::span<const IndexItem> items) {
       };
       const std::int64_t start = clampi(it.start, it.has_start, step > 0 ? 0 : len - 1);
       const std::int64_t stop = clampi(it.stop, it.has_stop, step > 0 ? len : -1);
-      const std::int64_t count = step > 0 ? std::max<std::int64_t>(0, (stop - start + step - 1) / step)
-                                          : std::max<std::int64_t>(0, (start - stop - step - 1) / (-step));
+      // Picks in [start, stop): ceil(span / |step|), written so that a step near 2^63 (Python
+      // clamps larger ones there) cannot overflow; one pick then, as NumPy gives.
+      const std::int64_t span = step > 0 ? stop - start : start - stop;
+      const std::int64_t abs_step = step > 0 ? step : -step;
+      const std::int64_t count = span > 0 ? (span - 1) / abs_step + 1 : 0;
       if (count == 0) {
         throw ValueError("indexing axis " + std::to_string(axis) + " of shape " + shape_str(xs) +
                          " gives an empty slice; zero-extent arrays are not supported");
       }
+      const std::int64_t stride = count == 1 ? 1 : abs_step;  // the picks lie within the axis
       if (step > 0) {
         sl.starts[axis] = start;
-        sl.limits[axis] = start + (count - 1) * step + 1;
-        sl.strides[axis] = step;
+        sl.limits[axis] = start + (count - 1) * stride + 1;
+        sl.strides[axis] = stride;
       } else {
         // In reversed coordinates j = len - 1 - i the picks are increasing with stride -step.
         reversed.push_back(axis);
         sl.starts[axis] = len - 1 - start;
-        sl.limits[axis] = sl.starts[axis] + (count - 1) * (-step) + 1;
-        sl.strides[axis] = -step;
+        sl.limits[axis] = sl.starts[axis] + (count - 1) * stride + 1;
+        sl.strides[axis] = stride;
       }
       any_slice = any_slice || count != len || step != 1;
       out_shape.push_back(count);

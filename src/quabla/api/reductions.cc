@@ -73,16 +73,23 @@ V mean(Builder& b, V x, const Axes& axes_in, bool keepdims) {
   return b.emit1(Op::Div, {total, like(b, total, static_cast<double>(n))});
 }
 
-V var(Builder& b, V x, const Axes& axes_in, double ddof, bool keepdims) {
+namespace {
+V var_named(Builder& b, std::string_view fname, V x, const Axes& axes_in, double ddof, bool keepdims) {
+  resolve_axes(b, fname, x, axes_in);  // bad axes are reported under the name the user called
   V m = mean(b, x, axes_in, true);
   V d = b.emit1(Op::Sub, {x, broadcast_to(b, m, b.type(x).shape)});
   V ss = reduce(b, "var", Op::ReduceSum, b.emit1(Op::Mul, {d, d}), axes_in, keepdims);
   const auto n = reduced_count(b.type(x).shape, resolve_axes(b, "var", x, axes_in));
   return b.emit1(Op::Div, {ss, like(b, ss, static_cast<double>(n) - ddof)});
 }
+}  // namespace
+
+V var(Builder& b, V x, const Axes& axes_in, double ddof, bool keepdims) {
+  return var_named(b, "var", x, axes_in, ddof, keepdims);
+}
 
 V std_(Builder& b, V x, const Axes& axes_in, double ddof, bool keepdims) {
-  return b.emit1(Op::Sqrt, {var(b, x, axes_in, ddof, keepdims)});
+  return b.emit1(Op::Sqrt, {var_named(b, "std", x, axes_in, ddof, keepdims)});
 }
 
 V logsumexp(Builder& b, V x, const Axes& axes_in, bool keepdims) {
@@ -105,6 +112,7 @@ V softmax(Builder& b, V x, std::int64_t axis) {
 }
 
 V log_softmax(Builder& b, V x, std::int64_t axis) {
+  resolve_axes(b, "log_softmax", x, std::vector<std::int64_t>{axis});
   V lse = logsumexp(b, x, std::vector<std::int64_t>{axis}, true);
   return b.emit1(Op::Sub, {x, broadcast_to(b, lse, b.type(x).shape)});
 }

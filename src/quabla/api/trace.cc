@@ -85,6 +85,21 @@ std::shared_ptr<const Graph> Trace::finish(std::span<const Array> results) {
   return g;
 }
 
+namespace {
+// Traces that stage everything, innermost last (per thread: tracing is per thread).
+thread_local std::vector<std::weak_ptr<Trace>> t_staging;
+
+std::shared_ptr<Trace> innermost_staging() {
+  while (!t_staging.empty()) {
+    if (auto t = t_staging.back().lock(); t && t->open) return t;
+    t_staging.pop_back();  // finished or closed
+  }
+  return nullptr;
+}
+}  // namespace
+
+void stage_everything_in(const std::shared_ptr<Trace>& trace) { t_staging.push_back(trace); }
+
 std::shared_ptr<Trace> trace_of(std::span<const Array> args) {
   std::shared_ptr<Trace> inner;
   for (const Array& a : args) {
@@ -93,6 +108,7 @@ std::shared_ptr<Trace> trace_of(std::span<const Array> args) {
       if (!inner || a.trace->id > inner->id) inner = a.trace;
     }
   }
+  if (auto staging = innermost_staging(); staging && (!inner || staging->id > inner->id)) return staging;
   return inner;
 }
 

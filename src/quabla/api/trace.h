@@ -46,7 +46,15 @@ struct Trace : std::enable_shared_from_this<Trace> {
 // transformed function called on tracers is inlined into its caller.
 std::vector<Array> inline_graph(Trace& trace, const Graph& g, std::span<const Array> args);
 
-// The innermost trace any of `args` belongs to, or null when all are concrete.
+// Makes `trace` record every operation run while it is open and innermost, also those whose
+// operands are all concrete or belong to enclosing traces (which it captures). A cond
+// branch is staged this way: what it computes from closed-over values runs only when the
+// branch is selected, and its derivatives stay inside the branch, as for its operands.
+// Other traces leave such operations to the enclosing trace (hoisting them out of loops).
+void stage_everything_in(const std::shared_ptr<Trace>& trace);
+
+// The trace an operation on `args` is recorded in: the innermost trace any of them belongs
+// to, or a newer open trace that stages everything (above); null when it runs eagerly.
 std::shared_ptr<Trace> trace_of(std::span<const Array> args);
 
 }  // namespace qb

@@ -99,6 +99,8 @@ void bind_program(nb::module_& m) {
         auto simplified = std::make_shared<const Graph>(simplify(*traced));
         return Program{traced, std::make_shared<cpu::Executable>(simplified)};
       }, nb::arg("results"))
+      .def("stage_everything", [](const std::shared_ptr<Trace>& t) { stage_everything_in(t); },
+           "Record every operation run while this trace is innermost (a cond branch).")
       .def("close", [](Trace& t) { t.open = false; });
 }
 

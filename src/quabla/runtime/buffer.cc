@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <sys/sysinfo.h>
+
 namespace qb {
 
 namespace {
@@ -100,7 +102,23 @@ void Buffer::AlignedFree::operator()(std::byte* p) const {
   ::operator delete[](p, std::align_val_t{kAlignment});
 }
 
+namespace {
+// RAM plus swap: a larger request fails at once with std::bad_alloc (MemoryError in Python).
+// Under memory overcommit such an allocation could succeed and the process be killed later,
+// when its pages are touched; a sanitizer's allocator would abort instead of throwing.
+std::size_t machine_memory_bytes() {
+  static const std::size_t bytes = [] {
+    struct sysinfo si {};
+    if (sysinfo(&si) != 0) return SIZE_MAX;
+    const unsigned __int128 total = (static_cast<unsigned __int128>(si.totalram) + si.totalswap) * si.mem_unit;
+    return total > SIZE_MAX ? SIZE_MAX : static_cast<std::size_t>(total);
+  }();
+  return bytes;
+}
+}  // namespace
+
 std::shared_ptr<Buffer> Buffer::allocate(std::size_t nbytes) {
+  if (nbytes > machine_memory_bytes()) throw std::bad_alloc();
   const std::size_t capacity = block_size(nbytes);
   std::byte* p = nullptr;
   if (capacity <= kSmallBytes) {

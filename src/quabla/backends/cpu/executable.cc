@@ -359,6 +359,14 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
   auto alloc = [&]() {
     return f.out(n.outputs[0], static_cast<std::size_t>(num_elements(ot.shape)) * itemsize(ot.dtype));
   };
+  // Zero-element values (the checkpoints and tapes of empty loops, and what vmap makes of
+  // them) have nothing to compute: every output gets its empty buffer and no kernel runs,
+  // so none divides by a zero extent. A non-empty result of an empty operand (a reduction
+  // over an empty axis) still runs its kernel, which fills the identity.
+  if (n.op != Op::Parameter && n.op != Op::Constant && num_elements(ot.shape) == 0) {
+    for (ValueId v : n.outputs) f.out(v, 0);
+    return;
+  }
 
   switch (n.op) {
     case Op::Parameter:

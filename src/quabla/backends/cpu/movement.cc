@@ -19,6 +19,7 @@ void copy_rows(const T* in, std::int64_t offset, std::span<const std::int64_t> s
   }
   const std::int64_t inner = shape[rank - 1];
   const std::int64_t inner_stride = strides[rank - 1];
+  if (num_elements(shape) == 0) return;
   const std::int64_t rows = num_elements(shape) / inner;
   std::vector<std::int64_t> idx(rank - 1, 0);
   std::int64_t src = offset;

@@ -63,6 +63,21 @@ void reduce_bool(Op op, const std::uint8_t* in, Layout l, std::uint8_t* out) {
   throw InternalError("cpu::reduce: unexpected bool op " + std::string(op_name(op)));
 }
 
+// n copies of the reduction's identity: what a reduction over an empty axis gives.
+void fill_identity(Op op, DType dtype, std::byte* out, std::int64_t n) {
+  const double v = op == Op::ReduceProd || op == Op::ReduceAll ? 1.0
+                   : op == Op::ReduceMax                        ? -INFINITY
+                   : op == Op::ReduceMin                        ? INFINITY
+                                                                : 0.0;
+  switch (dtype) {
+    case DType::f32: std::fill_n(reinterpret_cast<float*>(out), n, static_cast<float>(v)); return;
+    case DType::f64: std::fill_n(reinterpret_cast<double*>(out), n, v); return;
+    case DType::bool_: std::fill_n(reinterpret_cast<std::uint8_t*>(out), n, static_cast<std::uint8_t>(v != 0)); return;
+    case DType::i32: break;
+  }
+  throw InternalError("cpu::reduce: int32 is not implemented");
+}
+
 // Moves the reduced axes to the end when they are not one contiguous run of axes.
 std::vector<std::byte> gather_reduced_last(std::size_t elem, const std::byte* in, std::span<const std::int64_t> shape,
                                            std::span<const std::int64_t> axes, Layout& l) {
@@ -92,6 +107,14 @@ void reduce(Op op, DType dtype, const std::byte* in, std::span<const std::int64_
             std::span<const std::int64_t> axes, std::byte* out) {
   Layout l{1, 1, 1};
   std::vector<std::byte> tmp;
+  if (num_elements(shape) == 0 && !axes.empty()) {
+    // Over an empty axis: the reduction's identity (0, 1, -inf, +inf, false, true).
+    std::int64_t n = 1;
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(shape.size()); ++i)
+      if (!std::binary_search(axes.begin(), axes.end(), i)) n *= shape[i];
+    fill_identity(op, dtype, out, n);
+    return;
+  }
   const bool contiguous = axes.empty() || axes.back() - axes.front() + 1 == static_cast<std::int64_t>(axes.size());
   if (contiguous) {
     const std::int64_t first = axes.empty() ? 0 : axes.front();

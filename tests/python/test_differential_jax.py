@@ -1,0 +1,134 @@
+"""Differential test against JAX (optional: skipped where JAX is not installed).
+
+Hypothesis builds small random programs from the op list below (elementwise, reductions,
+shape functions, matmul, where) and each runs under Quabla and under JAX (float64, x64
+mode): values under jit, gradients, vmap and jvp must agree to rtol 1e-9 (atol 1e-12 scaled
+by the output's magnitude). Ops with restricted domains get arguments mapped into their
+domain (log(1 + v^2), arcsin(tanh v), ...), so the comparison is about our numerics and
+transform rules, not about NaN conventions. Inputs are shifted off the round numbers
+hypothesis likes (0, 1, -2) so no argument sits exactly on a kink where the documented
+conventions differ from JAX's: the derivative of abs at 0 (Quabla 0, JAX 1; docs/api.md).
+Subnormals are not generated: XLA on the CPU flushes them to zero, Quabla does not. The run
+is bounded (max_examples, no shrinking
+beyond hypothesis's default budget) so CI time stays small.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+jax = pytest.importorskip("jax")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+import quabla as qb  # noqa: E402
+
+RTOL, ATOL = 1e-9, 1e-12
+
+
+def _ops(m):
+    """(name, arity, f(m, *args)) with m the module (qb or jnp)."""
+    pos = lambda v: 1.0 + v * v  # noqa: E731  (a positive argument)
+    return [
+        ("sin", 1, lambda a: m.sin(a)),
+        ("cos", 1, lambda a: m.cos(a)),
+        ("tanh", 1, lambda a: m.tanh(a)),
+        ("exp", 1, lambda a: m.exp(m.tanh(a))),
+        ("log", 1, lambda a: m.log(pos(a))),
+        ("sqrt", 1, lambda a: m.sqrt(pos(a))),
+        ("arcsin", 1, lambda a: m.arcsin(0.9 * m.tanh(a))),
+        ("arctan", 1, lambda a: m.arctan(a)),
+        ("sinh", 1, lambda a: m.sinh(m.tanh(a))),
+        ("softplus", 1, lambda a: jax.nn.softplus(a) if m is jnp else qb.softplus(a)),
+        ("sigmoid", 1, lambda a: jax.nn.sigmoid(a) if m is jnp else qb.sigmoid(a)),
+        ("square", 1, lambda a: m.square(a)),
+        ("abs", 1, lambda a: m.abs(a + 0.1234567)),  # away from 0, where conventions differ (below)
+        ("neg", 1, lambda a: -a),
+        ("cumsum", 1, lambda a: m.cumsum(a, axis=-1)),
+        ("flip", 1, lambda a: m.flip(a, axis=-1)),
+        ("roll_sum", 1, lambda a: a + m.sum(a, axis=-1, keepdims=True)),
+        ("mean_center", 1, lambda a: a - m.mean(a, axis=-1, keepdims=True)),
+        ("logsumexp", 1, lambda a: a - (jax.nn.logsumexp(a, axis=-1, keepdims=True) if m is jnp
+                                        else qb.logsumexp(a, axis=-1, keepdims=True))),
+        ("softmax", 1, lambda a: jax.nn.softmax(a, axis=-1) if m is jnp else qb.softmax(a, axis=-1)),
+        ("max_shift", 1, lambda a: a - m.max(a, axis=-1, keepdims=True)),
+        ("add", 2, lambda a, b: a + b),
+        ("sub", 2, lambda a, b: a - b),
+        ("mul", 2, lambda a, b: a * b),
+        ("div", 2, lambda a, b: a / pos(b)),
+        ("maximum", 2, lambda a, b: m.maximum(a, b)),
+        ("minimum", 2, lambda a, b: m.minimum(a, b)),
+        ("atan2", 2, lambda a, b: m.arctan2(a, pos(b))),
+        ("hypot", 2, lambda a, b: m.hypot(a, pos(b))),
+        ("power", 2, lambda a, b: m.power(pos(a), m.tanh(b))),
+        ("logaddexp", 2, lambda a, b: m.logaddexp(a, b)),
+        ("where", 2, lambda a, b: m.where(a > 0.1, a, b)),
+        ("outer_mm", 2, lambda a, b: (a[..., :, None] * b[..., None, :]) @ b[..., :, None][..., 0]),
+    ]
+
+
+QB_OPS, JNP_OPS = _ops(qb), _ops(jnp)
+N = 4  # the per-example vector length
+
+
+def build(program, m_ops):
+    """The function of (x, y) that a program (list of (op index, operand picks)) describes."""
+    def f(x, y):
+        vals = [x, y]
+        for op, picks in program:
+            _, arity, fn = m_ops[op]
+            args = [vals[p % len(vals)] for p in picks[:arity]]
+            vals.append(fn(*args))
+        return vals[-1]
+    return f
+
+
+programs = st.lists(st.tuples(st.integers(0, len(QB_OPS) - 1), st.lists(st.integers(0, 100), min_size=2, max_size=2)),
+                    min_size=1, max_size=6)
+arrays = st.lists(st.floats(-2.0, 2.0, allow_nan=False), min_size=2 * N, max_size=2 * N)
+
+
+def _close(a, b, what):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    scale = max(1.0, float(np.max(np.abs(b))) if b.size else 1.0)
+    np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL * scale, err_msg=what)
+
+
+# QUABLA_DIFF_EXAMPLES=2000 for a longer local run.
+@settings(max_examples=int(os.environ.get("QUABLA_DIFF_EXAMPLES", "60")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(programs, arrays)
+def test_random_programs_agree_with_jax_under_jit_grad_vmap_and_jvp(program, data):
+    fq, fj = build(program, QB_OPS), build(program, JNP_OPS)
+    offsets = 0.01234567 * (np.arange(N) + 1.5)
+    xs = np.asarray(data[:N]) + offsets, np.asarray(data[N:]) - 2.7 * offsets
+    xq, xj = [qb.array(v) for v in xs], [jnp.asarray(v) for v in xs]
+    desc = " -> ".join(QB_OPS[op][0] for op, _ in program)
+    _close(qb.jit(fq)(*xq).numpy(), jax.jit(fj)(*xj), f"values: {desc}")
+    w = np.linspace(0.3, 1.1, N)
+
+    def lq(x, y):
+        return qb.sum(fq(x, y) * qb.array(w))
+
+    def lj(x, y):
+        return jnp.sum(fj(x, y) * w)
+
+    gq, gj = qb.grad(lq, argnums=(0, 1))(*xq), jax.grad(lj, argnums=(0, 1))(*xj)
+    for a, b in zip(gq, gj):
+        _close(a.numpy(), b, f"grad: {desc}")
+    batch = np.stack([xs[0], xs[0][::-1], xs[0] * 0.5])
+    _close(qb.vmap(fq, in_axes=(0, None))(qb.array(batch), xq[1]).numpy(),
+           jax.vmap(fj, in_axes=(0, None))(jnp.asarray(batch), xj[1]), f"vmap: {desc}")
+    t = np.cos(np.arange(N))
+    _, tq = qb.jvp(fq, tuple(xq), (qb.array(t), qb.array(t[::-1].copy())))
+    _, tj = jax.jvp(fj, tuple(xj), (jnp.asarray(t), jnp.asarray(t[::-1].copy())))
+    _close(tq.numpy(), tj, f"jvp: {desc}")
+    # second order: the Hessian-vector product of the scalar loss
+    (_, hq), (_, hj) = qb.jvp(qb.grad(lq), (xq[0], xq[1]), (qb.array(t), qb.zeros(N))), \
+        jax.jvp(jax.grad(lj), (xj[0], xj[1]), (jnp.asarray(t), jnp.zeros(N)))
+    _close(hq.numpy(), hj, f"hvp: {desc}")
