@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 VPY=.venv/bin/python
 [[ -x $VPY ]] || { echo "error: run scripts/setup.sh first" >&2; exit 1; }
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/quabla-ccache}
+# Paths under the checkout hash as relative ones, so another clone (CI's) hits the same cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 werror=OFF
 [[ "${CI:-}" == "true" ]] && werror=ON
 build=build-asan

@@ -51,6 +51,8 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
 fi
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/quabla-ccache}
+# Paths under the checkout hash as relative ones, so another clone (CI's) hits the same cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 werror=OFF
 [[ "${CI:-}" == "true" ]] && werror=ON
 "$VPY" -m pip install -q --no-build-isolation --no-deps -e . \

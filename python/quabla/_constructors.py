@@ -98,24 +98,23 @@ def _numbers(obj):
         yield obj
 
 
-def array(obj: Any, dtype=None):
-    """A new array from obj (a number, nested list/tuple, NumPy array, buffer, quabla array).
-
-    Lists may mix Python numbers and quabla arrays of one shape (tracers too): they are
-    stacked, numbers adopting the arrays' dtype (``qb.array([0.0, x32])`` is float32)."""
+def _convert(core_fn, obj, dtype):
     try:
-        return _core.array(obj, dtype)
+        return core_fn(obj, dtype)
     except (TypeError, ValueError):  # the C++ reader takes numbers only
         if not (isinstance(obj, (list, tuple)) and _holds_array(obj)):
             raise
     return _from_nested(obj, dtype)
 
 
+def array(obj: Any, dtype=None):
+    """A new array from obj (a number, nested list/tuple, NumPy array, buffer, quabla array).
+
+    Lists may mix Python numbers and quabla arrays of one shape (tracers too): they are
+    stacked, numbers adopting the arrays' dtype (``qb.array([0.0, x32])`` is float32)."""
+    return _convert(_core.array, obj, dtype)
+
+
 def asarray(obj: Any, dtype=None):
     """obj itself when it already is a quabla array of that dtype, else array(obj, dtype)."""
-    try:
-        return _core.asarray(obj, dtype)
-    except (TypeError, ValueError):  # the C++ reader takes numbers only
-        if not (isinstance(obj, (list, tuple)) and _holds_array(obj)):
-            raise
-    return array(obj, dtype)
+    return _convert(_core.asarray, obj, dtype)

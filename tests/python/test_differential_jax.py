@@ -132,3 +132,45 @@ def test_random_programs_agree_with_jax_under_jit_grad_vmap_and_jvp(program, dat
     (_, hq), (_, hj) = qb.jvp(qb.grad(lq), (xq[0], xq[1]), (qb.array(t), qb.zeros(N))), \
         jax.jvp(jax.grad(lj), (xj[0], xj[1]), (jnp.asarray(t), jnp.zeros(N)))
     _close(hq.numpy(), hj, f"hvp: {desc}")
+
+
+# ---------------------------------------------------------------------------------------
+# Jacobians of pytrees: JAX's structure and values
+
+def _model(m):
+    def f(p, xy):
+        h = m.tanh(p["w"] @ xy + p["b"])
+        return {"u": m.sum(p["a"] * h), "h": (h * 2.0,)}
+    return f
+
+
+_P = {"w": np.array([[1.0, -0.5], [0.3, 0.8]]), "b": np.array([0.1, -0.2]), "a": np.array([0.7, -1.1])}
+_XY = np.array([0.4, 0.7])
+
+
+def _pairs(q_tree, j_tree):
+    q_leaves, q_def = qb.tree.flatten(q_tree)
+    j_leaves, j_def = jax.tree_util.tree_flatten(j_tree)
+    assert len(q_leaves) == len(j_leaves), (q_def, j_def)
+    # same nesting: compare the key paths
+    q_paths = [qb.tree.keystr(p) for p, _ in qb.tree.flatten_with_path(q_tree)[0]]
+    j_paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(j_tree)[0]]
+    assert q_paths == j_paths
+    return zip(q_leaves, j_leaves)
+
+
+@pytest.mark.parametrize("name", ["jacfwd", "jacrev", "jacobian", "hessian"])
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1)])
+def test_pytree_jacobians_have_jaxs_structure_and_values(name, argnums):
+    fq, fj = _model(qb), _model(jnp)
+    if name == "hessian":  # of the scalar output
+        fq_s, fj_s = (lambda p, xy: fq(p, xy)["u"]), (lambda p, xy: fj(p, xy)["u"])
+        q = qb.hessian(fq_s, argnums=argnums)({k: qb.array(v) for k, v in _P.items()}, qb.array(_XY))
+        j = jax.hessian(fj_s, argnums=argnums)({k: jnp.asarray(v) for k, v in _P.items()}, jnp.asarray(_XY))
+    else:
+        q = getattr(qb, name)(fq, argnums=argnums)({k: qb.array(v) for k, v in _P.items()}, qb.array(_XY))
+        j = getattr(jax, name if name != "jacobian" else "jacrev")(fj, argnums=argnums)(
+            {k: jnp.asarray(v) for k, v in _P.items()}, jnp.asarray(_XY))
+    for a, b in _pairs(q, j):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a.numpy(), np.asarray(b), rtol=1e-12, atol=1e-14)

@@ -31,7 +31,7 @@ struct Emit {
   V transpose(V x, std::vector<std::int64_t> perm);
   // Swaps the last two axes (matrix transpose of a batched [..., m, n] value).
   V mT(V x);
-  // Rows [begin, end) of the leading axis.
+  // Rows [begin, end) of the leading axis (x itself for all of them).
   V slice_rows(V x, std::int64_t begin, std::int64_t end);
 };
 

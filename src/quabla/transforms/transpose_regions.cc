@@ -96,19 +96,6 @@ std::vector<ValueType> types_of(Emit& e, const std::vector<V>& vs) {
 
 Shape drop_lead(const Shape& s) { return Shape(s.begin() + 1, s.end()); }
 
-// Rows [begin, end) of x along axis 0.
-V rows(Emit& e, V x, std::int64_t begin, std::int64_t end) {
-  const Shape s = e.type(x).shape;
-  if (begin == 0 && end == s[0]) return x;
-  Attrs a;
-  a.starts.assign(s.size(), 0);
-  a.limits = s;
-  a.strides.assign(s.size(), 1);
-  a.starts[0] = begin;
-  a.limits[0] = end;
-  return e.op(Op::Slice, {x}, std::move(a));
-}
-
 // x [n*b, ...] as [n, b, ...] and back.
 V split_lead(Emit& e, V x, std::int64_t n, std::int64_t b) {
   Shape s = drop_lead(e.type(x).shape);
@@ -415,7 +402,7 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
       auto run_blocked = [&](std::vector<V>& carry) {
         if (plan.blocks == 0) return;
         std::vector<V> xb;
-        for (V v : xn) xb.push_back(split_lead(e, rows(e, v, 0, split), plan.blocks, plan.block));
+        for (V v : xn) xb.push_back(split_lead(e, e.slice_rows(v, 0, split), plan.blocks, plan.block));
         std::vector<ValueType> pt{scan_index_type()};
         ScanParts::append_types(e, pt, cn);
         ScanParts::append_types(e, pt, carry);
@@ -450,7 +437,7 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
         if (plan.tail == 0 && plan.blocks > 0) return;
         for (V v : carry) res.values.push_back(v);  // the tail's checkpoint
         std::vector<V> xt;
-        for (V v : xn) xt.push_back(rows(e, v, split, n.attrs.length));
+        for (V v : xn) xt.push_back(e.slice_rows(v, split, n.attrs.length));
         auto outs = sp.fwd_block(e, plan.tail, cn, f64_const(e, static_cast<double>(n.attrs.start + split)), carry, xt);
         carry.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(carry.size()));
         ys_tail.assign(outs.begin() + static_cast<std::ptrdiff_t>(carry.size()), outs.end());
@@ -548,8 +535,8 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
       auto back_tail = [&] {
         if (plan.tail == 0 && plan.blocks > 0) return;
         std::vector<V> xt, cyt;
-        for (V v : xn) xt.push_back(rows(e, v, split, n.attrs.length));
-        for (V v : cty) cyt.push_back(rows(e, v, split, n.attrs.length));
+        for (V v : xn) xt.push_back(e.slice_rows(v, split, n.attrs.length));
+        for (V v : cty) cyt.push_back(e.slice_rows(v, split, n.attrs.length));
         auto o = sp.bwd_block(e, step_t, plan.tail, cn, f64_const(e, static_cast<double>(n.attrs.start + split)),
                               tail_ckpt, xt, ctk, acc, cyt);
         ctk.assign(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(ctk.size()));
@@ -560,8 +547,8 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
       auto back_blocked = [&] {
         if (plan.blocks == 0) return;
         std::vector<V> xb, cyb;
-        for (V v : xn) xb.push_back(split_lead(e, rows(e, v, 0, split), plan.blocks, plan.block));
-        for (V v : cty) cyb.push_back(split_lead(e, rows(e, v, 0, split), plan.blocks, plan.block));
+        for (V v : xn) xb.push_back(split_lead(e, e.slice_rows(v, 0, split), plan.blocks, plan.block));
+        for (V v : cty) cyb.push_back(split_lead(e, e.slice_rows(v, 0, split), plan.blocks, plan.block));
         std::vector<V> carry = ctk;
         append(carry, acc);
         std::vector<V> xs = ckpts;
