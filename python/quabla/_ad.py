@@ -419,8 +419,11 @@ def _basis_chunks(n: int, dtype):
 
 def _stacked_over_directions(fn, n: int, dtype):
     """vmap(fn) over every row of the n x n identity in chunks; fn returns a list of arrays,
-    and each result is the concatenation over the chunks along the leading axis."""
+    and each result is the concatenation over the chunks along the leading axis. None when
+    n is 0 (no leaves to differentiate, or none to differentiate)."""
     from ._vmap import vmap
+    if n == 0:
+        return None
     pieces = [vmap(fn)(basis) for basis in _basis_chunks(n, dtype)]
     if len(pieces) == 1:
         return list(pieces[0])
@@ -445,7 +448,10 @@ def _assemble(out_def, out_leaves, d: _DiffArgs, block):
     return _tree.unflatten(out_def, per_out)
 
 
-def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str):
+def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str, aux_of: Callable = None):
+    """aux_of(*args) gives the aux output when has_aux (default: fun's second output); the
+    aux is one more evaluation at the primal point (forward mode cannot return it from the
+    batched directions without out_axes=None for arbitrary aux values)."""
     if not callable(fun):
         raise TypeError(f"{name}: expected a callable, got {type(fun).__name__}")
 
@@ -461,6 +467,10 @@ def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str):
             return leaves
 
         cols = _stacked_over_directions(column, d.flat.size, d.flat.dtype)  # per output: [n, *out]
+        if cols is None:  # nothing to differentiate: the output structure around empty trees
+            out = _value_and_aux(d.call(fun, d.primals), has_aux, name)[0]
+            cols = _check_outputs(out, name)[0]
+            info["def"] = _tree.structure(out)
 
         def block(j, k):
             c = d.flat.rows(cols[j], k)  # [in_k size, *out_j]
@@ -471,7 +481,9 @@ def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str):
 
         result = _assemble(info["def"], cols, d, block)
         if has_aux:
-            return result, _value_and_aux(d.call(fun, d.primals), True, name)[1]
+            aux = aux_of(*d.call(lambda *a: a, d.primals)) if aux_of else \
+                _value_and_aux(d.call(fun, d.primals), True, name)[1]
+            return result, aux
         return result
 
     return jac
@@ -497,6 +509,8 @@ def _jacrev(fun: Callable, argnums, has_aux: bool, name: str):
             return [g for tree in pull(cts) for g in _tree.leaves(tree)]
 
         rows = _stacked_over_directions(row, out_flat.size, out_flat.dtype)  # per input: [m, *in]
+        if rows is None:  # no output leaves: the (empty) output structure
+            rows = []
 
         def block(j, k):
             r = out_flat.rows(rows[k], j)
@@ -543,7 +557,9 @@ def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool
     argument the result is a dict of dicts: H[a][b] has shape a.shape + b.shape."""
     if not callable(fun):
         raise TypeError(f"hessian: expected a callable, got {type(fun).__name__}")
-    return _jacfwd(_jacrev(fun, argnums, has_aux, "hessian"), argnums, has_aux, "hessian")
+    # The aux comes from fun itself at the primal, not from a second inner Jacobian.
+    aux_of = (lambda *args: _value_and_aux(fun(*args), True, "hessian")[1]) if has_aux else None
+    return _jacfwd(_jacrev(fun, argnums, has_aux, "hessian"), argnums, has_aux, "hessian", aux_of)
 
 
 def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]):

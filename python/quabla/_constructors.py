@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _core
+from . import _config, _core
 
 __all__ = ["array", "asarray", "default_dtype", "set_default_dtype"]
 
@@ -33,12 +33,14 @@ class set_default_dtype:
 
     def __init__(self, dtype):
         self._previous = _core.set_default_dtype(dtype)
+        _config.default_dtype_epoch += 1
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         _core.set_default_dtype(self._previous)
+        _config.default_dtype_epoch += 1
         return False
 
     def __repr__(self):

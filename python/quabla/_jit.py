@@ -17,7 +17,7 @@ import threading
 import warnings
 from typing import Any, Callable, Iterable, Optional, Tuple
 
-from . import _core
+from . import _config, _core
 from . import tree as _tree
 from .errors import RetraceWarning, TracerError, UnsupportedOperationError
 
@@ -193,6 +193,7 @@ class JittedFunction:
         self._cache: "collections.OrderedDict[Any, Compiled]" = collections.OrderedDict()
         # Calls whose arguments are all concrete Arrays, keyed by their types alone.
         self._fast: dict = {}
+        self._fast_epoch = _config.default_dtype_epoch  # the default dtype the fast entries were made under
         self._lock = threading.Lock()
         self.trace_count = 0
         functools.update_wrapper(self, fun)
@@ -224,7 +225,10 @@ class JittedFunction:
                                      if k in self._static_argnames))
         leaves, treedef = _tree.flatten((dyn_args, dyn_kwargs))
         classified = [_classify_leaf(x) for x in leaves]
-        key = (treedef, tuple((k, s) for k, s, _ in classified), static_args, static_kwargs)
+        # The default dtype is part of the signature, as JAX's x64 flag is: a function that
+        # calls qb.zeros(3) traces again after qb.set_default_dtype.
+        key = (treedef, tuple((k, s) for k, s, _ in classified), static_args, static_kwargs,
+               _config.default_dtype_epoch)
         return key, treedef, classified
 
     def _trace(self, args, kwargs, treedef, classified) -> Compiled:
@@ -294,6 +298,9 @@ class JittedFunction:
 
     def __call__(self, *args, **kwargs):
         fast_key = tree_key = None
+        if self._fast_epoch != _config.default_dtype_epoch:
+            self._fast = {}
+            self._fast_epoch = _config.default_dtype_epoch
         if _tracing():
             # Inside another trace the function is inlined into the enclosing program.
             self._check_statics(args, kwargs)

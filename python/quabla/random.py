@@ -85,9 +85,10 @@ def uniform(k: Key, shape=(), dtype=None, minval: float = 0.0, maxval: float = 1
     if (minval, maxval) == (0.0, 1.0):
         return u
     lo, hi = float(minval), float(maxval)
-    if math.isfinite(hi - lo):
+    largest = 3.4028234663852886e38 if u.dtype == _core.float32 else 1.7976931348623157e308
+    if hi - lo <= largest:
         r = u * (hi - lo) + lo
-    else:  # the span overflows (e.g. -1e308 to 1e308): interpolate between the bounds
+    else:  # the span overflows the sample dtype (e.g. -1e308 to 1e308): interpolate
         r = u * hi + (1.0 - u) * lo
     # Rounding can reach maxval: keep samples in [minval, maxval) of the sample dtype.
     return _core.clip(r, lo, _largest_below(hi, u.dtype))

@@ -155,3 +155,22 @@ def test_ctrl_c_interrupts_a_long_compiled_loop(which):
     finally:
         p.kill()
     assert p.returncode == 0 and out.split() == ["interrupted", "10.0"], out
+
+
+def test_a_signal_handlers_own_exception_leaves_a_compiled_loop_unchanged():
+    code = textwrap.dedent("""
+    import signal
+    import quabla as qb
+
+    def deadline(*_):
+        raise TimeoutError("deadline")
+
+    signal.signal(signal.SIGALRM, deadline)
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        qb.while_loop(lambda c: c >= 0.0, lambda c: c + 1.0, qb.array(0.0))
+    except TimeoutError as e:
+        print("TimeoutError", e)
+    """)
+    p = subprocess.run(_python() + ["-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "TimeoutError deadline", p.stdout + p.stderr[-2000:]

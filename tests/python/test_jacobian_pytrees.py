@@ -303,3 +303,24 @@ def test_every_op_pytree_jacobian_under_jit_and_vmap(case, name):
         b = jb["ys"][0][n].numpy()
         np.testing.assert_allclose(b[0], j["ys"][0][n].numpy(), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(b[1], j["ys"][0][n].numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_empty_pytrees_give_empty_structures():
+    x = qb.ones(3)
+    assert qb.jacfwd(lambda d, x: x * 2.0)({}, x) == {}
+    assert qb.jacfwd(lambda d, x: {"a": x, "b": (x,)})({}, x) == {"a": {}, "b": ({},)}
+    for name in ("jacfwd", "jacrev", "jacobian"):
+        assert TRANSFORMS[name](lambda x: {})(x) == {}
+
+
+def test_hessian_has_aux_evaluates_the_function_once_more_not_its_jacobian():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return qb.sum(qb.sin(x)), x * 2.0
+
+    h, aux = qb.hessian(f, has_aux=True)(qb.ones(4))
+    assert len(calls) == 2  # the traced jacrev, and one forward evaluation for aux
+    np.testing.assert_allclose(h.numpy(), np.diag(-np.sin(np.ones(4))), rtol=1e-14)
+    np.testing.assert_array_equal(aux.numpy(), [2.0] * 4)

@@ -290,3 +290,11 @@ def test_traced_index_hint_points_at_what_works():
 def test_huge_python_int_index_is_an_index_error():
     with pytest.raises(IndexError):
         qb.ones(3)[2 ** 63]
+
+
+def test_jit_retraces_after_the_default_dtype_changes():
+    h = qb.jit(lambda x: qb.ones(2) * 2.0)
+    assert h(qb.ones(1)).dtype == qb.float64
+    with qb.set_default_dtype(qb.float32):
+        assert h(qb.ones(1)).dtype == qb.float32
+    assert h(qb.ones(1)).dtype == qb.float64

@@ -147,6 +147,14 @@ def test_uniform_stays_in_half_open_bounds_without_overflow(dtype):
     assert (u >= 1.0).all() and (u < top).all()
     w = qb.random.uniform(k, (20000,), dtype=qb.float64, minval=-1e308, maxval=1e308).numpy()
     assert np.isfinite(w).all() and w.min() < -1e307 and w.max() > 1e307
+    w32 = qb.random.uniform(k, (20000,), dtype=qb.float32, minval=-3e38, maxval=3e38).numpy()
+    assert np.isfinite(w32).all() and w32.min() < -2e38 and w32.max() > 2e38 and len(np.unique(w32)) > 19000
+
+
+def test_exact_log10_is_only_for_normal_powers():
+    got = qb.log10(qb.array(np.full(8, 1e-40, np.float32))).numpy()
+    np.testing.assert_array_equal(got, np.float32(-40.000004))  # float32(1e-40) is not 10^-40
+    assert qb.log10(qb.array(np.full(8, 1e-30, np.float32))).numpy()[0] == -30.0
 
 
 def test_exact_powers_are_exact():

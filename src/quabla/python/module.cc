@@ -57,12 +57,12 @@ NB_MODULE(_core, m) {
     }
   });
 
-  // Programs run holding the GIL, so Python's signal check is safe between loop steps; the
-  // exception it raises (KeyboardInterrupt) is dropped here and raised again by the translator.
+  // Programs run holding the GIL, so Python's signal check is safe between loop steps. What
+  // a signal handler raised (KeyboardInterrupt for Ctrl-C, or a handler's own exception:
+  // SystemExit, a timeout) unwinds the loop as nb::python_error and is raised unchanged.
   qb::set_interrupt_check([]() -> bool {
-    if (PyErr_CheckSignals() == 0) return false;
-    PyErr_Clear();
-    return true;
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    return false;
   });
   qb::py::bind_dtypes(m);
   auto array_class = qb::py::bind_array(m);

@@ -90,9 +90,11 @@ T exact_cbrt(T x, T y) {
 template <class T>
 T exact_log10(T x, T y) {
   const T r = std::nearbyint(y);
-  // Only results a few units in the last place from an integer: the nearest T to 10^r is
-  // far from 10^r among subnormals (1e-45f is 1.4e-45f, whose log10 is -44.85).
-  if (!(std::abs(r) <= 308) || std::abs(y - r) > 8 * std::numeric_limits<T>::epsilon() * std::max<T>(1, std::abs(r)))
+  // Normal powers only (10^r from 10^-37 / 10^-307 up): among subnormals the nearest T to
+  // 10^r is not close enough for log10 to round to r (float 1e-40 has log10 -40.0000023).
+  constexpr T lowest = std::is_same_v<T, float> ? -37 : -307;
+  if (!(r >= lowest && r <= std::numeric_limits<T>::max_exponent10) ||
+      std::abs(y - r) > 8 * std::numeric_limits<T>::epsilon() * std::max<T>(1, std::abs(r)))
     return y;
   // The nearest T to 10^r, read once from the decimal literal (correctly rounded).
   static const auto powers = [] {
