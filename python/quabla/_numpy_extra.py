@@ -1,0 +1,401 @@
+"""jax.numpy shape, product and calculus functions composed from the core ops (DESIGN rule
+2: no new IR op where slices, concatenation, reshapes, transposes, gathers and matmul do).
+Every function follows NumPy's semantics for static (Python int) arguments, and, built from
+differentiable, batchable ops, differentiates, vmaps and jits like the ops it is made of.
+"""
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+from . import _core
+
+__all__ = [
+    "moveaxis", "swapaxes", "roll", "tile", "repeat", "diagonal", "diag", "trace", "outer", "inner",
+    "tensordot", "kron", "cross", "diff", "trapezoid", "polyval", "vander", "identity", "pad",
+]
+
+
+def _arr(x):
+    return x if isinstance(x, _core.Array) else _core.asarray(x)
+
+
+def _axis(axis: int, ndim: int, name: str) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis} is out of range for an array of rank {ndim}")
+    return axis % ndim
+
+
+def _static_int(v, name: str, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{name}: {what} must be a Python int, got {type(v).__name__}")
+    return v
+
+
+def _take(x, start: int, stop: int, axis: int):
+    """x[..., start:stop, ...] along axis."""
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(start, stop)
+    return x[tuple(index)]
+
+
+def moveaxis(x, source: Union[int, Sequence[int]], destination: Union[int, Sequence[int]]):
+    """x with the axes `source` moved to `destination`, the others keeping their order."""
+    x = _arr(x)
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: source {source} and destination {destination} need the same number of axes")
+    src = [_axis(a, x.ndim, "moveaxis") for a in src]
+    dst = [_axis(a, x.ndim, "moveaxis") for a in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError("moveaxis: repeated axes")
+    rest = [a for a in range(x.ndim) if a not in src]
+    perm = [None] * x.ndim
+    for s, d in zip(src, dst):
+        perm[d] = s
+    it = iter(rest)
+    perm = [p if p is not None else next(it) for p in perm]
+    return x if perm == list(range(x.ndim)) else _core.transpose(x, tuple(perm))
+
+
+def swapaxes(x, axis1: int, axis2: int):
+    x = _arr(x)
+    a, b = _axis(axis1, x.ndim, "swapaxes"), _axis(axis2, x.ndim, "swapaxes")
+    perm = list(range(x.ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return x if a == b else _core.transpose(x, tuple(perm))
+
+
+def roll(x, shift, axis=None):
+    """Elements shifted by `shift` along `axis` (all axes flattened when None), wrapping."""
+    x = _arr(x)
+    if axis is None:
+        return _core.reshape(roll(_core.reshape(x, (-1,)), shift, 0), x.shape)
+    shifts = list(shift) if isinstance(shift, (list, tuple)) else [shift]
+    axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: shift {shift} and axis {axis} must have the same length")
+    for s, a in zip(shifts, axes):
+        s = _static_int(s, "roll", "shift")
+        a = _axis(a, x.ndim, "roll")
+        n = x.shape[a]
+        k = s % n
+        if k:
+            x = _core.concat([_take(x, n - k, n, a), _take(x, 0, n - k, a)], axis=a)
+    return x
+
+
+def tile(x, reps):
+    """x repeated reps[i] times along axis i (NumPy's rules for rank differences)."""
+    x = _arr(x)
+    reps = [reps] if isinstance(reps, int) else list(reps)
+    for r in reps:
+        if _static_int(r, "tile", "reps") < 1:
+            raise ValueError(f"tile: reps must be positive (zero-extent arrays are not supported), got {reps}")
+    nd = max(x.ndim, len(reps))
+    reps = [1] * (nd - len(reps)) + reps
+    shape = (1,) * (nd - x.ndim) + tuple(x.shape)
+    inter, full, out = [], [], []
+    for r, s in zip(reps, shape):
+        inter += [1, s]
+        full += [r, s]
+        out.append(r * s)
+    return _core.reshape(_core.broadcast_to(_core.reshape(x, tuple(inter)), tuple(full)), tuple(out))
+
+
+def repeat(x, repeats, axis=None):
+    """Each element repeated `repeats` times along axis (flattened when None); repeats is an
+    int or one int per element of that axis."""
+    x = _arr(x)
+    if axis is None:
+        x, axis = _core.reshape(x, (-1,)), 0
+    axis = _axis(axis, x.ndim, "repeat")
+    n = x.shape[axis]
+    if isinstance(repeats, int) and not isinstance(repeats, bool):
+        if repeats < 1:
+            raise ValueError(f"repeat: repeats must be positive (zero-extent arrays are not supported), got {repeats}")
+        shape = list(x.shape)
+        e = _core.expand_dims(x, axis + 1)
+        full = shape[:axis + 1] + [repeats] + shape[axis + 1:]
+        shape[axis] *= repeats
+        return _core.reshape(_core.broadcast_to(e, tuple(full)), tuple(shape))
+    counts = [_static_int(r, "repeat", "repeats") for r in repeats]
+    if len(counts) != n:
+        raise ValueError(f"repeat: {len(counts)} repeats for an axis of length {n}")
+    index = [i for i, c in enumerate(counts) for _ in range(c)]
+    if not index:
+        raise ValueError("repeat: every repeat is 0, which would give a zero-extent array")
+    return _core.gather(x, index, axis=axis)
+
+
+def diagonal(x, offset: int = 0, axis1: int = 0, axis2: int = 1):
+    """The diagonal of the (axis1, axis2) planes, as a last axis (as NumPy)."""
+    x = _arr(x)
+    if x.ndim < 2:
+        raise ValueError(f"diagonal: needs at least 2 dimensions, got shape {x.shape}")
+    a1, a2 = _axis(axis1, x.ndim, "diagonal"), _axis(axis2, x.ndim, "diagonal")
+    if a1 == a2:
+        raise ValueError("diagonal: axis1 and axis2 must differ")
+    offset = _static_int(offset, "diagonal", "offset")
+    y = moveaxis(x, (a1, a2), (-2, -1))
+    rows, cols = y.shape[-2], y.shape[-1]
+    idx = [(i, i + offset) for i in range(rows) if 0 <= i + offset < cols]
+    if not idx:
+        raise ValueError(f"diagonal: offset {offset} leaves no diagonal in a {rows} x {cols} plane")
+    flat = _core.reshape(y, y.shape[:-2] + (rows * cols,))
+    return _core.gather(flat, [i * cols + j for i, j in idx], axis=-1 % flat.ndim)
+
+
+def trace(x, offset: int = 0, axis1: int = 0, axis2: int = 1):
+    """Sum of the diagonal (NumPy's trace)."""
+    return _core.sum(diagonal(x, offset, axis1, axis2), axis=-1)
+
+
+def diag(v, k: int = 0):
+    """A 1-D v as a square matrix with v on diagonal k; the k-th diagonal of a 2-D v."""
+    v = _arr(v)
+    k = _static_int(k, "diag", "k")
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError(f"diag: expects a 1-D or 2-D array, got shape {v.shape}")
+    n = v.shape[0]
+    size = n + abs(k)
+    e = _core.eye(size, k=k, dtype=v.dtype)
+    if abs(k):
+        v = _core.concat([v, _core.zeros(abs(k), dtype=v.dtype)], axis=0)
+    # E[i, i + k] is 1: for k >= 0 row i holds v[i]; for k < 0 column i does.
+    return e * (_core.reshape(v, (size, 1)) if k >= 0 else _core.reshape(v, (1, size)))
+
+
+def outer(a, b):
+    a, b = _core.reshape(_arr(a), (-1, 1)), _core.reshape(_arr(b), (1, -1))
+    return a * b
+
+
+def tensordot(a, b, axes=2):
+    """Sum over the last `axes` axes of a and the first of b, or over the listed pairs; the
+    contraction runs as one matrix product."""
+    a, b = _arr(a), _arr(b)
+    if isinstance(axes, int) and not isinstance(axes, bool):
+        if not 0 <= axes <= min(a.ndim, b.ndim):
+            raise ValueError(f"tensordot: axes={axes} exceeds the ranks {a.ndim} and {b.ndim}")
+        ax_a, ax_b = list(range(a.ndim - axes, a.ndim)), list(range(axes))
+    else:
+        ax_a, ax_b = axes
+        ax_a = [ax_a] if isinstance(ax_a, int) else list(ax_a)
+        ax_b = [ax_b] if isinstance(ax_b, int) else list(ax_b)
+        if len(ax_a) != len(ax_b):
+            raise ValueError(f"tensordot: axes {axes} pair different numbers of axes")
+        ax_a = [_axis(x, a.ndim, "tensordot") for x in ax_a]
+        ax_b = [_axis(x, b.ndim, "tensordot") for x in ax_b]
+    for i, j in zip(ax_a, ax_b):
+        if a.shape[i] != b.shape[j]:
+            raise ValueError(f"tensordot: contracted axes differ in length: {a.shape} axis {i} and {b.shape} axis {j}")
+    free_a = [i for i in range(a.ndim) if i not in ax_a]
+    free_b = [j for j in range(b.ndim) if j not in ax_b]
+    k = 1
+    for i in ax_a:
+        k *= a.shape[i]
+    fa = [a.shape[i] for i in free_a]
+    fb = [b.shape[j] for j in free_b]
+    a2 = _core.reshape(moveaxis(a, ax_a, list(range(a.ndim - len(ax_a), a.ndim))) if ax_a else a, (-1, k))
+    b2 = _core.reshape(moveaxis(b, ax_b, list(range(len(ax_b)))) if ax_b else b, (k, -1))
+    return _core.reshape(_core.matmul(a2, b2), tuple(fa + fb))
+
+
+def inner(a, b):
+    """Sum over the last axes of a and b (NumPy's inner)."""
+    a, b = _arr(a), _arr(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    return tensordot(a, b, axes=([-1], [-1]))
+
+
+def kron(a, b):
+    """The Kronecker product (NumPy's rules for rank differences)."""
+    a, b = _arr(a), _arr(b)
+    nd = max(a.ndim, b.ndim)
+    sa = (1,) * (nd - a.ndim) + tuple(a.shape)
+    sb = (1,) * (nd - b.ndim) + tuple(b.shape)
+    ia = tuple(d for s in sa for d in (s, 1))
+    ib = tuple(d for s in sb for d in (1, s))
+    return _core.reshape(_core.reshape(a, ia) * _core.reshape(b, ib), tuple(x * y for x, y in zip(sa, sb)))
+
+
+def cross(a, b, axis: int = -1):
+    """The cross product of 3-vectors (or the z component for 2-vectors) along axis."""
+    a, b = _arr(a), _arr(b)
+    a = moveaxis(a, _axis(axis, a.ndim, "cross"), -1)
+    b = moveaxis(b, _axis(axis, b.ndim, "cross"), -1)
+    na, nb = a.shape[-1], b.shape[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError(f"cross: the vectors must have 2 or 3 components, got {na} and {nb}")
+
+    def comp(v, i, n):
+        return v[..., i] if i < n else None
+
+    a0, a1, a2 = (comp(a, i, na) for i in range(3))
+    b0, b1, b2 = (comp(b, i, nb) for i in range(3))
+    if na == 2 and nb == 2:
+        return a0 * b1 - a1 * b0
+    z = lambda v: v if v is not None else 0.0  # noqa: E731  (a missing z component is 0)
+    comps = [a1 * z(b2) - z(a2) * b1, z(a2) * b0 - a0 * z(b2), a0 * b1 - a1 * b0]
+    comps = [_arr(c) for c in comps]
+    shape = (comps[0] + comps[1] + comps[2]).shape  # the broadcast shape of the three
+    out = _core.stack([_core.broadcast_to(c, shape) for c in comps], axis=-1)
+    return moveaxis(out, -1, axis)
+
+
+def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None):
+    """The n-th forward difference along axis (NumPy's diff, with prepend/append)."""
+    x = _arr(x)
+    n = _static_int(n, "diff", "n")
+    if n < 0:
+        raise ValueError(f"diff: order n must be non-negative, got {n}")
+    ax = _axis(axis, x.ndim, "diff")
+    parts = []
+    for extra in (prepend, append):
+        if extra is None:
+            parts.append(None)
+            continue
+        # a Python number is weak: it takes x's dtype
+        e = _core.asarray(extra, dtype=x.dtype) if isinstance(extra, (int, float)) else _arr(extra)
+        if e.ndim == 0:
+            shape = list(x.shape)
+            shape[ax] = 1
+            e = _core.broadcast_to(e, tuple(shape))
+        parts.append(e)
+    pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
+    if len(pieces) > 1:
+        x = _core.concat(pieces, axis=ax)
+    for _ in range(n):
+        length = x.shape[ax]
+        if length < 2:
+            raise ValueError(f"diff: order {n} leaves no elements along an axis of length {x.shape[ax] + n - 1}")
+        x = _take(x, 1, length, ax) - _take(x, 0, length - 1, ax)
+    return x
+
+
+def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
+    """The trapezoidal rule along axis, with sample points x or a uniform spacing dx."""
+    y = _arr(y)
+    ax = _axis(axis, y.ndim, "trapezoid")
+    n = y.shape[ax]
+    if n < 2:
+        raise ValueError("trapezoid: needs at least two samples along the axis")
+    mid = (_take(y, 1, n, ax) + _take(y, 0, n - 1, ax)) * 0.5
+    if x is None:
+        return _core.sum(mid, axis=ax) * dx
+    x = _arr(x)
+    d = diff(x, axis=-1 if x.ndim == 1 else ax)
+    if x.ndim == 1:
+        shape = [1] * y.ndim
+        shape[ax] = n - 1
+        d = _core.reshape(d, tuple(shape))
+    return _core.sum(mid * d, axis=ax)
+
+
+def polyval(p, x):
+    """The polynomial with coefficients p (highest power first) at x, by Horner's rule."""
+    x = _arr(x)
+    coeffs = list(p) if isinstance(p, (list, tuple)) else [p[i] for i in range(_arr(p).shape[0])]
+    if not coeffs:
+        raise ValueError("polyval: needs at least one coefficient")
+    acc = _core.zeros_like(x) + coeffs[0]
+    for c in coeffs[1:]:
+        acc = acc * x + c
+    return acc
+
+
+def vander(x, N: int = None, increasing: bool = False):
+    """Columns x^(N-1), ..., x^0 (or increasing powers)."""
+    x = _arr(x)
+    if x.ndim != 1:
+        raise ValueError(f"vander: x must be 1-D, got shape {x.shape}")
+    N = x.shape[0] if N is None else _static_int(N, "vander", "N")
+    if N < 1:
+        raise ValueError(f"vander: N must be positive, got {N}")
+    cols = [_core.ones_like(x)]
+    for _ in range(N - 1):
+        cols.append(cols[-1] * x)
+    if not increasing:
+        cols = cols[::-1]
+    return _core.stack(cols, axis=1)
+
+
+def identity(n: int, dtype=None):
+    return _core.eye(n, dtype=dtype)
+
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
+
+
+def _pad_widths(pad_width, ndim):
+    def pair(p):
+        if isinstance(p, int) and not isinstance(p, bool):
+            return (p, p)
+        p = tuple(p)
+        if len(p) == 1:
+            return (p[0], p[0])
+        if len(p) != 2:
+            raise ValueError(f"pad: pad_width entries must be (before, after), got {p}")
+        return p
+    if isinstance(pad_width, int) or (len(pad_width) in (1, 2) and all(isinstance(v, int) for v in pad_width)):
+        widths = [pair(pad_width)] * ndim
+    else:
+        widths = [pair(p) for p in pad_width]
+        if len(widths) == 1:
+            widths = widths * ndim
+    if len(widths) != ndim:
+        raise ValueError(f"pad: pad_width has {len(widths)} entries for an array of rank {ndim}")
+    for before, after in widths:
+        for v in (before, after):
+            if _static_int(v, "pad", "pad widths") < 0:
+                raise ValueError(f"pad: pad widths must be non-negative, got {pad_width}")
+    return widths
+
+
+def pad(x, pad_width, mode: str = "constant", constant_values=0.0):
+    """NumPy's pad for modes constant, edge, reflect, symmetric and wrap (reflect needs widths
+    below the axis length, symmetric and wrap at most the axis length)."""
+    x = _arr(x)
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {', '.join(_PAD_MODES)}, got {mode!r}")
+    for ax, (before, after) in enumerate(_pad_widths(pad_width, x.ndim)):
+        n = x.shape[ax]
+        limit = n - 1 if mode == "reflect" else n
+        if mode in ("reflect", "symmetric", "wrap") and max(before, after) > limit:
+            raise ValueError(f"pad: mode {mode!r} pads at most {limit} elements on an axis of length {n}, "
+                             f"got {(before, after)}")
+        pieces = []
+        for side, width in (("before", before), ("after", after)):
+            if width == 0:
+                pieces.append(None)
+                continue
+            if mode == "constant":
+                shape = list(x.shape)
+                shape[ax] = width
+                piece = _core.full(tuple(shape), constant_values, dtype=x.dtype)
+            elif mode == "edge":
+                edge = _take(x, 0, 1, ax) if side == "before" else _take(x, n - 1, n, ax)
+                shape = list(x.shape)
+                shape[ax] = width
+                piece = _core.broadcast_to(edge, tuple(shape))
+            elif mode == "wrap":
+                piece = _take(x, n - width, n, ax) if side == "before" else _take(x, 0, width, ax)
+            else:
+                skip = 1 if mode == "reflect" else 0
+                if side == "before":
+                    piece = _core.flip(_take(x, skip, skip + width, ax), axis=ax)
+                else:
+                    piece = _core.flip(_take(x, n - skip - width, n - skip, ax), axis=ax)
+            pieces.append(piece)
+        parts = [p for p in (pieces[0], x, pieces[1]) if p is not None]
+        if len(parts) > 1:
+            x = _core.concat(parts, axis=ax)
+    return x
