@@ -399,3 +399,146 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0.0):
         if len(parts) > 1:
             x = _core.concat(parts, axis=ax)
     return x
+
+
+# ---- einsum ------------------------------------------------------------------------------
+
+def _einsum_parse(subscripts: str, ndims):
+    """(input letter lists, output letter list); '...' becomes private letters, aligned to
+    the right as NumPy broadcasts them."""
+    if not isinstance(subscripts, str):
+        raise TypeError(f"einsum: subscripts must be a string, got {type(subscripts).__name__}")
+    spec = subscripts.replace(" ", "")
+    if "->" in spec:
+        lhs, out = spec.split("->")
+        explicit = True
+    else:
+        lhs, out, explicit = spec, "", False
+    terms = lhs.split(",")
+    if len(terms) != len(ndims):
+        raise ValueError(f"einsum: {len(terms)} operand subscripts for {len(ndims)} operands")
+    ell_dims = 0
+    for term, nd in zip(terms, ndims):
+        named = len(term.replace("...", ""))
+        if "..." in term:
+            ell_dims = max(ell_dims, nd - named)
+        elif named != nd:
+            raise ValueError(f"einsum: subscripts {term!r} name {named} axes of an operand of rank {nd}")
+    ell = [chr(0x3B1 + i) for i in range(ell_dims)]  # private letters (Greek) for the ellipsis
+    inputs = []
+    for term, nd in zip(terms, ndims):
+        for ch in term.replace("...", ""):
+            if not ch.isalpha() or not ch.isascii():
+                raise ValueError(f"einsum: subscripts must be ASCII letters, got {ch!r} in {subscripts!r}")
+        if "..." in term:
+            before, after = term.split("...")
+            k = nd - len(before) - len(after)
+            if k < 0:
+                raise ValueError(f"einsum: subscripts {term!r} name more axes than the operand's rank {nd}")
+            inputs.append(list(before) + ell[ell_dims - k:] + list(after))
+        else:
+            inputs.append(list(term))
+    if explicit:
+        if "..." in out:
+            before, after = out.split("...")
+            output = list(before) + ell + list(after)
+        else:
+            output = list(out)
+        for ch in output:
+            if not any(ch in t for t in inputs):
+                raise ValueError(f"einsum: output subscript {ch!r} appears in no input")
+    else:
+        counts = {}
+        for t in inputs:
+            for ch in t:
+                counts[ch] = counts.get(ch, 0) + 1
+        output = ell + sorted(ch for ch, c in counts.items() if c == 1 and ch not in ell)
+    return inputs, output
+
+
+def _einsum_reduce(x, letters, keep):
+    """Diagonals of repeated letters, then sums over letters not in `keep`."""
+    letters = list(letters)
+    while True:
+        rep = next((ch for ch in letters if letters.count(ch) > 1), None)
+        if rep is None:
+            break
+        i = letters.index(rep)
+        j = letters.index(rep, i + 1)
+        x = diagonal(x, 0, i, j)
+        letters = [ch for k, ch in enumerate(letters) if k not in (i, j)] + [rep]
+    drop = [k for k, ch in enumerate(letters) if ch not in keep]
+    if drop:
+        x = _core.sum(x, axis=tuple(drop))
+        letters = [ch for k, ch in enumerate(letters) if k not in drop]
+    return x, letters
+
+
+def _einsum_pair(a, la, b, lb, keep):
+    """Contract a and b over their shared letters not in `keep`, as one batched matmul."""
+    sizes = {}
+    for x, ls in ((a, la), (b, lb)):
+        for ch, n in zip(ls, x.shape):
+            if sizes.get(ch, 1) != 1 and n != 1 and sizes[ch] != n:
+                raise ValueError(f"einsum: subscript {ch!r} has sizes {sizes[ch]} and {n}")
+            sizes[ch] = max(sizes.get(ch, 1), n)
+    shared = [ch for ch in la if ch in lb]
+    batch = [ch for ch in shared if ch in keep]
+    contract = [ch for ch in shared if ch not in keep]
+    free_a = [ch for ch in la if ch not in shared]
+    free_b = [ch for ch in lb if ch not in shared]
+
+    def arrange(x, ls, order):
+        x = _core.transpose(x, tuple(ls.index(ch) for ch in order)) if ls != order else x
+        return _core.broadcast_to(x, tuple(sizes[ch] for ch in order))
+
+    def prod(chs):
+        p = 1
+        for ch in chs:
+            p *= sizes[ch]
+        return p
+
+    a3 = _core.reshape(arrange(a, la, batch + free_a + contract), (prod(batch), prod(free_a), prod(contract)))
+    b3 = _core.reshape(arrange(b, lb, batch + contract + free_b), (prod(batch), prod(contract), prod(free_b)))
+    out = _core.matmul(a3, b3)
+    letters = batch + free_a + free_b
+    return _core.reshape(out, tuple(sizes[ch] for ch in letters)), letters
+
+
+def einsum(subscripts: str, *operands):
+    """Einstein summation as numpy.einsum (explicit and implicit output, '...', repeated
+    letters for diagonals and traces). Operands are contracted pairwise, each contraction one
+    batched matrix product, choosing at each step the pair with the smallest result."""
+    ops = [_arr(o) for o in operands]
+    if not ops:
+        raise ValueError("einsum: needs at least one operand")
+    inputs, output = _einsum_parse(subscripts, [o.ndim for o in ops])
+    terms = []
+    for k, (x, ls) in enumerate(zip(ops, inputs)):
+        others = set(output).union(*[set(t) for j, t in enumerate(inputs) if j != k])
+        terms.append(_einsum_reduce(x, ls, others))
+    while len(terms) > 1:
+        best = None
+        for i in range(len(terms)):
+            for j in range(i + 1, len(terms)):
+                rest = set(output).union(*[set(t[1]) for k, t in enumerate(terms) if k not in (i, j)])
+                shared = set(terms[i][1]) & set(terms[j][1])
+                kept = (set(terms[i][1]) | set(terms[j][1])) - (shared - rest)
+                size = 1
+                dims = dict(zip(terms[i][1], terms[i][0].shape))
+                dims.update({ch: max(n, dims.get(ch, 1)) for ch, n in zip(terms[j][1], terms[j][0].shape)})
+                for ch in kept:
+                    size *= dims[ch]
+                if best is None or size < best[0]:
+                    best = (size, i, j, rest)
+        _, i, j, rest = best
+        (a, la), (b, lb) = terms[i], terms[j]
+        merged = _einsum_pair(a, la, b, lb, rest)
+        terms = [t for k, t in enumerate(terms) if k not in (i, j)] + [merged]
+    x, letters = _einsum_reduce(*terms[0], set(output))
+    if letters != output:
+        x = _core.transpose(x, tuple(letters.index(ch) for ch in output)) if x.ndim else x
+    return x
+
+
+__all__ += ["einsum"]

@@ -18,6 +18,7 @@ B = RNG.normal(size=(4, 2))
 C = RNG.normal(size=(2, 3, 4))
 V3, W3 = RNG.normal(size=(5, 3)), RNG.normal(size=(5, 3))
 V, P = RNG.normal(size=6), RNG.normal(size=4)
+D, S, E = RNG.normal(size=(2, 4, 2)), RNG.normal(size=(4, 4)), RNG.normal(size=(1, 3, 4))
 
 # name -> (quabla function of the arrays, the NumPy function, the NumPy arguments)
 CASES = {
@@ -66,6 +67,21 @@ CASES = {
     "polyval": (lambda p, v: qb.polyval(p, v), lambda p, v: np.polyval(p, v), [P, V]),
     "vander": (lambda v: qb.vander(v, 4), lambda v: np.vander(v, 4), [V]),
     "vander_increasing": (lambda v: qb.vander(v, increasing=True), lambda v: np.vander(v, increasing=True), [V]),
+    "einsum_matmul": (lambda a, b: qb.einsum("ij,jk->ik", a, b), lambda a, b: np.einsum("ij,jk->ik", a, b), [A, B]),
+    "einsum_implicit": (lambda a, b: qb.einsum("ij,jk", a, b), lambda a, b: np.einsum("ij,jk", a, b), [A, B]),
+    "einsum_batched": (lambda c, d: qb.einsum("bij,bjk->bik", c, d), lambda c, d: np.einsum("bij,bjk->bik", c, d),
+                       [C, D]),
+    "einsum_trace": (lambda s: qb.einsum("ii->", s), lambda s: np.einsum("ii->", s), [S]),
+    "einsum_diag": (lambda s: qb.einsum("ii->i", s), lambda s: np.einsum("ii->i", s), [S]),
+    "einsum_transpose_sum": (lambda c: qb.einsum("ijk->kj", c), lambda c: np.einsum("ijk->kj", c), [C]),
+    "einsum_outer": (lambda v, p: qb.einsum("i,j->ji", v, p), lambda v, p: np.einsum("i,j->ji", v, p), [V, P]),
+    "einsum_ellipsis": (lambda e, c: qb.einsum("...ij,...jk->...ik", e, qb.swapaxes(c, 1, 2)),
+                        lambda e, c: np.einsum("...ij,...jk->...ik", e, np.swapaxes(c, 1, 2)), [E, C]),
+    "einsum_chain": (lambda a, b, d: qb.einsum("ij,jk,lmk->ilm", a, b[:, :2], d),
+                     lambda a, b, d: np.einsum("ij,jk,lmk->ilm", a, b[:, :2], d), [A, B, D]),
+    "einsum_rowdot": (lambda a: qb.einsum("ij,ij->i", a, a), lambda a: np.einsum("ij,ij->i", a, a), [A]),
+    "einsum_pinn": (lambda c, s: qb.einsum("bij,jk,bik->b", c, s, c),
+                    lambda c, s: np.einsum("bij,jk,bik->b", c, s, c), [C, S]),
     "pad_constant": (lambda a: qb.pad(a, ((1, 2), (0, 3)), constant_values=1.5),
                      lambda a: np.pad(a, ((1, 2), (0, 3)), constant_values=1.5), [A]),
     "pad_edge": (lambda a: qb.pad(a, 2, mode="edge"), lambda a: np.pad(a, 2, mode="edge"), [A]),
@@ -111,7 +127,8 @@ def test_gradients_match_central_differences(name):
 
 
 @pytest.mark.parametrize("name", ["roll", "tile", "repeat", "diagonal", "trace", "kron", "cross", "diff",
-                                  "trapezoid", "pad_reflect", "pad_wrap", "tensordot_1"])
+                                  "trapezoid", "pad_reflect", "pad_wrap", "tensordot_1", "einsum_batched",
+                                  "einsum_trace", "einsum_pinn"])
 def test_vmap_matches_a_loop(name):
     fq, _, args = CASES[name]
     batch = [np.stack([a, 2.0 * a, -a]) for a in args]
@@ -140,6 +157,10 @@ def test_identity_and_float32():
     (lambda: qb.diff(qb.ones(2), 3), ValueError, "leaves no elements"),
     (lambda: qb.roll(qb.ones(3), 1.5), TypeError, "shift must be a Python int"),
     (lambda: qb.moveaxis(qb.ones((2, 3)), 0, 5), ValueError, "out of range"),
+    (lambda: qb.einsum("ij,jk->ik", qb.ones((2, 3)), qb.ones((4, 2))), ValueError, "sizes 3 and 4"),
+    (lambda: qb.einsum("ij->iz", qb.ones((2, 3))), ValueError, "appears in no input"),
+    (lambda: qb.einsum("ijk", qb.ones((2, 3))), ValueError, "name 3 axes of an operand of rank 2"),
+    (lambda: qb.einsum("ij,j", qb.ones((2, 3))), ValueError, "2 operand subscripts for 1 operands"),
 ])
 def test_bad_arguments_raise_naming_the_function(call, exc, match):
     with pytest.raises(exc, match=match):
