@@ -78,3 +78,7 @@ def install() -> None:
     cls.__repr__ = __repr__
     cls.__str__ = __str__
     cls.__iter__ = __iter__
+    # NumPy's array methods that are compositions (python/quabla/_numpy_extra.py).
+    from . import _numpy_extra as ne
+    for name in ("diagonal", "trace", "repeat", "swapaxes"):
+        setattr(cls, name, getattr(ne, name))

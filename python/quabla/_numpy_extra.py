@@ -11,7 +11,7 @@ from . import _core
 
 __all__ = [
     "moveaxis", "swapaxes", "roll", "tile", "repeat", "diagonal", "diag", "trace", "outer", "inner",
-    "tensordot", "kron", "cross", "diff", "trapezoid", "polyval", "vander", "identity", "pad",
+    "tensordot", "kron", "cross", "diff", "gradient", "trapezoid", "polyval", "vander", "identity", "pad",
 ]
 
 
@@ -279,6 +279,38 @@ def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None):
             raise ValueError(f"diff: order {n} leaves no elements along an axis of length {x.shape[ax] + n - 1}")
         x = _take(x, 1, length, ax) - _take(x, 0, length - 1, ax)
     return x
+
+
+def gradient(f, *varargs, axis=None):
+    """numpy.gradient with uniform spacing: central differences inside, one-sided first
+    differences at the edges (edge_order=1). varargs: one spacing for every axis, or one per
+    axis. One array for a single axis, else a list (one per axis)."""
+    f = _arr(f)
+    axes = list(range(f.ndim)) if axis is None else ([axis] if isinstance(axis, int) else list(axis))
+    axes = [_axis(a, f.ndim, "gradient") for a in axes]
+    if len(varargs) == 0:
+        spacing = [1.0] * len(axes)
+    elif len(varargs) == 1:
+        spacing = [varargs[0]] * len(axes)
+    elif len(varargs) == len(axes):
+        spacing = list(varargs)
+    else:
+        raise TypeError(f"gradient: {len(varargs)} spacings for {len(axes)} axes")
+    out = []
+    for ax, h in zip(axes, spacing):
+        if not isinstance(h, (int, float)) or isinstance(h, bool):
+            raise TypeError("gradient: spacings must be Python numbers (uniform grids)")
+        n = f.shape[ax]
+        if n < 2:
+            raise ValueError(f"gradient: needs at least 2 samples along axis {ax}, got {n}")
+        first = (_take(f, 1, 2, ax) - _take(f, 0, 1, ax)) / h
+        last = (_take(f, n - 1, n, ax) - _take(f, n - 2, n - 1, ax)) / h
+        parts = [first]
+        if n > 2:
+            parts.append((_take(f, 2, n, ax) - _take(f, 0, n - 2, ax)) / (2.0 * h))
+        parts.append(last)
+        out.append(_core.concat(parts, axis=ax))
+    return out[0] if len(out) == 1 else out
 
 
 def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):

@@ -62,6 +62,10 @@ CASES = {
     "diff_2": (lambda a: qb.diff(a, 2, axis=1), lambda a: np.diff(a, 2, axis=1), [A]),
     "diff_prepend": (lambda v: qb.diff(v, prepend=0.5, append=V[:2]),
                      lambda v: np.diff(v, prepend=0.5, append=V[:2]), [V]),
+    "gradient": (lambda v: qb.gradient(v, 0.5), lambda v: np.gradient(v, 0.5), [V]),
+    "gradient_axis": (lambda a: qb.gradient(a, axis=1), lambda a: np.gradient(a, axis=1), [A]),
+    "gradient_two": (lambda a: qb.gradient(a[:2, :], axis=0), lambda a: np.gradient(a[:2, :], axis=0), [A]),
+    "gradient_all": (lambda a: qb.stack(qb.gradient(a, 0.5, 2.0)), lambda a: np.stack(np.gradient(a, 0.5, 2.0)), [A]),
     "trapezoid": (lambda v: qb.trapezoid(v, dx=0.5), lambda v: np.trapezoid(v, dx=0.5), [V]),
     "trapezoid_x": (lambda a, p: qb.trapezoid(a, p, axis=1), lambda a, p: np.trapezoid(a, p, axis=1), [A, np.cumsum(np.abs(P))]),
     "polyval": (lambda p, v: qb.polyval(p, v), lambda p, v: np.polyval(p, v), [P, V]),
@@ -165,3 +169,11 @@ def test_identity_and_float32():
 def test_bad_arguments_raise_naming_the_function(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_array_methods_of_the_compositions():
+    a = qb.array(A)
+    np.testing.assert_array_equal(a.diagonal(1).numpy(), A.diagonal(1))
+    assert float(a.trace()) == pytest.approx(A.trace(), rel=1e-15)
+    np.testing.assert_array_equal(a.repeat(2, axis=0).numpy(), A.repeat(2, axis=0))
+    np.testing.assert_array_equal(a.swapaxes(0, 1).numpy(), A.swapaxes(0, 1))
