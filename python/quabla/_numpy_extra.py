@@ -11,7 +11,7 @@ from . import _core
 
 __all__ = [
     "moveaxis", "swapaxes", "roll", "tile", "repeat", "diagonal", "diag", "trace", "outer", "inner",
-    "tensordot", "kron", "cross", "diff", "gradient", "trapezoid", "polyval", "vander", "identity", "pad",
+    "tensordot", "kron", "cross", "diff", "gradient", "trapezoid", "interp", "polyval", "vander", "identity", "pad",
 ]
 
 
@@ -330,6 +330,29 @@ def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
         shape[ax] = n - 1
         d = _core.reshape(d, tuple(shape))
     return _core.sum(mid * d, axis=ax)
+
+
+def interp(x, xp, fp, left=None, right=None):
+    """numpy.interp: piecewise-linear through (xp, fp) (xp increasing), fp[0] / fp[-1] (or
+    left / right) outside. Written as fp[0] + sum_k t_k (fp[k+1] - fp[k]) with t_k = x's
+    clipped position in interval k, so it is a composition of elementwise ops and one sum
+    (traced x, xp and fp work; cost O(len(x) len(xp)))."""
+    x, xp, fp = _arr(x), _arr(xp), _arr(fp)
+    if xp.ndim != 1 or fp.ndim != 1 or xp.shape != fp.shape:
+        raise ValueError(f"interp: xp and fp must be 1-D of the same length, got {xp.shape} and {fp.shape}")
+    if not xp._is_tracer and xp.shape[0] > 1 and not bool(_core.all(xp[1:] > xp[:-1])):
+        raise ValueError("interp: xp must be strictly increasing")
+    if xp.shape[0] == 1:
+        out = _core.zeros_like(x) + fp[0]
+    else:
+        xe = _core.expand_dims(x, -1)
+        t = _core.clip((xe - xp[:-1]) / (xp[1:] - xp[:-1]), 0.0, 1.0)
+        out = fp[0] + _core.sum(t * (fp[1:] - fp[:-1]), axis=-1)
+    if left is not None:
+        out = _core.where(x < xp[0], left, out)
+    if right is not None:
+        out = _core.where(x > xp[-1], right, out)
+    return out
 
 
 def polyval(p, x):

@@ -19,6 +19,8 @@ C = RNG.normal(size=(2, 3, 4))
 V3, W3 = RNG.normal(size=(5, 3)), RNG.normal(size=(5, 3))
 V, P = RNG.normal(size=6), RNG.normal(size=4)
 D, S, E = RNG.normal(size=(2, 4, 2)), RNG.normal(size=(4, 4)), RNG.normal(size=(1, 3, 4))
+XP, FP = np.array([-1.0, -0.3, 0.2, 0.9, 1.7]), RNG.normal(size=5)
+XQ = np.array([[-2.0, -0.95, -0.31], [0.5, 1.1, 2.4]])  # outside, inside, near nodes (not on them)
 
 # name -> (quabla function of the arrays, the NumPy function, the NumPy arguments)
 CASES = {
@@ -68,6 +70,10 @@ CASES = {
     "gradient_all": (lambda a: qb.stack(qb.gradient(a, 0.5, 2.0)), lambda a: np.stack(np.gradient(a, 0.5, 2.0)), [A]),
     "trapezoid": (lambda v: qb.trapezoid(v, dx=0.5), lambda v: np.trapezoid(v, dx=0.5), [V]),
     "trapezoid_x": (lambda a, p: qb.trapezoid(a, p, axis=1), lambda a, p: np.trapezoid(a, p, axis=1), [A, np.cumsum(np.abs(P))]),
+    "interp": (lambda x, fp: qb.interp(x, qb.array(XP), fp), lambda x, fp: np.interp(x, XP, fp), [XQ, FP]),
+    "interp_xp": (lambda xp: qb.interp(qb.array(XQ), xp, qb.array(FP)), lambda xp: np.interp(XQ, xp, FP), [XP]),
+    "interp_left_right": (lambda x: qb.interp(x, qb.array(XP), qb.array(FP), left=-7.0, right=9.0),
+                          lambda x: np.interp(x, XP, FP, left=-7.0, right=9.0), [XQ]),
     "polyval": (lambda p, v: qb.polyval(p, v), lambda p, v: np.polyval(p, v), [P, V]),
     "vander": (lambda v: qb.vander(v, 4), lambda v: np.vander(v, 4), [V]),
     "vander_increasing": (lambda v: qb.vander(v, increasing=True), lambda v: np.vander(v, increasing=True), [V]),
@@ -162,6 +168,8 @@ def test_identity_and_float32():
     (lambda: qb.roll(qb.ones(3), 1.5), TypeError, "shift must be a Python int"),
     (lambda: qb.moveaxis(qb.ones((2, 3)), 0, 5), ValueError, "out of range"),
     (lambda: qb.einsum("ij,jk->ik", qb.ones((2, 3)), qb.ones((4, 2))), ValueError, "sizes 3 and 4"),
+    (lambda: qb.interp(qb.ones(2), qb.array([1.0, 0.0]), qb.ones(2)), ValueError, "strictly increasing"),
+    (lambda: qb.interp(qb.ones(2), qb.ones(3), qb.ones(2)), ValueError, "same length"),
     (lambda: qb.einsum("ij->iz", qb.ones((2, 3))), ValueError, "appears in no input"),
     (lambda: qb.einsum("ijk", qb.ones((2, 3))), ValueError, "name 3 axes of an operand of rank 2"),
     (lambda: qb.einsum("ij,j", qb.ones((2, 3))), ValueError, "2 operand subscripts for 1 operands"),
