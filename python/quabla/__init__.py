@@ -29,7 +29,7 @@ from .errors import QuablaError, TracerError, UnsupportedOperationError, Retrace
 from ._shapes import meshgrid  # noqa: E402,F401
 from ._numpy_extra import (  # noqa: E402,F401
     moveaxis, swapaxes, roll, tile, repeat, diagonal, diag, trace, outer, inner, tensordot, kron, cross, diff,
-    gradient, trapezoid, interp, polyval, vander, identity, pad, einsum,
+    gradient, trapezoid, interp, polyval, vander, identity, pad, einsum, cumprod, cummax, cummin,
 )
 from ._constructors import array, asarray, default_dtype, set_default_dtype  # noqa: E402,F401
 from . import _array_methods  # noqa: E402

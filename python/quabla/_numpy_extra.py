@@ -11,7 +11,7 @@ from . import _core
 
 __all__ = [
     "moveaxis", "swapaxes", "roll", "tile", "repeat", "diagonal", "diag", "trace", "outer", "inner",
-    "tensordot", "kron", "cross", "diff", "gradient", "trapezoid", "interp", "polyval", "vander", "identity", "pad",
+    "tensordot", "kron", "cross", "diff", "gradient", "trapezoid", "interp", "cumprod", "cummax", "cummin", "polyval", "vander", "identity", "pad",
 ]
 
 
@@ -249,6 +249,39 @@ def cross(a, b, axis: int = -1):
     shape = (comps[0] + comps[1] + comps[2]).shape  # the broadcast shape of the three
     out = _core.stack([_core.broadcast_to(c, shape) for c in comps], axis=-1)
     return moveaxis(out, -1, axis)
+
+
+def _cumulative(name, combine, x, axis, reverse):
+    """A running reduction along axis as one scan (a loop node, not unrolled): exact with zero
+    entries and differentiable through the scan's reverse mode."""
+    from ._control import scan
+    x = _arr(x)
+    if axis is None:
+        x, axis = _core.reshape(x, (-1,)), 0
+    ax = _axis(axis, x.ndim, name)
+    xs = moveaxis(x, ax, 0)
+    if reverse:
+        xs = _core.flip(xs, axis=0)
+    _, ys = scan(lambda c, v: (combine(c, v),) * 2, xs[0], xs[1:]) if xs.shape[0] > 1 else (None, None)
+    out = xs[:1] if ys is None else _core.concat([xs[:1], ys], axis=0)
+    if reverse:
+        out = _core.flip(out, axis=0)
+    return moveaxis(out, 0, ax)
+
+
+def cumprod(x, axis=None, reverse: bool = False):
+    """Running products along axis (flattened when None)."""
+    return _cumulative("cumprod", lambda c, v: c * v, x, axis, reverse)
+
+
+def cummax(x, axis=None, reverse: bool = False):
+    """Running maxima along axis (NaN propagates, ties share the derivative as maximum does)."""
+    return _cumulative("cummax", _core.maximum, x, axis, reverse)
+
+
+def cummin(x, axis=None, reverse: bool = False):
+    """Running minima along axis."""
+    return _cumulative("cummin", _core.minimum, x, axis, reverse)
 
 
 def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None):

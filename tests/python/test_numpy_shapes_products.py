@@ -74,6 +74,14 @@ CASES = {
     "interp_xp": (lambda xp: qb.interp(qb.array(XQ), xp, qb.array(FP)), lambda xp: np.interp(XQ, xp, FP), [XP]),
     "interp_left_right": (lambda x: qb.interp(x, qb.array(XP), qb.array(FP), left=-7.0, right=9.0),
                           lambda x: np.interp(x, XP, FP, left=-7.0, right=9.0), [XQ]),
+    "cumprod": (lambda a: qb.cumprod(a, axis=1), lambda a: np.cumprod(a, axis=1), [A]),
+    "cumprod_flat": (lambda a: qb.cumprod(a), lambda a: np.cumprod(a), [A]),
+    "cumprod_zero": (lambda v: qb.cumprod(v * qb.array([1.0, 0.0, 1.0, 1.0, 0.0, 1.0])),
+                     lambda v: np.cumprod(v * np.array([1.0, 0.0, 1.0, 1.0, 0.0, 1.0])), [V]),
+    "cumprod_reverse": (lambda c: qb.cumprod(c, axis=0, reverse=True),
+                        lambda c: np.flip(np.cumprod(np.flip(c, 0), axis=0), 0), [C]),
+    "cummax": (lambda a: qb.cummax(a, axis=0), lambda a: np.maximum.accumulate(a, axis=0), [A]),
+    "cummin": (lambda v: qb.cummin(v), lambda v: np.minimum.accumulate(v), [V]),
     "polyval": (lambda p, v: qb.polyval(p, v), lambda p, v: np.polyval(p, v), [P, V]),
     "vander": (lambda v: qb.vander(v, 4), lambda v: np.vander(v, 4), [V]),
     "vander_increasing": (lambda v: qb.vander(v, increasing=True), lambda v: np.vander(v, increasing=True), [V]),
@@ -138,7 +146,7 @@ def test_gradients_match_central_differences(name):
 
 @pytest.mark.parametrize("name", ["roll", "tile", "repeat", "diagonal", "trace", "kron", "cross", "diff",
                                   "trapezoid", "pad_reflect", "pad_wrap", "tensordot_1", "einsum_batched",
-                                  "einsum_trace", "einsum_pinn"])
+                                  "einsum_trace", "einsum_pinn", "cumprod", "cummax", "interp"])
 def test_vmap_matches_a_loop(name):
     fq, _, args = CASES[name]
     batch = [np.stack([a, 2.0 * a, -a]) for a in args]
