@@ -9,7 +9,8 @@ _preload_blas()
 
 from . import _core  # noqa: E402
 from ._core import (  # noqa: E402,F401
-    Array, DType, float32, float64, bool_,
+    Array, DType, float32, float64, bool_, int32, int64,
+    floor_divide, bitwise_and, bitwise_or, bitwise_xor, bitwise_not, invert, left_shift, right_shift,
     zeros, ones, full, zeros_like, ones_like, full_like, arange, linspace, eye,
     sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh,
     exp, expm1, exp2, log, log1p, log2, log10, sqrt, cbrt, erf, erfc, abs, absolute, sign,
@@ -31,6 +32,10 @@ from ._numpy_extra import (  # noqa: E402,F401
     moveaxis, swapaxes, roll, tile, repeat, diagonal, diag, trace, outer, inner, tensordot, kron, cross, diff,
     gradient, trapezoid, interp, polyval, vander, identity, pad, einsum, cumprod, cummax, cummin,
 )
+from ._indexing import (  # noqa: E402,F401
+    take, take_along_axis, argsort, sort, argmax, argmin, searchsorted, nonzero, flatnonzero, argwhere, unique,
+)
+from . import lax  # noqa: E402,F401
 from ._constructors import array, asarray, default_dtype, set_default_dtype  # noqa: E402,F401
 from . import _array_methods  # noqa: E402
 from . import tree  # noqa: E402,F401

@@ -82,3 +82,9 @@ def install() -> None:
     from . import _numpy_extra as ne
     for name in ("diagonal", "trace", "repeat", "swapaxes"):
         setattr(cls, name, getattr(ne, name))
+    # Traced integer indexing (python/quabla/_indexing.py).
+    from . import _indexing as ix
+    cls.__getitem__ = ix._getitem
+    cls.at = property(ix._at)
+    for name in ("argsort", "sort", "argmax", "argmin", "take", "searchsorted", "nonzero"):
+        setattr(cls, name, getattr(ix, name))

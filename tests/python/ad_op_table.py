@@ -183,6 +183,19 @@ CASES = [
     # Static integer indices
     Case("gather", lambda x: qb.gather(x, [2, 0, 2, 3], axis=1) ** 2, [(S, -2, 2)]),
     Case("scatter_add", lambda x, u: qb.scatter_add(x, [0, 2, 0], u * u, axis=1), [(S, -2, 2), ((3, 3), -2, 2)]),
+    # Traced integer indices and integer ops (the integer parts carry no derivative)
+    Case("xor", lambda x: x * ((x > 0).astype(qb.int32) ^ (x > 1).astype(qb.int32)).astype(qb.float64) + qb.sin(x),
+         [(S, -2, 2)]),
+    Case("shift_left", lambda x: x * ((x > 0).astype(qb.int32) << 2).astype(qb.float64) + x, [(S, -2, 2)]),
+    Case("shift_right", lambda x: x * (((x > 0).astype(qb.int64) * 8) >> 1).astype(qb.float64) + x, [(S, -2, 2)]),
+    Case("take", lambda x: x[:, qb.array([3, 0, 3, 1])] ** 2 + qb.take(x, qb.array([[2, 1, 5]]), axis=0, mode="clip")[0],
+         [(S, -2, 2)]),
+    Case("scatter", lambda x, u: x.at[:, qb.array([0, 2, 0])].add(u * u) * x.at[:, qb.array([1, 3])].set(u[:, :2])
+         + x.at[qb.array([1, 2])].max(qb.sin(u[:2, :1])), [(S, -2, 2), ((3, 3), -2, 2)]),
+    Case("argsort", lambda x: qb.sort(x, axis=1) * x + qb.sort(x, axis=0, descending=True), [(S, -2, 2)],
+         ops=("argsort", "take")),
+    Case("searchsorted", lambda x: x * qb.searchsorted(qb.array([-1.0, 0.0, 1.0]), x).astype(qb.float64),
+         [(S, -2, 2)]),
     # Products
     Case("matmul", lambda x, y: x @ y + qb.reshape(x @ y[:, 0], (3, 1)) * (x[0] @ y), [(S, -2, 2), ((4, 2), -2, 2)]),
     # Control flow (regions). Both branches of cond are taken (one per call); under vmap the

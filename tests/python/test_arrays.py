@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import quabla as qb
-from conftest import check, np_of
+from conftest import NP_DTYPES, check, np_of
 
 
 # ---------------------------------------------------------------- constructors: array/asarray
@@ -16,22 +16,22 @@ from conftest import check, np_of
     "obj, expected",
     [
         (2.5, np.array(2.5)),
-        (3, np.array(3.0)),
-        (-7, np.array(-7.0)),
+        (3, np.array(3)),  # Python ints give the default integer (int64), as NumPy
+        (-7, np.array(-7)),
         (True, np.array(True)),
         (False, np.array(False)),
         ([1.0, 2.0, 3.0], np.array([1.0, 2.0, 3.0])),
-        ([1, 2, 3], np.array([1.0, 2.0, 3.0])),
+        ([1, 2, 3], np.array([1, 2, 3])),
         ([1, 2.5], np.array([1.0, 2.5])),
-        ([[1, 2], [3, 4], [5, 6]], np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])),
+        ([[1, 2], [3, 4], [5, 6]], np.array([[1, 2], [3, 4], [5, 6]])),
         ((1.0, 2.0), np.array([1.0, 2.0])),
-        (((1, 2), (3, 4)), np.array([[1.0, 2.0], [3.0, 4.0]])),
-        ([(1, 2), [3, 4]], np.array([[1.0, 2.0], [3.0, 4.0]])),
-        ([[[1], [2]], [[3], [4]]], np.arange(1.0, 5.0).reshape(2, 2, 1)),
+        (((1, 2), (3, 4)), np.array([[1, 2], [3, 4]])),
+        ([(1, 2), [3, 4]], np.array([[1, 2], [3, 4]])),
+        ([[[1], [2]], [[3], [4]]], np.arange(1, 5).reshape(2, 2, 1)),
         ([True, False, True], np.array([True, False, True])),
         ([[True], [False]], np.array([[True], [False]])),
         ([True, 2.0], np.array([1.0, 2.0])),  # not every element a bool -> float64
-        ([1, True], np.array([1.0, 1.0])),
+        ([1, True], np.array([1, 1])),
     ],
 )
 def test_array_from_python(obj, expected):
@@ -41,13 +41,14 @@ def test_array_from_python(obj, expected):
 
 @pytest.mark.parametrize("np_dtype, qb_name", [
     (np.float32, "float32"), (np.float64, "float64"), (np.bool_, "bool"),
-    (np.int64, "float64"), (np.int32, "float64"), (np.int8, "float64"), (np.uint8, "float64"),
-    (np.uint16, "float64"),
+    # Integers keep an integer dtype: up to 32 bits int32, wider int64 (no narrow or unsigned types).
+    (np.int64, "int64"), (np.int32, "int32"), (np.int8, "int32"), (np.uint8, "int32"),
+    (np.uint16, "int32"), (np.uint32, "int64"),
 ])
 def test_array_from_numpy_dtypes(np_dtype, qb_name):
     src = (np.arange(12).reshape(3, 4) % 5).astype(np_dtype)
     x = qb.array(src)
-    expected = src.astype({"float32": np.float32, "float64": np.float64, "bool": np.bool_}[qb_name])
+    expected = src.astype(NP_DTYPES[qb_name])
     check(x, expected)
 
 
@@ -60,24 +61,24 @@ def test_array_from_numpy_float32_values_exact():
     assert np.isnan(np_of(y)[0])
 
 
-def test_array_from_large_numpy_int64_is_float64():
-    src = np.array([2**40, -(2**40) - 1], dtype=np.int64)
-    check(qb.array(src), src.astype(np.float64))
+def test_array_from_large_numpy_int64_is_exact():
+    src = np.array([2**40, -(2**40) - 1, 2**62 + 1], dtype=np.int64)
+    check(qb.array(src), src)
 
 
 @pytest.mark.parametrize("scalar, name, value", [
     (np.float32(2.5), "float32", 2.5),
     (np.float64(-1.25), "float64", -1.25),
     (np.bool_(True), "bool", True),
-    (np.int64(7), "float64", 7.0),
-    (np.int32(-3), "float64", -3.0),
+    (np.int64(7), "int64", 7),
+    (np.int32(-3), "int32", -3),
 ])
 def test_array_from_numpy_scalars(scalar, name, value):
     x = qb.array(scalar)
     assert x.shape == ()
     assert x.dtype.name == name
     assert x.item() == value
-    assert type(x.item()) is (bool if name == "bool" else float)
+    assert type(x.item()) is {"bool": bool, "int64": int, "int32": int}.get(name, float)
 
 
 def test_array_from_zero_dim_numpy():
@@ -99,7 +100,7 @@ def test_array_from_non_contiguous_numpy():
 def test_array_from_buffer_protocol_objects():
     check(qb.array(pyarray.array("d", [1.5, 2.5])), np.array([1.5, 2.5]))
     check(qb.array(pyarray.array("f", [1.5, 2.5])), np.array([1.5, 2.5], dtype=np.float32))
-    check(qb.array(pyarray.array("i", [1, -2])), np.array([1.0, -2.0]))
+    check(qb.array(pyarray.array("i", [1, -2])), np.array([1, -2], dtype=np.int32))
     check(qb.array(memoryview(np.array([[1.0, 2.0]], dtype=np.float32))), np.array([[1.0, 2.0]], dtype=np.float32))
 
 
@@ -167,7 +168,7 @@ def test_array_returns_new_object():
 
 
 def test_array_class_constructor():
-    check(qb.Array([1, 2]), np.array([1.0, 2.0]))
+    check(qb.Array([1, 2]), np.array([1, 2]))
     check(qb.Array([1, 2], dtype=qb.float32), np.array([1.0, 2.0], dtype=np.float32))
 
 
@@ -192,7 +193,7 @@ def test_factories_with_dtype(dtype, np_dtype):
 
 def test_full():
     check(qb.full((2, 3), 1.5), np.full((2, 3), 1.5))
-    check(qb.full((2,), 3), np.full((2,), 3.0))
+    check(qb.full((2,), 3), np.full((2,), 3))
     check(qb.full(3, -0.25), np.full(3, -0.25))
     check(qb.full((2,), True), np.full((2,), True))
     check(qb.full((2, 2), qb.array(2.5, dtype=qb.float32)), np.full((2, 2), 2.5, dtype=np.float32))
@@ -204,7 +205,8 @@ def test_full():
     ((-3, 3), {}), ((0.5,), {}), ((1, 10, 3), {}), ((10,), {"step": 2}), ((0, 1), {"step": 0.3}),
 ])
 def test_arange_vs_numpy(args, kwargs):
-    expected = np.arange(*[float(a) for a in args], **{k: float(v) for k, v in kwargs.items()})
+    # NumPy's dtype rule: integer arguments give integers (int64), any float a float64.
+    expected = np.arange(*args, **kwargs)
     check(qb.arange(*args, **kwargs), expected, rtol=1e-15, atol=1e-15)
 
 

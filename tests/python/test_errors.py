@@ -82,7 +82,7 @@ def test_float16_numpy_rejected():
         qb.zeros(2, dtype=np.dtype("float16"))
 
 
-@pytest.mark.parametrize("dtype", ["int32", "complex64", "float128", np.dtype("int64"), 3])
+@pytest.mark.parametrize("dtype", ["int8", "complex64", "float128", np.dtype("uint16"), 3])
 def test_unsupported_dtype_argument(dtype):
     with pytest.raises(TypeError, match="dtype"):
         qb.zeros(2, dtype=dtype)
@@ -215,12 +215,22 @@ def test_unary_operators_on_bool():
         m ** 2
 
 
-@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "var", "std", "logsumexp", "softmax",
-                                  "log_softmax", "norm", "cumsum", "amax", "amin"])
+@pytest.mark.parametrize("name", ["max", "min", "var", "std", "logsumexp", "softmax",
+                                  "log_softmax", "norm", "amax", "amin"])
 def test_reductions_on_bool(name):
     m = qb.array([[True, False], [True, True]])
     with pytest.raises(TypeError, match="astype"):
         getattr(qb, name)(m)
+
+
+def test_counting_reductions_on_bool_give_integers():
+    # sum/prod/cumsum of bools count in the default integer and mean averages in the default
+    # float, as NumPy and JAX do.
+    m = qb.array([[True, False], [True, True]])
+    assert qb.sum(m).dtype == qb.int64 and int(qb.sum(m)) == 3
+    assert int(qb.prod(m)) == 0
+    assert qb.cumsum(m).tolist() == [1, 1, 2, 3]
+    assert qb.mean(m).dtype == qb.float64 and float(qb.mean(m)) == 0.75
 
 
 def test_any_all_on_bool_work():
@@ -295,7 +305,7 @@ def test_two_ellipses():
         qb.ones((2, 2))[..., ...]
 
 
-@pytest.mark.parametrize("index", [1.5, "a", [0, 1]])
+@pytest.mark.parametrize("index", [1.5, "a"])
 def test_invalid_index_types(index):
     with pytest.raises(IndexError, match="valid indices"):
         qb.ones(3)[index]

@@ -20,6 +20,8 @@ using Axes = std::optional<std::vector<std::int64_t>>;  // nullopt: every axis
 // The common float dtype of a binary arithmetic call (API.md §1), or a TypeError/ValueError.
 DType arithmetic_dtype(std::string_view fname, const ValueType& a, const ValueType& b);
 V astype(Builder& b, V x, DType to);
+// x itself when it is a float; integers and bools converted by inexact_dtype (weakness kept).
+V to_inexact(Builder& b, V x);
 V broadcast_to(Builder& b, V x, std::span<const std::int64_t> shape, std::string_view fname = "broadcast_to");
 // Promotes (arithmetic rules) and broadcasts operands to one dtype and shape.
 std::vector<V> promote_broadcast(Builder& b, std::string_view fname, std::span<const V> xs, bool allow_bool);
@@ -32,7 +34,8 @@ V compare(Builder& b, std::string_view fname, Op op, V x, V y);   // -> bool
 V logical(Builder& b, std::string_view fname, Op op, V x, V y, bool strict_bool);
 V logical_not(Builder& b, V x, bool strict_bool);
 V where(Builder& b, V c, V x, V y);
-V integer_power(Builder& b, V x, std::int64_t n);  // exact repeated multiplication, n >= 0
+V integer_power(Builder& b, V x, std::int64_t n);
+V int_power(Builder& b, V x, V y);  // integer ** integer (by squaring; wraps)  // exact repeated multiplication, n >= 0
 V power(Builder& b, V x, V y);
 V square(Builder& b, V x);
 V reciprocal(Builder& b, V x);
@@ -41,6 +44,9 @@ V silu(Builder& b, V x);
 V gelu(Builder& b, V x, bool approximate);
 V clip(Builder& b, V x, std::optional<V> lo, std::optional<V> hi);
 V mod(Builder& b, V x, V y);  // Python/NumPy remainder: the sign of the divisor
+V floor_divide(Builder& b, V x, V y);  // Python's //: floor(x / y), exact for integers
+V bitwise(Builder& b, std::string_view fname, Op op, V x, V y);  // & | ^ << >> on integers/bools
+V bitwise_not(Builder& b, V x);  // ~ on integers (bitwise) and bools (logical)
 V nan_to_num(Builder& b, V x, double nan, std::optional<double> posinf, std::optional<double> neginf);
 V scalar_constant(Builder& b, double value, DType dtype);
 
@@ -71,6 +77,14 @@ V gather(Builder& b, V x, std::span<const std::int64_t> indices, std::span<const
          std::int64_t axis);
 V scatter_add(Builder& b, V x, std::span<const std::int64_t> indices, std::span<const std::int64_t> index_shape,
               V updates, std::int64_t axis);
+
+// ---- traced integer indices (traced_indexing.cc)
+V take_indices(Builder& b, V x, V idx, std::int64_t axis, bool fill);
+V scatter_indices(Builder& b, V x, V idx, V updates, std::int64_t axis, std::int64_t mode, bool unique);
+V argsort_last(Builder& b, V x, bool descending);
+V searchsorted_last(Builder& b, V sorted, V values, bool right);
+// The operands converted to their common dtype (arithmetic rules), shapes untouched.
+std::vector<V> promote_broadcast_dtype_only(Builder& b, std::string_view fname, std::span<const V> xs);
 
 // ---- products
 V matmul(Builder& b, V x, V y);

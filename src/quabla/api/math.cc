@@ -24,12 +24,7 @@ V scalar_constant(Builder& b, double value, DType dtype) {
   auto lit = std::make_shared<Literal>();
   lit->type = ValueType{dtype, {}, false};
   lit->data = Buffer::allocate(itemsize(dtype));
-  switch (dtype) {
-    case DType::f32: *lit->data->as<float>() = static_cast<float>(value); break;
-    case DType::f64: *lit->data->as<double>() = value; break;
-    case DType::bool_: *lit->data->as<std::uint8_t>() = value != 0; break;
-    case DType::i32: *lit->data->as<std::int32_t>() = static_cast<std::int32_t>(value); break;
-  }
+  store_double(dtype, lit->data->data(), value);
   return b.constant(std::move(lit));
 }
 
@@ -51,16 +46,26 @@ V keep_weak(Builder& b, V out, bool weak) {
 }
 }  // namespace
 
+namespace {
+// Ops with integer kernels (the rest compute in the integer's inexact_dtype, as JAX).
+bool has_int_kernel(Op op) {
+  return op == Op::Neg || op == Op::Abs || op == Op::Sign || op == Op::Floor || op == Op::Ceil ||
+         op == Op::Round || op == Op::StopGradient || op == Op::Add || op == Op::Sub || op == Op::Mul ||
+         op == Op::Pow || op == Op::Max || op == Op::Min;
+}
+}  // namespace
+
 V unary(Builder& b, std::string_view fname, Op op, V x) {
-  if (op == Op::StopGradient && b.type(x).dtype == DType::bool_) return x;  // no derivative to stop (as JAX)
+  if (op == Op::StopGradient && !is_float(b.type(x).dtype)) return x;  // no derivative to stop (as JAX)
   require_float(b, fname, x);
+  if (!has_int_kernel(op)) x = to_inexact(b, x);
   const bool weak = b.type(x).weak;
   return keep_weak(b, b.emit1(op, {x}), weak);
 }
 
 V predicate(Builder& b, std::string_view fname, Op op, V x) {
-  // A bool (0 or 1) is finite and never NaN or infinite: test it as float.
-  if (b.type(x).dtype == DType::bool_) x = astype(b, x, DType::f32);
+  // A bool or an integer is finite and never NaN or infinite: test it as float.
+  if (!is_float(b.type(x).dtype)) x = astype(b, x, DType::f32);
   return b.emit1(op, {x});
 }
 
@@ -68,7 +73,64 @@ V binary(Builder& b, std::string_view fname, Op op, V x, V y) {
   const bool weak = b.type(x).weak && b.type(y).weak;
   const V xs[] = {x, y};
   auto v = promote_broadcast(b, fname, xs, false);
+  if (is_int(b.type(v[0]).dtype) && !has_int_kernel(op)) {  // true division, atan2, ...: in float
+    v[0] = to_inexact(b, v[0]);
+    v[1] = to_inexact(b, v[1]);
+  }
+  if (op == Op::Pow && is_int(b.type(v[0]).dtype)) return int_power(b, v[0], v[1]);
   return keep_weak(b, b.emit1(op, {v[0], v[1]}), weak);
+}
+
+V bitwise(Builder& b, std::string_view fname, Op op, V x, V y) {
+  for (V v : {x, y}) {
+    const DType d = b.type(v).dtype;
+    if (!is_int(d) && d != DType::bool_) {
+      throw TypeError(s(fname) + ": needs integer or bool arrays, got " + s(dtype_name(d)) +
+                      (is_float(d) ? "; compare first (x > 0) or convert with .astype(qb.int64)" : ""));
+    }
+  }
+  const V xs[] = {x, y};
+  auto v = promote_broadcast(b, fname, xs, true);
+  const DType d = b.type(v[0]).dtype;
+  if ((op == Op::ShiftLeft || op == Op::ShiftRight) && !is_int(d)) {
+    throw TypeError(s(fname) + ": shifts need integer arrays, got bool");
+  }
+  return b.emit1(op, {v[0], v[1]});
+}
+
+V bitwise_not(Builder& b, V x) {
+  const DType d = b.type(x).dtype;
+  if (!is_int(d) && d != DType::bool_) {
+    throw TypeError("invert (~): needs an integer or bool array, got " + s(dtype_name(d)) +
+                    "; use qb.logical_not or convert with .astype(qb.bool_)");
+  }
+  return b.emit1(Op::Not, {x});
+}
+
+V floor_divide(Builder& b, V x, V y) {
+  const V xs[] = {x, y};
+  auto v = promote_broadcast(b, "floor_divide", xs, false);
+  const bool weak = b.type(x).weak && b.type(y).weak;
+  V zero = like(b, v[0], 0.0);
+  V rem = b.emit1(Op::Rem, {v[0], v[1]});
+  if (is_int(b.type(v[0]).dtype)) {
+    // Truncated quotient, one less where the signs differ and the division was inexact
+    // (JAX's formula, so x // 0 matches it too).
+    V div = b.emit1(Op::Div, {v[0], v[1]});
+    V sx = b.emit1(Op::Sign, {v[0]}), sy = b.emit1(Op::Sign, {v[1]});
+    V fix = b.emit1(Op::And, {b.emit1(Op::Ne, {sx, sy}), b.emit1(Op::Ne, {rem, zero})});
+    return keep_weak(b, b.emit1(Op::Select, {fix, b.emit1(Op::Sub, {div, like(b, div, 1.0)}), div}), weak);
+  }
+  // Floats: (x - fmod(x, y)) / y, rounded, one less where fmod's sign differs from y's.
+  V div = b.emit1(Op::Div, {b.emit1(Op::Sub, {v[0], rem}), v[1]});
+  V fix = b.emit1(Op::And, {b.emit1(Op::Ne, {rem, zero}),
+                            b.emit1(Op::Ne, {b.emit1(Op::Sign, {v[1]}), b.emit1(Op::Sign, {rem})})});
+  div = b.emit1(Op::Select, {fix, b.emit1(Op::Sub, {div, like(b, div, 1.0)}), div});
+  V r = b.emit1(Op::Round, {div});
+  // x / 0 and inf / y keep IEEE's quotient (NumPy: 1 // 0 is inf).
+  V q = b.emit1(Op::Div, {v[0], v[1]});
+  V nonfinite = b.emit1(Op::Not, {b.emit1(Op::IsFinite, {q})});
+  return keep_weak(b, b.emit1(Op::Select, {nonfinite, q, r}), weak);
 }
 
 V compare(Builder& b, std::string_view fname, Op op, V x, V y) {
@@ -107,6 +169,8 @@ V where(Builder& b, V c, V x, V y) {
   return b.emit1(Op::Select, {cond, broadcast_to(b, v[0], shape, "where"), broadcast_to(b, v[1], shape, "where")});
 }
 
+V int_power(Builder& b, V x, V y) { return b.emit1(Op::Pow, {x, y}); }
+
 V integer_power(Builder& b, V x, std::int64_t n) {
   require_float(b, "power", x);
   if (n == 0) return like(b, x, 1.0);
@@ -130,6 +194,7 @@ V square(Builder& b, V x) {
 
 V reciprocal(Builder& b, V x) {
   require_float(b, "reciprocal", x);
+  x = to_inexact(b, x);
   return b.emit1(Op::Div, {like(b, x, 1.0), x});
 }
 
@@ -142,11 +207,13 @@ V relu(Builder& b, V x) {
 
 V silu(Builder& b, V x) {
   require_float(b, "silu", x);
+  x = to_inexact(b, x);
   return b.emit1(Op::Silu, {x});
 }
 
 V gelu(Builder& b, V x, bool approximate) {
   require_float(b, "gelu", x);
+  x = to_inexact(b, x);
   if (approximate) return b.emit1(Op::GeluTanh, {x});  // a primitive for accuracy (scalar_math.h)
   // 0.5 x erfc(-x / sqrt 2): exact form, accurate in the left tail.
   V t = b.emit1(Op::Mul, {like(b, x, -0.70710678118654752440), x});
@@ -159,13 +226,15 @@ V clip(Builder& b, V x, std::optional<V> lo, std::optional<V> hi) {
   // share a tie). A NaN x passes through and a NaN bound gives NaN, as in NumPy and JAX.
   V r = x;
   auto bound = [&](V limit, Op past) {
-    V out = logical(b, "clip", Op::Or, compare(b, "clip", past, r, limit), b.emit1(Op::IsNan, {limit}), false);
+    V out = compare(b, "clip", past, r, limit);
+    if (is_float(b.type(limit).dtype)) out = logical(b, "clip", Op::Or, out, b.emit1(Op::IsNan, {limit}), false);
     return where(b, out, limit, r);
   };
   if (lo) r = bound(*lo, Op::Le);
   if (hi) r = bound(*hi, Op::Ge);
   const DType d = b.type(x).dtype;
   if (b.type(r).dtype != d) {
+    if (is_int(d)) return r;  // integer x with float bounds: a float result, as JAX
     throw ValueError("clip: bounds of another float dtype than x (" + std::string(dtype_name(d)) +
                      "); convert them with astype");
   }
@@ -176,6 +245,14 @@ V mod(Builder& b, V x, V y) {
   const V xs[] = {x, y};
   auto v = promote_broadcast(b, "mod", xs, false);
   V r = b.emit1(Op::Rem, {v[0], v[1]});
+  if (is_int(b.type(r).dtype)) {
+    // The divisor's sign; x % 0 is 0 (NumPy's and JAX's result).
+    V zero = like(b, r, 0.0);
+    V fix = b.emit1(Op::And, {b.emit1(Op::Ne, {r, zero}),
+                              b.emit1(Op::Ne, {b.emit1(Op::Lt, {r, zero}), b.emit1(Op::Lt, {v[1], zero})})});
+    r = b.emit1(Op::Select, {fix, b.emit1(Op::Add, {r, v[1]}), r});
+    return b.emit1(Op::Select, {b.emit1(Op::Eq, {v[1], zero}), zero, r});
+  }
   // Move a nonzero remainder whose sign differs from the divisor's into the divisor's sign.
   V zero = like(b, r, 0.0);
   V r_neg = b.emit1(Op::Lt, {r, zero});
@@ -192,6 +269,7 @@ V mod(Builder& b, V x, V y) {
 
 V nan_to_num(Builder& b, V x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
   require_float(b, "nan_to_num", x);
+  if (is_int(b.type(x).dtype)) return x;  // nothing to replace
   const DType d = b.type(x).dtype;
   const double big = d == DType::f32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
   V r = b.emit1(Op::Select, {b.emit1(Op::IsNan, {x}), like(b, x, nan), x});

@@ -44,6 +44,23 @@ V matmul(Builder& b, V x, V y) {
   yfull.insert(yfull.end(), {k, n});
   x = broadcast_to(b, x, xfull, "matmul");
   y = broadcast_to(b, y, yfull, "matmul");
+  if (is_int(dt)) {
+    // Integer products (exact, wrapping) as broadcast multiply-and-sum: BLAS has no integer
+    // GEMM, and integer matrices in these programs are small (index arithmetic, counts).
+    Shape x4 = batch, y4 = batch, full = batch;
+    x4.insert(x4.end(), {m, k, 1});
+    y4.insert(y4.end(), {1, k, n});
+    full.insert(full.end(), {m, k, n});
+    V prod = b.emit1(Op::Mul, {broadcast_to(b, reshape(b, x, x4), full, "matmul"),
+                               broadcast_to(b, reshape(b, y, y4), full, "matmul")});
+    Attrs red;
+    red.dims = {static_cast<std::int64_t>(batch.size()) + 1};
+    V r = b.emit1(Op::ReduceSum, {prod}, std::move(red));
+    Shape out = batch;
+    if (!x_vec) out.push_back(m);
+    if (!y_vec) out.push_back(n);
+    return reshape(b, r, out);
+  }
   const std::int64_t nb = num_elements(batch);
   // Plain matrices stay rank 2 (no unit batch axis), so vmap can fold a batch of examples
   // into one GEMM (vmap.cc); batched products are flattened to one batch axis.

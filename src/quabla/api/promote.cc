@@ -11,20 +11,41 @@ std::string s(std::string_view v) { return std::string(v); }
 }  // namespace
 
 DType arithmetic_dtype(std::string_view fname, const ValueType& a, const ValueType& b) {
+  // The lattice of API.md §1 (JAX's, restricted to Quabla's dtypes): bool < int < float;
+  // a weak (Python-number) operand adopts the other's dtype within its kind; int32 + int64
+  // is int64; an integer meeting a float takes the float's dtype, or the default float
+  // when that float is a weak Python float.
   if (a.dtype == DType::bool_ && b.dtype == DType::bool_) {
     throw TypeError(s(fname) + ": arithmetic on two bool arrays is not defined; convert one with "
                     ".astype(qb.float32) or .astype(qb.float64) first (or use & | ~ for logic)");
   }
-  if (a.dtype == DType::bool_) return b.dtype;  // bool acts as 0/1 of the float dtype
+  if (a.dtype == DType::bool_) return b.dtype;  // bool acts as 0/1 of the other dtype
   if (b.dtype == DType::bool_) return a.dtype;
   if (a.dtype == b.dtype) return a.dtype;
+  if (is_int(a.dtype) && is_int(b.dtype)) {
+    if (a.weak != b.weak) return a.weak ? b.dtype : a.dtype;
+    return DType::i64;
+  }
+  if (is_int(a.dtype) != is_int(b.dtype)) {
+    const ValueType& f = is_float(a.dtype) ? a : b;
+    return f.weak ? default_float_dtype() : f.dtype;
+  }
   if (a.weak && !b.weak) return b.dtype;
   if (b.weak && !a.weak) return a.dtype;
-  if (a.weak && b.weak) return DType::f64;
+  if (a.weak && b.weak) return default_float_dtype();
   throw ValueError(s(fname) + ": cannot mix " + s(dtype_name(a.dtype)) + " " + shape_str(a.shape) + " and " +
                    s(dtype_name(b.dtype)) + " " + shape_str(b.shape) +
                    " implicitly; convert one operand with .astype(qb." + s(dtype_name(a.dtype)) + ") or .astype(qb." +
                    s(dtype_name(b.dtype)) + ")");
+}
+
+V to_inexact(Builder& b, V x) {
+  const ValueType& t = b.type(x);
+  if (is_float(t.dtype)) return x;
+  const bool weak = t.weak;
+  V r = astype(b, x, inexact_dtype(t.dtype));
+  if (weak) b.graph().values[r].weak = true;
+  return r;
 }
 
 V astype(Builder& b, V x, DType to) {
@@ -56,14 +77,30 @@ V broadcast_to(Builder& b, V x, std::span<const std::int64_t> shape, std::string
   return b.emit1(Op::BroadcastInDim, {x}, std::move(a));
 }
 
+std::vector<V> promote_broadcast_dtype_only(Builder& b, std::string_view fname, std::span<const V> xs) {
+  ValueType acc = b.type(xs[0]);
+  for (std::size_t i = 1; i < xs.size(); ++i) {
+    const ValueType& t = b.type(xs[i]);
+    if (acc.dtype == DType::bool_ && t.dtype == DType::bool_) continue;
+    acc.dtype = arithmetic_dtype(fname, acc, t);
+    acc.weak = acc.weak && t.weak;
+  }
+  std::vector<V> out;
+  for (V x : xs) out.push_back(astype(b, x, acc.dtype));
+  return out;
+}
+
 std::vector<V> promote_broadcast(Builder& b, std::string_view fname, std::span<const V> xs, bool allow_bool) {
   // The common dtype: bool only if every operand is bool and allow_bool.
   ValueType acc = b.type(xs[0]);
   for (std::size_t i = 1; i < xs.size(); ++i) {
     const ValueType& t = b.type(xs[i]);
     if (allow_bool && acc.dtype == DType::bool_ && t.dtype == DType::bool_) continue;
-    acc.dtype = arithmetic_dtype(fname, acc, t);
-    acc.weak = acc.weak && t.weak;  // the result is strong as soon as one operand is
+    const DType joined = arithmetic_dtype(fname, acc, t);
+    // Weak only while every operand is, and the join stayed in their kind (a weak int
+    // meeting a weak float gives a weak float; nothing weak meets a strong operand).
+    acc.weak = acc.weak && t.weak;
+    acc.dtype = joined;  // the result is strong as soon as one operand is
   }
   Shape shape = b.type(xs[0]).shape;
   for (std::size_t i = 1; i < xs.size(); ++i) shape = broadcast_shapes(shape, b.type(xs[i]).shape, fname);

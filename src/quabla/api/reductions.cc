@@ -53,6 +53,12 @@ std::int64_t reduced_count(const Shape& shape, const std::vector<std::int64_t>& 
 
 V reduce(Builder& b, std::string_view fname, Op op, V x, const Axes& axes_in, bool keepdims) {
   const bool logical = op == Op::ReduceAny || op == Op::ReduceAll;
+  const DType d = b.type(x).dtype;
+  if ((op == Op::ReduceSum || op == Op::ReduceProd) && (d == DType::bool_ || (is_int(d) && d != DType::i64))) {
+    // Sums and products of bools and narrow integers accumulate in the default integer
+    // (as NumPy and JAX: a count of True values is an integer).
+    x = astype(b, x, d == DType::bool_ || default_int_dtype() == DType::i64 ? default_int_dtype() : d);
+  }
   if (logical) {
     x = astype(b, x, DType::bool_);
   } else if (b.type(x).dtype == DType::bool_) {
@@ -68,6 +74,7 @@ V reduce(Builder& b, std::string_view fname, Op op, V x, const Axes& axes_in, bo
 }
 
 V mean(Builder& b, V x, const Axes& axes_in, bool keepdims) {
+  x = to_inexact(b, x);
   V total = reduce(b, "mean", Op::ReduceSum, x, axes_in, keepdims);
   const auto n = reduced_count(b.type(x).shape, resolve_axes(b, "mean", x, axes_in));
   return b.emit1(Op::Div, {total, like(b, total, static_cast<double>(n))});
@@ -76,6 +83,7 @@ V mean(Builder& b, V x, const Axes& axes_in, bool keepdims) {
 namespace {
 V var_named(Builder& b, std::string_view fname, V x, const Axes& axes_in, double ddof, bool keepdims) {
   resolve_axes(b, fname, x, axes_in);  // bad axes are reported under the name the user called
+  x = to_inexact(b, x);
   V m = mean(b, x, axes_in, true);
   V d = b.emit1(Op::Sub, {x, broadcast_to(b, m, b.type(x).shape)});
   V ss = reduce(b, "var", Op::ReduceSum, b.emit1(Op::Mul, {d, d}), axes_in, keepdims);
@@ -93,6 +101,7 @@ V std_(Builder& b, V x, const Axes& axes_in, double ddof, bool keepdims) {
 }
 
 V logsumexp(Builder& b, V x, const Axes& axes_in, bool keepdims) {
+  if (b.type(x).dtype != DType::bool_) x = to_inexact(b, x);
   V m = reduce(b, "logsumexp", Op::ReduceMax, x, axes_in, true);
   // A non-finite maximum (all -inf, or +inf) is not subtracted, so the result stays exact.
   V m_safe = b.emit1(Op::Select, {b.emit1(Op::IsFinite, {m}), m, like(b, m, 0.0)});
@@ -104,6 +113,7 @@ V logsumexp(Builder& b, V x, const Axes& axes_in, bool keepdims) {
 }
 
 V softmax(Builder& b, V x, std::int64_t axis) {
+  if (b.type(x).dtype != DType::bool_) x = to_inexact(b, x);
   const Axes axes = std::vector<std::int64_t>{axis};
   V m = b.emit1(Op::StopGradient, {reduce(b, "softmax", Op::ReduceMax, x, axes, true)});
   V e = b.emit1(Op::Exp, {b.emit1(Op::Sub, {x, broadcast_to(b, m, b.type(x).shape)})});
@@ -112,12 +122,14 @@ V softmax(Builder& b, V x, std::int64_t axis) {
 }
 
 V log_softmax(Builder& b, V x, std::int64_t axis) {
+  if (b.type(x).dtype != DType::bool_) x = to_inexact(b, x);
   resolve_axes(b, "log_softmax", x, std::vector<std::int64_t>{axis});
   V lse = logsumexp(b, x, std::vector<std::int64_t>{axis}, true);
   return b.emit1(Op::Sub, {x, broadcast_to(b, lse, b.type(x).shape)});
 }
 
 V norm(Builder& b, V x, const Axes& axes_in, bool keepdims) {
+  if (b.type(x).dtype != DType::bool_) x = to_inexact(b, x);
   // Scaled by the largest magnitude so squares neither overflow nor underflow.
   V ax = unary(b, "norm", Op::Abs, x);
   V s = reduce(b, "norm", Op::ReduceMax, ax, axes_in, true);
@@ -132,9 +144,7 @@ V norm(Builder& b, V x, const Axes& axes_in, bool keepdims) {
 }
 
 V cumsum(Builder& b, V x, std::optional<std::int64_t> axis, bool reverse) {
-  if (b.type(x).dtype == DType::bool_) {
-    throw TypeError("cumsum: not defined for bool arrays; convert with .astype(qb.float32) or .astype(qb.float64) first");
-  }
+  if (b.type(x).dtype == DType::bool_) x = astype(b, x, default_int_dtype());  // a running count
   if (!axis) {
     const std::int64_t n = num_elements(b.type(x).shape);
     x = reshape(b, x, std::vector<std::int64_t>{n});

@@ -1,6 +1,50 @@
 #include "quabla/ir/dtype.h"
 
+#include <atomic>
+#include <cstring>
+
 namespace qb {
+
+namespace {
+std::atomic<DType> g_default_float{DType::f64};
+
+template <class T>
+void put(void* p, T v) { std::memcpy(p, &v, sizeof(T)); }
+}  // namespace
+
+DType default_float_dtype() { return g_default_float.load(std::memory_order_relaxed); }
+DType default_int_dtype() { return default_float_dtype() == DType::f32 ? DType::i32 : DType::i64; }
+DType exchange_default_float_dtype(DType d) { return g_default_float.exchange(d); }
+
+DType inexact_dtype(DType d) {
+  switch (d) {
+    case DType::f32: case DType::f64: return d;
+    case DType::i32: return DType::f32;
+    case DType::i64: return DType::f64;
+    case DType::bool_: return default_float_dtype();
+  }
+  return d;
+}
+
+void store_double(DType t, void* p, double value) {
+  switch (t) {
+    case DType::f32: return put(p, static_cast<float>(value));
+    case DType::f64: return put(p, value);
+    case DType::bool_: return put(p, static_cast<std::uint8_t>(value != 0 || value != value));
+    case DType::i32: return put(p, float_to_int<std::int32_t>(value));
+    case DType::i64: return put(p, float_to_int<std::int64_t>(value));
+  }
+}
+
+void store_int64(DType t, void* p, std::int64_t value) {
+  switch (t) {
+    case DType::f32: return put(p, static_cast<float>(value));
+    case DType::f64: return put(p, static_cast<double>(value));
+    case DType::bool_: return put(p, static_cast<std::uint8_t>(value != 0));
+    case DType::i32: return put(p, static_cast<std::int32_t>(static_cast<std::uint32_t>(value)));
+    case DType::i64: return put(p, value);
+  }
+}
 
 std::string_view dtype_name(DType t) {
   switch (t) {
@@ -8,6 +52,7 @@ std::string_view dtype_name(DType t) {
     case DType::f64: return "float64";
     case DType::bool_: return "bool";
     case DType::i32: return "int32";
+    case DType::i64: return "int64";
   }
   return "?";
 }
@@ -18,6 +63,7 @@ std::string_view dtype_short_name(DType t) {
     case DType::f64: return "f64";
     case DType::bool_: return "bool";
     case DType::i32: return "i32";
+    case DType::i64: return "i64";
   }
   return "?";
 }

@@ -2,12 +2,13 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 namespace qb {
 
-// int32 is reserved for indices and counters (API.md §1 [beyond]); no op produces it yet.
-enum class DType : std::uint8_t { f32, f64, bool_, i32 };
+// Signed integers wrap on overflow (two's complement, as XLA); they carry no derivatives.
+enum class DType : std::uint8_t { f32, f64, bool_, i32, i64 };
 
 constexpr std::size_t itemsize(DType t) {
   switch (t) {
@@ -15,15 +16,43 @@ constexpr std::size_t itemsize(DType t) {
     case DType::f64: return 8;
     case DType::bool_: return 1;
     case DType::i32: return 4;
+    case DType::i64: return 8;
   }
   return 0;
 }
 
 constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
+constexpr bool is_int(DType t) { return t == DType::i32 || t == DType::i64; }
 
-// "float32" | "float64" | "bool" | "int32" (NumPy's names).
+// Float -> integer as XLA converts (and JAX therefore does): toward zero, saturating at the
+// type's range, NaN -> 0. A plain static_cast is undefined behaviour outside the range.
+template <class I, class F>
+constexpr I float_to_int(F x) {
+  if (x != x) return 0;
+  if (x <= static_cast<F>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
+  if (x >= static_cast<F>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(x);
+}
+
+// Writes one element of dtype t at p: floats round, integers convert as float_to_int, bool
+// is value != 0 (NaN is true, as NumPy).
+void store_double(DType t, void* p, double value);
+// The same for an exact integer (floats round to nearest; integers wrap as NumPy's astype).
+void store_int64(DType t, void* p, std::int64_t value);
+
+// The dtype of Python floats and of values promoted to a float (float64 unless
+// qb.set_default_dtype chose float32), and the integer dtype that goes with it (int64 with
+// float64, int32 with float32, as JAX's x64 flag pairs them). Process-wide.
+DType default_float_dtype();
+DType default_int_dtype();
+DType exchange_default_float_dtype(DType d);  // returns the previous one
+// The float dtype an integer or bool computes in where a float is needed (sqrt, true
+// division, mean): int32 -> float32 and int64 -> float64 (as JAX), bool -> the default.
+DType inexact_dtype(DType d);
+
+// "float32" | "float64" | "bool" | "int32" | "int64" (NumPy's names).
 std::string_view dtype_name(DType t);
-// "f32" | "f64" | "bool" | "i32" (the IR's short names).
+// "f32" | "f64" | "bool" | "i32" | "i64" (the IR's short names).
 std::string_view dtype_short_name(DType t);
 
 }  // namespace qb

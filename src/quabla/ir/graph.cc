@@ -10,7 +10,7 @@ std::string ValueType::str() const {
 
 bool Attrs::operator==(const Attrs& o) const {
   if (dtype != o.dtype || shape != o.shape || dims != o.dims || starts != o.starts || limits != o.limits ||
-      strides != o.strides || axis != o.axis || reverse != o.reverse || length != o.length || start != o.start ||
+      strides != o.strides || axis != o.axis || reverse != o.reverse || mode != o.mode || length != o.length || start != o.start ||
       num_consts != o.num_consts || num_carry != o.num_carry) {
     return false;
   }

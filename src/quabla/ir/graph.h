@@ -41,6 +41,7 @@ struct Attrs {
   std::vector<std::int64_t> starts, limits, strides;  // Slice (strides > 0)
   std::int64_t axis = 0;               // Concat, Cumsum; Parameter: its position
   bool reverse = false;                // Cumsum
+  std::int64_t mode = 0;               // Take, Scatter, Argsort, SearchSorted (see ops.def)
   std::shared_ptr<const Literal> literal;  // Constant
   // Scan: steps, index of the first step, and the operand layout (consts, carry, then xs);
   // While: num_consts.

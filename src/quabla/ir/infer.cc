@@ -66,6 +66,9 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       return {a.literal->type};
 
     case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
+      if (!is_float(in[0].dtype) && !is_int(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
+      return {strong(in[0].dtype, in[0].shape)};
+
     case Op::Sqrt: case Op::Cbrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log:
     case Op::Log2: case Op::Log10: case Op::Log1p: case Op::Sin: case Op::Cos: case Op::Tan:
     case Op::Asin: case Op::Acos: case Op::Atan: case Op::Sinh: case Op::Cosh: case Op::Tanh:
@@ -78,15 +81,24 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       return {strong(DType::bool_, in[0].shape)};
 
     case Op::Not:
-      if (in[0].dtype != DType::bool_) fail(op, "needs a bool operand, got " + in[0].str());
-      return {strong(DType::bool_, in[0].shape)};
+      if (in[0].dtype != DType::bool_ && !is_int(in[0].dtype)) fail(op, "needs a bool or integer operand, got " + in[0].str());
+      return {strong(in[0].dtype, in[0].shape)};
 
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Atan2:
-    case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min: case Op::LogAddExp:
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Rem: case Op::Max: case Op::Min:
+      same_types(op, in[0], in[1]);
+      if (!is_float(in[0].dtype) && !is_int(in[0].dtype)) fail(op, "needs numeric operands, got " + in[0].str());
+      return {strong(in[0].dtype, in[0].shape)};
+    case Op::Atan2: case Op::Hypot: case Op::LogAddExp:
       return {binary(op, in[0], in[1], true, false)};
 
-    case Op::And: case Op::Or:
-      return {binary(op, in[0], in[1], false, true)};
+    case Op::And: case Op::Or: case Op::Xor:
+      same_types(op, in[0], in[1]);
+      if (in[0].dtype != DType::bool_ && !is_int(in[0].dtype)) fail(op, "needs bool or integer operands, got " + in[0].str());
+      return {strong(in[0].dtype, in[0].shape)};
+    case Op::ShiftLeft: case Op::ShiftRight:
+      same_types(op, in[0], in[1]);
+      if (!is_int(in[0].dtype)) fail(op, "needs integer operands, got " + in[0].str());
+      return {strong(in[0].dtype, in[0].shape)};
 
     case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
       same_types(op, in[0], in[1]);
@@ -183,14 +195,14 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
     }
 
     case Op::ReduceSum: case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin:
-      if (!is_float(in[0].dtype)) fail(op, "needs a float operand, got " + in[0].str());
+      if (!is_float(in[0].dtype) && !is_int(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
       return {strong(in[0].dtype, reduce_shape(op, in[0], a.dims))};
     case Op::ReduceAny: case Op::ReduceAll:
       if (in[0].dtype != DType::bool_) fail(op, "needs a bool operand, got " + in[0].str());
       return {strong(DType::bool_, reduce_shape(op, in[0], a.dims))};
 
     case Op::Cumsum:
-      if (!is_float(in[0].dtype)) fail(op, "needs a float operand, got " + in[0].str());
+      if (!is_float(in[0].dtype) && !is_int(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
       if (a.axis < 0 || a.axis >= static_cast<std::int64_t>(in[0].shape.size())) fail(op, "axis out of range");
       return {strong(in[0].dtype, in[0].shape)};
 
@@ -210,6 +222,35 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
         fail(op, "updates must be " + ValueType{x.dtype, s, false}.str() + " for " + x.str() + ", got " + in[1].str());
       }
       return {strong(x.dtype, x.shape)};
+    }
+
+    case Op::Take: case Op::Scatter: {
+      const auto& x = in[0];
+      const auto axis = a.axis;
+      if (axis < 0 || axis >= static_cast<std::int64_t>(x.shape.size())) fail(op, "axis out of range for " + x.str());
+      if (!is_int(in[1].dtype)) fail(op, "indices must be integers, got " + in[1].str());
+      if (a.mode < 0 || a.mode > (op == Op::Take ? 1 : 4)) fail(op, "unknown mode " + std::to_string(a.mode));
+      Shape s(x.shape.begin(), x.shape.begin() + axis);
+      s.insert(s.end(), in[1].shape.begin(), in[1].shape.end());
+      s.insert(s.end(), x.shape.begin() + axis + 1, x.shape.end());
+      if (op == Op::Take) return {strong(x.dtype, s)};
+      if (in[2].dtype != x.dtype || in[2].shape != s) {
+        fail(op, "updates must be " + ValueType{x.dtype, s, false}.str() + " for " + x.str() + ", got " + in[2].str());
+      }
+      return {strong(x.dtype, x.shape)};
+    }
+
+    case Op::Argsort: case Op::SearchSorted: {
+      const auto& x = in[0];
+      if (!is_int(a.dtype)) fail(op, "the result dtype must be an integer");
+      if (x.shape.empty() || x.dtype == DType::bool_) fail(op, "needs a numeric operand of rank >= 1, got " + x.str());
+      if (op == Op::Argsort) return {strong(a.dtype, x.shape)};
+      const auto& v = in[1];
+      if (v.dtype != x.dtype || v.shape.size() != x.shape.size() ||
+          !std::equal(x.shape.begin(), x.shape.end() - 1, v.shape.begin())) {
+        fail(op, "values " + v.str() + " must share the dtype and batch axes of " + x.str());
+      }
+      return {strong(a.dtype, v.shape)};
     }
 
     case Op::MatMul: {

@@ -19,6 +19,7 @@ std::string literal_str(const Literal& lit) {
       case DType::f64: os << lit.data->as<double>()[i]; break;
       case DType::bool_: os << (lit.data->as<std::uint8_t>()[i] ? "true" : "false"); break;
       case DType::i32: os << lit.data->as<std::int32_t>()[i]; break;
+      case DType::i64: os << lit.data->as<std::int64_t>()[i]; break;
     }
   }
   if (n > 8) os << ", ...";
@@ -45,6 +46,13 @@ void print_attrs(std::ostream& os, const Node& n) {
       break;
     case AttrKind::Axis: os << " axis=" << a.axis; break;
     case AttrKind::Gather: os << " axis=" << a.axis << " indices=" << shape_str(a.dims) << " index_shape=" << shape_str(a.shape); break;
+    case AttrKind::Take: os << " axis=" << a.axis << (a.mode ? " mode=fill" : " mode=clip"); break;
+    case AttrKind::Scatter: {
+      static constexpr const char* kinds[] = {"add", "set", "mul", "min", "max"};
+      os << " axis=" << a.axis << " mode=" << (a.mode >= 0 && a.mode < 5 ? kinds[a.mode] : "?");
+      break;
+    }
+    case AttrKind::Sort: os << " dtype=" << dtype_short_name(a.dtype) << (a.mode ? " mode=1" : ""); break;
     case AttrKind::Cumsum: os << " axis=" << a.axis << (a.reverse ? " reverse" : ""); break;
     case AttrKind::Cond: break;
     case AttrKind::Scan:

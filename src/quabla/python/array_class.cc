@@ -20,6 +20,7 @@ const char* buffer_format(DType d) {
     case DType::f64: return "d";
     case DType::bool_: return "?";
     case DType::i32: return "i";
+    case DType::i64: return "q";
   }
   return "B";
 }

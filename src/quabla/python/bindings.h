@@ -25,7 +25,6 @@ std::optional<DType> parse_dtype(nb::handle obj);  // None -> nullopt; qb dtypes
 // dtype is given: float64 until qb.set_default_dtype changes it (process-wide, as JAX's
 // config). Weak operands (Python scalars in arithmetic) are not affected: they adopt the
 // other operand's dtype whatever this is.
-DType default_float_dtype();
 api::Axes parse_axes(nb::handle obj, const char* fname);  // None | int | sequence of ints
 std::vector<std::int64_t> parse_shape(nb::handle obj, const char* fname);  // int | sequence of ints
 // A Python or NumPy integer as int64; TypeError for other types, ValueError past 64 bits,

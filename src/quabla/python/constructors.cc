@@ -18,34 +18,19 @@ Shape checked_shape(nb::handle shape, const char* fname) {
   return s;
 }
 
-template <class T>
-void fill_values(Array& a, const std::function<double(std::int64_t)>& value) {
-  auto* p = a.storage->as<T>();
-  for (std::int64_t i = 0; i < a.size(); ++i) p[i] = static_cast<T>(value(i));
-}
-
 Array generate(DType dtype, Shape shape, const std::function<double(std::int64_t)>& value) {
   Array a = Array::empty(dtype, std::move(shape));
-  switch (dtype) {
-    case DType::f32: fill_values<float>(a, value); break;
-    case DType::f64: fill_values<double>(a, value); break;
-    case DType::bool_: {
-      auto* p = a.storage->as<std::uint8_t>();
-      for (std::int64_t i = 0; i < a.size(); ++i) {
-        const double v = value(i);
-        p[i] = v != 0 || v != v;
-      }
-      break;
-    }
-    case DType::i32: throw TypeError("int32 arrays are not supported yet");
-  }
+  const std::size_t elem = itemsize(dtype);
+  for (std::int64_t i = 0; i < a.size(); ++i) store_double(dtype, a.storage->data() + static_cast<std::size_t>(i) * elem, value(i));
   return a;
 }
 
 Array full_array(Shape shape, nb::handle fill, std::optional<DType> dtype, const char* fname) {
   Array f = to_array(fill);
   if (f.size() != 1) throw ValueError(std::string(fname) + ": fill_value must be a scalar, got shape " + shape_str(f.shape()));
-  const DType d = dtype.value_or(PyBool_Check(fill.ptr()) ? DType::bool_ : (nb::isinstance<Array>(fill) ? f.dtype() : default_float_dtype()));
+  const DType d = dtype.value_or(PyBool_Check(fill.ptr()) ? DType::bool_
+                                 : PyLong_Check(fill.ptr()) ? default_int_dtype()
+                                 : (nb::isinstance<Array>(fill) ? f.dtype() : default_float_dtype()));
   const double v = nb::cast<double>(nb::float_(item(f)));
   return generate(d, std::move(shape), [v](std::int64_t) { return v; });
 }
@@ -109,9 +94,17 @@ void bind_constructors(nb::module_& m) {
       throw ValueError("arange: the range [" + num_str(start) + ", " + num_str(stop) + ") with step " +
                        num_str(step) + " has more than 2^56 elements (the array is too big)");
     }
-    return generate(parse_dtype(dtype).value_or(default_float_dtype()), {static_cast<std::int64_t>(count)},
+    // Integer arguments give the default integer dtype (as NumPy and JAX).
+    auto is_integer = [](nb::handle h) {
+      if (h.is_none()) return true;
+      if (PyLong_Check(h.ptr())) return true;
+      return nb::isinstance<Array>(h) && is_int(nb::cast<const Array&>(h).dtype());
+    };
+    const bool ints = is_integer(start_h) && is_integer(stop_h) && is_integer(step_h);
+    return generate(parse_dtype(dtype).value_or(ints ? default_int_dtype() : default_float_dtype()),
+                    {static_cast<std::int64_t>(count)},
                     [start, step](std::int64_t i) { return start + static_cast<double>(i) * step; });
-  }, nb::arg("start"), nb::arg("stop") = nb::none(), nb::arg("step") = 1.0, nb::arg("dtype") = nb::none());
+  }, nb::arg("start"), nb::arg("stop") = nb::none(), nb::arg("step") = 1, nb::arg("dtype") = nb::none());
   m.def("linspace", [](nb::handle start_h, nb::handle stop_h, nb::handle num_h, bool endpoint, nb::handle dtype) {
     const double start = scalar_arg(start_h, "linspace", "start"), stop = scalar_arg(stop_h, "linspace", "stop");
     const std::int64_t num = parse_int64(num_h, "linspace", "num");

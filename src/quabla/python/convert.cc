@@ -44,10 +44,29 @@ void list_shape(nb::handle h, Shape& shape) {
   }
 }
 
+// A Python int as int64, or a ValueError naming what does not fit.
+std::int64_t exact_int64(nb::handle h) {
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow) {
+    throw ValueError("the Python int " + std::string(nb::str(h).c_str()) +
+                     " does not fit in int64; Quabla's widest integer type");
+  }
+  return v;
+}
+
+bool is_numpy_integer(nb::handle h) {
+  return nb::hasattr(h, "dtype") && nb::hasattr(h, "__index__") && !nb::isinstance<Array>(h) &&
+         nb::cast<std::string>(nb::str(h.attr("dtype").attr("kind"))) == std::string("i");
+}
+
 struct ListReader {
   const Shape& shape;
   std::vector<double> values;
+  std::vector<std::int64_t> ints;  // exact values while every leaf is an integer
   bool all_bool = true;
+  bool all_int = true;
 
   void read(nb::handle h, std::size_t depth) {
     if (depth == shape.size()) {
@@ -63,10 +82,18 @@ struct ListReader {
   void read_leaf(nb::handle h) {
     if (PyBool_Check(h.ptr())) {
       values.push_back(h.ptr() == Py_True ? 1.0 : 0.0);
+      ints.push_back(h.ptr() == Py_True);
       return;
     }
     all_bool = false;
-    if (PyFloat_Check(h.ptr()) || PyLong_Check(h.ptr())) {
+    if (PyLong_Check(h.ptr()) || is_numpy_integer(h)) {
+      const std::int64_t v = PyLong_Check(h.ptr()) ? exact_int64(h) : nb::cast<std::int64_t>(nb::int_(h));
+      ints.push_back(v);
+      values.push_back(static_cast<double>(v));
+      return;
+    }
+    all_int = false;
+    if (PyFloat_Check(h.ptr())) {
       values.push_back(PyFloat_AsDouble(h.ptr()));
       if (PyErr_Occurred()) throw nb::python_error();
       return;
@@ -85,24 +112,17 @@ struct ListReader {
   }
 };
 
-template <class T>
-void fill_from_doubles(Array& a, const std::vector<double>& v) {
-  auto* out = a.storage->as<T>();
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<T>(v[i]);
-}
-
 Array from_doubles(const std::vector<double>& v, Shape shape, DType dtype) {
   Array a = Array::empty(dtype, std::move(shape));
-  switch (dtype) {
-    case DType::f32: fill_from_doubles<float>(a, v); break;
-    case DType::f64: fill_from_doubles<double>(a, v); break;
-    case DType::bool_: {
-      auto* out = a.storage->as<std::uint8_t>();
-      for (std::size_t i = 0; i < v.size(); ++i) out[i] = v[i] != 0 || v[i] != v[i];
-      break;
-    }
-    case DType::i32: throw TypeError("int32 arrays are not supported yet");
-  }
+  const std::size_t elem = itemsize(dtype);
+  for (std::size_t i = 0; i < v.size(); ++i) store_double(dtype, a.storage->data() + i * elem, v[i]);
+  return a;
+}
+
+Array from_ints(const std::vector<std::int64_t>& v, Shape shape, DType dtype) {
+  Array a = Array::empty(dtype, std::move(shape));
+  const std::size_t elem = itemsize(dtype);
+  for (std::size_t i = 0; i < v.size(); ++i) store_int64(dtype, a.storage->data() + i * elem, v[i]);
   return a;
 }
 
@@ -173,10 +193,13 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
   if (code == 'e') {
     throw TypeError("float16 arrays are not supported; convert with .astype(numpy.float32) first");
   }
-  DType natural = DType::f64;  // float64 data keeps its dtype
-  if (code != 'd') natural = default_float_dtype();  // integers become the default float
+  // Floats and bools keep their dtype; integers of up to 32 bits (and signed 32-bit) become
+  // int32, wider ones int64 (Quabla has no narrow or unsigned integers).
+  DType natural = DType::i64;
+  if (code == 'd') natural = DType::f64;
   if (code == 'f') natural = DType::f32;
   if (code == '?') natural = DType::bool_;
+  if (code == 'b' || code == 'B' || code == 'h' || code == 'H' || code == 'i') natural = DType::i32;
   const DType dt = dtype.value_or(natural);
   Shape shape(v.shape, v.shape + v.ndim);
   reject_zero_extent(shape, "array");
@@ -189,6 +212,7 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
     auto convert = [](S s, auto* d) {
       using D = std::remove_pointer_t<decltype(d)>;
       if constexpr (std::is_same_v<D, std::uint8_t>) *d = s != S(0) || s != s;  // NaN -> True
+      else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) *d = float_to_int<D>(s);
       else *d = static_cast<D>(s);
     };
     auto write = [&](auto* dst) {
@@ -205,7 +229,7 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
           return;
         }
         if constexpr (sizeof(S) == sizeof(D) && std::is_floating_point_v<S> == std::is_floating_point_v<D> &&
-                      !std::is_same_v<S, bool>) {
+                      std::is_signed_v<S> == std::is_signed_v<D> && !std::is_same_v<S, bool>) {
           std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(S));  // same format: a plain copy
         } else {
           for (std::int64_t k = 0; k < n; ++k) {
@@ -233,7 +257,8 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
       case DType::f32: write(out.storage->as<float>()); break;
       case DType::f64: write(out.storage->as<double>()); break;
       case DType::bool_: write(out.storage->as<std::uint8_t>()); break;
-      case DType::i32: throw TypeError("int32 arrays are not supported yet");
+      case DType::i32: write(out.storage->as<std::int32_t>()); break;
+      case DType::i64: write(out.storage->as<std::int64_t>()); break;
     }
   });
   if (!supported) {
@@ -258,7 +283,14 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
     return a;
   }
   if (PyBool_Check(obj.ptr())) return Array::scalar(obj.ptr() == Py_True, dtype.value_or(DType::bool_));
-  if (PyFloat_Check(obj.ptr()) || PyLong_Check(obj.ptr())) {
+  if (PyLong_Check(obj.ptr())) {
+    const std::int64_t v = exact_int64(obj);
+    const DType d = dtype.value_or(default_int_dtype());
+    Array a = Array::empty(d, {});
+    store_int64(d, a.storage->data(), v);
+    return a;
+  }
+  if (PyFloat_Check(obj.ptr())) {
     const double v = PyFloat_AsDouble(obj.ptr());
     if (PyErr_Occurred()) throw nb::python_error();
     return Array::scalar(v, dtype.value_or(default_float_dtype()));
@@ -270,7 +302,10 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
     ListReader r{shape, {}};
     r.values.reserve(static_cast<std::size_t>(num_elements(shape)));
     r.read(obj, 0);
-    return from_doubles(r.values, shape, dtype.value_or(r.all_bool ? DType::bool_ : default_float_dtype()));
+    const DType natural = r.all_bool ? DType::bool_ : r.all_int ? default_int_dtype() : default_float_dtype();
+    const DType d = dtype.value_or(natural);
+    if (r.all_int && !r.ints.empty() && is_int(d)) return from_ints(r.ints, shape, d);
+    return from_doubles(r.values, shape, d);
   }
   if (auto a = from_buffer(obj, dtype)) return *a;
   if (nb::hasattr(obj, "__array__")) {
@@ -283,7 +318,13 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
 
 Array to_operand(nb::handle obj) {
   if (PyBool_Check(obj.ptr())) return Array::scalar(obj.ptr() == Py_True, DType::bool_, true);
-  if (PyFloat_Check(obj.ptr()) || PyLong_Check(obj.ptr())) {
+  if (PyLong_Check(obj.ptr())) {  // a weak int: it adopts the dtype of the array it meets
+    Array a = Array::empty(DType::i64, {});
+    a.type.weak = true;
+    *a.storage->as<std::int64_t>() = exact_int64(obj);
+    return a;
+  }
+  if (PyFloat_Check(obj.ptr())) {
     const double v = PyFloat_AsDouble(obj.ptr());
     if (PyErr_Occurred()) throw nb::python_error();
     return Array::scalar(v, DType::f64, true);
@@ -345,6 +386,7 @@ nb::object element(const Array& a, std::int64_t i) {
     case DType::f64: return nb::float_(a.storage->as<double>()[i]);
     case DType::bool_: return nb::bool_(a.storage->as<std::uint8_t>()[i] != 0);
     case DType::i32: return nb::int_(a.storage->as<std::int32_t>()[i]);
+    case DType::i64: return nb::int_(a.storage->as<std::int64_t>()[i]);
   }
   return nb::none();
 }

@@ -10,23 +10,26 @@
 namespace qb::py {
 
 namespace {
-std::atomic<DType> g_default_float{DType::f64};
 
 std::optional<DType> dtype_from_name(std::string_view s) {
   if (s == "float32" || s == "f32" || s == "f") return DType::f32;
   if (s == "float64" || s == "f64" || s == "d" || s == "float") return DType::f64;
   if (s == "bool" || s == "bool_" || s == "?") return DType::bool_;
+  if (s == "int32" || s == "i32" || s == "i") return DType::i32;
+  if (s == "int64" || s == "i64" || s == "q" || s == "l") return DType::i64;
+  if (s == "int") return default_int_dtype();
   return std::nullopt;
 }
 }  // namespace
 
-DType default_float_dtype() { return g_default_float.load(std::memory_order_relaxed); }
+
 
 std::optional<DType> parse_dtype(nb::handle obj) {
   if (obj.is_none()) return std::nullopt;
   if (nb::isinstance<DTypeObject>(obj)) return nb::cast<DTypeObject>(obj).dtype;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::f64;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::bool_;
+  if (obj.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return default_int_dtype();
   std::string name;
   if (PyType_Check(obj.ptr()) && nb::hasattr(obj, "__module__") &&
       nb::cast<std::string>(nb::str(obj.attr("__module__"))) == "numpy") {  // np.float32 (a scalar type)
@@ -40,8 +43,11 @@ std::optional<DType> parse_dtype(nb::handle obj) {
   }
   if (name == "float16") throw TypeError("float16 is not supported; use qb.float32 or qb.float64");
   if (auto d = dtype_from_name(name)) return d;
+  if (name == "int8" || name == "int16" || name == "uint8" || name == "uint16" || name == "uint32" || name == "uint64") {
+    throw TypeError("unsupported dtype " + name + "; Quabla's integer dtypes are qb.int32 and qb.int64");
+  }
   throw TypeError("unsupported dtype " + nb::cast<std::string>(nb::repr(obj)) +
-                  "; use qb.float32, qb.float64 or qb.bool_");
+                  "; use qb.float32, qb.float64, qb.int32, qb.int64 or qb.bool_");
 }
 
 void bind_dtypes(nb::module_& m) {
@@ -64,6 +70,8 @@ void bind_dtypes(nb::module_& m) {
   m.attr("float32") = DTypeObject{DType::f32};
   m.attr("float64") = DTypeObject{DType::f64};
   m.attr("bool_") = DTypeObject{DType::bool_};
+  m.attr("int32") = DTypeObject{DType::i32};
+  m.attr("int64") = DTypeObject{DType::i64};
   m.def("default_dtype", [] { return DTypeObject{default_float_dtype()}; });
   m.def("set_default_dtype", [](nb::handle dtype) {
     std::optional<DType> d;
@@ -75,7 +83,7 @@ void bind_dtypes(nb::module_& m) {
       throw TypeError("set_default_dtype: expected qb.float32 or qb.float64, got " +
                       nb::cast<std::string>(nb::repr(dtype)));
     }
-    return DTypeObject{g_default_float.exchange(*d)};
+    return DTypeObject{exchange_default_float_dtype(*d)};
   }, nb::arg("dtype").none());
 }
 

@@ -94,6 +94,10 @@ Array logical_op(Op op, const char* name, nb::handle x, nb::handle y, bool stric
                [&](Builder& b, V a, V c) { return api::logical(b, name, op, a, c, strict); });
 }
 
+Array bitwise_op(Op op, const char* name, nb::handle x, nb::handle y) {
+  return call2(name, x, y, [&](Builder& b, V a, V c) { return api::bitwise(b, name, op, a, c); });
+}
+
 Array power_op(nb::handle x, nb::handle y) {
   if (PyLong_Check(y.ptr()) && !PyBool_Check(y.ptr())) {
     const auto n = nb::cast<std::int64_t>(y);
@@ -118,6 +122,10 @@ std::pair<std::vector<std::int64_t>, Shape> parse_indices(nb::handle obj, const 
   if (a.dtype() == DType::bool_) throw TypeError(std::string(fname) + ": indices must be integers, not bools; use qb.where for masks");
   std::vector<std::int64_t> idx;
   for (std::int64_t i = 0; i < a.size(); ++i) {
+    if (a.dtype() == DType::i32 || a.dtype() == DType::i64) {
+      idx.push_back(a.dtype() == DType::i32 ? a.storage->as<std::int32_t>()[i] : a.storage->as<std::int64_t>()[i]);
+      continue;
+    }
     const double v = a.dtype() == DType::f32 ? a.storage->as<float>()[i] : a.storage->as<double>()[i];
     if (v != std::floor(v) || std::abs(v) > 9.0e15) {
       throw TypeError(std::string(fname) + ": indices must be integers, got " + std::to_string(v));
@@ -163,6 +171,14 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   def_both(m, cls, "power", &power_op);
   def_both(m, cls, "mod", [](nb::handle x, nb::handle y) { return call2("mod", x, y, &api::mod); });
   def_both(m, cls, "remainder", [](nb::handle x, nb::handle y) { return call2("mod", x, y, &api::mod); });
+  m.def("floor_divide", [](nb::handle x, nb::handle y) { return call2("floor_divide", x, y, &api::floor_divide); });
+  for (auto [fname, op] : {std::pair{"bitwise_and", Op::And}, std::pair{"bitwise_or", Op::Or},
+                           std::pair{"bitwise_xor", Op::Xor}, std::pair{"left_shift", Op::ShiftLeft},
+                           std::pair{"right_shift", Op::ShiftRight}}) {
+    m.def(fname, [op, fname](nb::handle x, nb::handle y) { return bitwise_op(op, fname, x, y); });
+  }
+  m.def("bitwise_not", [](nb::handle x) { return call1("invert", x, &api::bitwise_not); });
+  m.def("invert", [](nb::handle x) { return call1("invert", x, &api::bitwise_not); });
   def_both(m, cls, "square", [](nb::handle x) { return call1("square", x, &api::square); });
   def_both(m, cls, "reciprocal", [](nb::handle x) { return call1("reciprocal", x, &api::reciprocal); });
   def_both(m, cls, "relu", [](nb::handle x) { return call1("relu", x, &api::relu); });
@@ -336,6 +352,28 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
                  [&](Builder& b, V a, V u) { return api::scatter_add(b, a, idx, ishape, u, axis); });
   }, nb::arg("x"), nb::arg("indices"), nb::arg("updates"), nb::arg("axis") = 0);
 
+  // ---- traced-index primitives (python/quabla/_indexing.py composes the NumPy forms)
+  m.def("_take", [](nb::handle x, nb::handle idx, std::int64_t axis, bool fill) {
+    return call2("take:" + std::to_string(axis) + (fill ? "f" : "c"), x, idx,
+                 [&](Builder& b, V a, V i) { return api::take_indices(b, a, i, axis, fill); });
+  }, nb::arg("x"), nb::arg("indices"), nb::arg("axis"), nb::arg("fill"));
+  m.def("_scatter", [](nb::handle x, nb::handle idx, nb::handle updates, std::int64_t axis, std::int64_t mode,
+                       bool unique) {
+    Array args[] = {to_operand(x), to_operand(idx), to_operand(updates)};
+    return eager_call("scatter:" + std::to_string(axis) + ":" + std::to_string(mode) + (unique ? "u" : ""), args,
+                      [&](Builder& b, std::span<const ValueId> p) {
+                        return Vs{api::scatter_indices(b, p[0], p[1], p[2], axis, mode, unique)};
+                      })[0];
+  }, nb::arg("x"), nb::arg("indices"), nb::arg("updates"), nb::arg("axis"), nb::arg("mode"), nb::arg("unique"));
+  m.def("_argsort", [](nb::handle x, bool descending) {
+    return call1(std::string("argsort") + (descending ? "d" : "a"), x,
+                 [&](Builder& b, V a) { return api::argsort_last(b, a, descending); });
+  }, nb::arg("x"), nb::arg("descending"));
+  m.def("_searchsorted", [](nb::handle a, nb::handle v, bool right) {
+    return call2(std::string("searchsorted") + (right ? "r" : "l"), a, v,
+                 [&](Builder& b, V x, V y) { return api::searchsorted_last(b, x, y, right); });
+  }, nb::arg("sorted"), nb::arg("values"), nb::arg("right"));
+
   // ---- products
   def_both(m, cls, "matmul", [](nb::handle x, nb::handle y) { return call2("matmul", x, y, &api::matmul); });
   def_both(m, cls, "dot", [](nb::handle x, nb::handle y) { return call2("dot", x, y, &api::dot); });
@@ -360,13 +398,17 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   cls.def("__neg__", [](nb::handle x) { return call1("negative", x, [](Builder& b, V a) { return api::unary(b, "negative", Op::Neg, a); }); });
   cls.def("__pos__", [](const Array& a) { return a; });
   cls.def("__abs__", [](nb::handle x) { return call1("abs", x, [](Builder& b, V a) { return api::unary(b, "abs", Op::Abs, a); }); });
-  cls.def("__invert__", [](nb::handle x) { return call1("invert", x, [](Builder& b, V a) { return api::logical_not(b, a, true); }); });
-  cls.def("__and__", [](nb::handle x, nb::handle y) { return logical_op(Op::And, "and (&)", x, y, true); });
-  cls.def("__rand__", [](nb::handle x, nb::handle y) { return logical_op(Op::And, "and (&)", y, x, true); });
-  cls.def("__or__", [](nb::handle x, nb::handle y) { return logical_op(Op::Or, "or (|)", x, y, true); });
-  cls.def("__ror__", [](nb::handle x, nb::handle y) { return logical_op(Op::Or, "or (|)", y, x, true); });
-  cls.def("__xor__", [](nb::handle x, nb::handle y) { return logical_op(Op::Ne, "xor (^)", x, y, true); });
-  cls.def("__rxor__", [](nb::handle x, nb::handle y) { return logical_op(Op::Ne, "xor (^)", y, x, true); });
+  cls.def("__invert__", [](nb::handle x) { return call1("invert", x, &api::bitwise_not); });
+  for (auto [dunder, rdunder, op, name] :
+       {std::tuple{"__and__", "__rand__", Op::And, "and (&)"}, std::tuple{"__or__", "__ror__", Op::Or, "or (|)"},
+        std::tuple{"__xor__", "__rxor__", Op::Xor, "xor (^)"},
+        std::tuple{"__lshift__", "__rlshift__", Op::ShiftLeft, "left_shift (<<)"},
+        std::tuple{"__rshift__", "__rrshift__", Op::ShiftRight, "right_shift (>>)"}}) {
+    cls.def(dunder, [op, name](nb::handle x, nb::handle y) { return bitwise_op(op, name, x, y); });
+    cls.def(rdunder, [op, name](nb::handle x, nb::handle y) { return bitwise_op(op, name, y, x); });
+  }
+  cls.def("__floordiv__", [](nb::handle x, nb::handle y) { return call2("floor_divide", x, y, &api::floor_divide); });
+  cls.def("__rfloordiv__", [](nb::handle x, nb::handle y) { return call2("floor_divide", y, x, &api::floor_divide); });
   for (auto [dunder, op, name] : {std::tuple{"__lt__", Op::Lt, "less"}, std::tuple{"__le__", Op::Le, "less_equal"},
                                   std::tuple{"__gt__", Op::Gt, "greater"}, std::tuple{"__ge__", Op::Ge, "greater_equal"},
                                   std::tuple{"__eq__", Op::Eq, "equal"}, std::tuple{"__ne__", Op::Ne, "not_equal"}}) {

@@ -1,15 +1,46 @@
 #include "quabla/transforms/emit.h"
 
+#include <algorithm>
+
 namespace qb::ad {
 
 V Emit::scalar(double c, DType d) {
   auto lit = std::make_shared<Literal>();
   lit->type = ValueType{d, {}, false};
   lit->data = Buffer::allocate(itemsize(d));
-  if (d == DType::f32) *lit->data->as<float>() = static_cast<float>(c);
-  else if (d == DType::f64) *lit->data->as<double>() = c;
-  else *lit->data->as<std::uint8_t>() = c != 0;
+  store_double(d, lit->data->data(), c);
   return b.constant(std::move(lit));
+}
+
+V Emit::iota(std::int64_t n, DType d) {
+  auto lit = std::make_shared<Literal>();
+  lit->type = ValueType{d, {n}, false};
+  lit->data = Buffer::allocate(static_cast<std::size_t>(n) * itemsize(d));
+  for (std::int64_t i = 0; i < n; ++i) store_int64(d, lit->data->data() + i * static_cast<std::int64_t>(itemsize(d)), i);
+  return b.constant(std::move(lit));
+}
+
+V Emit::clamp_index(V idx, std::int64_t n) {
+  V lo = like(idx, 0.0), hi = like(idx, static_cast<double>(std::max<std::int64_t>(n - 1, 0)));
+  return op(Op::Min, {op(Op::Max, {idx, lo}), hi});
+}
+
+V Emit::in_range(V idx, std::int64_t n) {
+  return op(Op::And, {op(Op::Ge, {idx, like(idx, 0.0)}), op(Op::Lt, {idx, like(idx, static_cast<double>(n))})});
+}
+
+V Emit::take(V x, V idx, std::int64_t axis, bool fill) {
+  Attrs a;
+  a.axis = axis;
+  a.mode = fill ? 1 : 0;
+  return op(Op::Take, {x, idx}, std::move(a));
+}
+
+V Emit::scatter(V x, V idx, V updates, std::int64_t axis, std::int64_t mode) {
+  Attrs a;
+  a.axis = axis;
+  a.mode = mode;
+  return op(Op::Scatter, {x, idx, updates}, std::move(a));
 }
 
 V Emit::like(V x, double c) {

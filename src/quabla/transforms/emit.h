@@ -15,6 +15,12 @@ struct Emit {
   V op(Op o, std::initializer_list<V> in, Attrs a = {}) { return b.emit1(o, in, std::move(a)); }
   V scalar(double c, DType d);
   V like(V x, double c);  // a constant of x's dtype and shape
+  V iota(std::int64_t n, DType d);  // [0, 1, ..., n - 1]
+  // Integer indices clamped into [0, n) (n >= 1), and the mask of those already inside it.
+  V clamp_index(V idx, std::int64_t n);
+  V in_range(V idx, std::int64_t n);
+  V take(V x, V idx, std::int64_t axis, bool fill);
+  V scatter(V x, V idx, V updates, std::int64_t axis, std::int64_t mode);
   V zeros(const ValueType& t);
   V add(V x, V y) { return op(Op::Add, {x, y}); }
   V sub(V x, V y) { return op(Op::Sub, {x, y}); }

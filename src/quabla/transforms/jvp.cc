@@ -96,6 +96,46 @@ std::tuple<V, V, V> scaled_pair(Emit& e, V a, V b) {
   return {m, scale(a), scale(b)};
 }
 
+// updates shape (x.shape[:axis] + idx.shape + x.shape[axis+1:]) of a scatter.
+Shape updates_shape(const Shape& xs, const Shape& is, std::int64_t axis) {
+  Shape s(xs.begin(), xs.begin() + axis);
+  s.insert(s.end(), is.begin(), is.end());
+  s.insert(s.end(), xs.begin() + axis + 1, xs.end());
+  return s;
+}
+
+// The mask (broadcast to the updates' shape) of the updates that a scatter-set actually
+// writes: for repeated indices only the last one lands, so only it gets a derivative.
+V scatter_set_winners(Emit& e, V x, V idx, std::int64_t axis) {
+  const Shape xs = e.type(x).shape, is = e.type(idx).shape;
+  const DType it = e.type(idx).dtype;
+  std::int64_t m = 1;
+  for (auto d : is) m *= d;
+  V flat = e.reshape(idx, Shape{m});
+  V ids = e.iota(m, it);
+  V slots = e.scatter(e.like(e.zeros(ValueType{it, Shape{xs[static_cast<std::size_t>(axis)]}, false}), -1.0), flat,
+                      ids, 0, kScatterSet);
+  V won = e.reshape(e.eq(e.take(slots, flat, 0, false), ids), is);
+  std::vector<std::int64_t> dims;
+  for (std::size_t i = 0; i < is.size(); ++i) dims.push_back(axis + static_cast<std::int64_t>(i));
+  return e.broadcast(won, updates_shape(xs, is, axis), std::move(dims));
+}
+
+// The tangent of x.at[idx].min/max(u): the mean of the tangents of everything equal to the
+// result at each position (x's element and the updates that land there), as reduce max/min.
+V scatter_extremum_tangent(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>& t, V y) {
+  const std::int64_t axis = n.attrs.axis;
+  const DType dt = e.type(x[0]).dtype;
+  V x_hit = e.eq(x[0], y);
+  V u_hit = e.eq(x[2], e.take(y, x[1], axis, false));
+  V zero_x = e.zeros(e.type(x[0])), zero_u = e.zeros(e.type(x[2]));
+  V count = e.scatter(e.convert(x_hit, dt), x[1], e.convert(u_hit, dt), axis, kScatterAdd);
+  count = e.select(e.eq(count, zero_x), e.like(count, 1.0), count);
+  V sum = t[0] ? e.select(x_hit, *t[0], zero_x) : zero_x;
+  if (t[2]) sum = e.scatter(sum, x[1], e.select(u_hit, *t[2], zero_u), axis, kScatterAdd);
+  return e.div(sum, count);
+}
+
 // The tangent of a node's (single) output from its primal inputs x, their tangents t (empty
 // when zero) and its primal output y.
 T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>& t, V y) {
@@ -316,6 +356,34 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       V count = e.op(Op::ReduceSum, {mask}, a);
       return e.div(e.op(Op::ReduceSum, {e.mul(*t[0], mask)}, a), count);
     }
+    case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight: case Op::Argsort: case Op::SearchSorted:
+      return std::nullopt;  // integer or bool results carry no tangent
+    case Op::Take:
+      return e.op(Op::Take, {*t[0], x[1]}, a);
+    case Op::Scatter:
+      switch (a.mode) {
+        case kScatterAdd: return e.op(Op::Scatter, {tz(0), x[1], tz(2)}, a);
+        case kScatterSet: {
+          V tu = tz(2);
+          if (t[2]) tu = e.select(scatter_set_winners(e, x[0], x[1], a.axis), tu, e.zeros(e.type(tu)));
+          return e.op(Op::Scatter, {tz(0), x[1], tu}, a);
+        }
+        case kScatterMul: {
+          if (t[2] && !a.reverse) {
+            throw ValueError("the derivative of x.at[idx].multiply(updates) with respect to the updates is only "
+                             "defined here for unique indices; pass unique_indices=True if they are (as JAX)");
+          }
+          T r;
+          if (t[0]) r = e.op(Op::Scatter, {*t[0], x[1], x[2]}, a);
+          if (t[2]) {
+            V term = e.scatter(e.zeros(e.type(x[0])), x[1], e.mul(e.take(x[0], x[1], a.axis, true), *t[2]), a.axis,
+                               kScatterAdd);
+            r = r ? e.add(*r, term) : term;
+          }
+          return r;
+        }
+        default: return scatter_extremum_tangent(e, n, x, t, y);
+      }
     case Op::Cond: case Op::Scan: case Op::While:
       throw InternalError("jvp: region ops have multi-output rules (jvp_regions.cc)");
     case Op::MatMul: {

@@ -136,6 +136,28 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
       if (lin[2]) give(2, e.select(x[0], e.zeros(e.type(c)), c));
       return;
     case Op::Gather: return give(0, e.op(Op::ScatterAdd, {e.zeros(in_type(0)), c}, a));
+    case Op::Take: {
+      // Clamped reads send their cotangent to the clamped position; the scatter drops
+      // nothing then. Zero-filled reads had no source: the scatter drops them.
+      V idx = a.mode == 1 ? x[1] : e.clamp_index(x[1], in_type(0).shape[static_cast<std::size_t>(a.axis)]);
+      return give(0, e.scatter(e.zeros(in_type(0)), idx, c, a.axis, kScatterAdd));
+    }
+    case Op::Scatter:
+      if (lin[1]) not_linear(n.op);
+      switch (a.mode) {
+        case kScatterAdd:
+          give(0, c);
+          if (lin[2]) give(2, e.take(c, x[1], a.axis, true));
+          return;
+        case kScatterSet:
+          if (lin[0]) give(0, e.scatter(c, x[1], e.zeros(in_type(2)), a.axis, kScatterSet));
+          if (lin[2]) give(2, e.take(c, x[1], a.axis, true));
+          return;
+        case kScatterMul:
+          if (lin[2]) not_linear(n.op);
+          return give(0, e.op(Op::Scatter, {c, x[1], x[2]}, a));
+        default: not_linear(n.op);
+      }
     case Op::ScatterAdd:
       give(0, c);
       if (lin[1]) give(1, e.op(Op::Gather, {c}, a));
@@ -154,6 +176,7 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
     case Op::Atanh: case Op::Erf: case Op::Erfc: case Op::Logistic: case Op::Softplus: case Op::Silu:
     case Op::GeluTanh: case Op::StopGradient: case Op::IsNan: case Op::IsInf: case Op::IsFinite: case Op::Not:
     case Op::Pow: case Op::Atan2: case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min: case Op::LogAddExp:
+    case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight: case Op::Argsort: case Op::SearchSorted:
     case Op::And: case Op::Or: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
     case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceAny: case Op::ReduceAll:
       not_linear(n.op);

@@ -40,6 +40,38 @@ struct Batcher {
   }
   V batched(V x, bool is_batched) { return is_batched ? x : lift(x); }
 
+  // Moves axis `axis` of x to the front.
+  V batch_to_front(V x, std::int64_t axis) {
+    if (axis == 0) return x;
+    std::vector<std::int64_t> perm{axis};
+    for (std::int64_t d = 0; d < static_cast<std::int64_t>(e.type(x).shape.size()); ++d)
+      if (d != axis) perm.push_back(d);
+    return e.transpose(x, perm);
+  }
+  // [B, pre..., len, post...] (pre of rank axis) -> [pre..., B * len, post...].
+  V merge_batch_into(V x, std::int64_t axis) {
+    const Shape xs = e.type(x).shape;
+    std::vector<std::int64_t> perm;
+    for (std::int64_t d = 1; d <= axis; ++d) perm.push_back(d);
+    perm.push_back(0);
+    for (std::int64_t d = axis + 1; d < static_cast<std::int64_t>(xs.size()); ++d) perm.push_back(d);
+    Shape merged(xs.begin() + 1, xs.begin() + axis + 1);
+    merged.push_back(batch * xs[static_cast<std::size_t>(axis) + 1]);
+    merged.insert(merged.end(), xs.begin() + axis + 2, xs.end());
+    return e.reshape(e.transpose(x, perm), merged);
+  }
+  // Batched indices [B, ...] into examples of length len laid end to end: idx + b * len.
+  V add_offsets(V idx, std::int64_t len) {
+    const ValueType t = e.type(idx);
+    V starts = e.mul(e.iota(batch, t.dtype), e.like(e.iota(batch, t.dtype), static_cast<double>(len)));
+    return e.add(idx, e.broadcast(starts, t.shape, {0}));
+  }
+  // The same, with indices outside [0, len) sent past the end of all examples (dropped by
+  // scatters, read as zero by filling takes) instead of into a neighbour.
+  V offset_or_drop(V idx, std::int64_t len) {
+    return e.select(e.in_range(idx, len), add_offsets(idx, len), e.like(idx, static_cast<double>(batch * len)));
+  }
+
   // The batched outputs of node n (all operands made batched where the rule needs it).
   std::vector<V> rule(const Node& n, const std::vector<V>& x, const std::vector<bool>& b) {
     Attrs a = n.attrs;
@@ -58,9 +90,51 @@ struct Batcher {
       case Op::Erfc: case Op::Logistic: case Op::Softplus: case Op::Silu: case Op::GeluTanh: case Op::StopGradient:
       case Op::IsNan: case Op::IsInf: case Op::IsFinite: case Op::Not: case Op::Add: case Op::Sub: case Op::Mul:
       case Op::Div: case Op::Pow: case Op::Atan2: case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min:
-      case Op::LogAddExp: case Op::And: case Op::Or: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+      case Op::LogAddExp: case Op::And: case Op::Or: case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight:
+      case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
       case Op::Eq: case Op::Ne: case Op::Select: case Op::Convert:
         return e.b.emit(n.op, all_batched(), std::move(a));
+      case Op::Argsort:
+        return {e.op(Op::Argsort, {x[0]}, std::move(a))};
+      case Op::SearchSorted:
+        return e.b.emit(Op::SearchSorted, all_batched(), std::move(a));
+      case Op::Take: {
+        if (!b[1]) {
+          a.axis += 1;
+          return {e.op(Op::Take, {x[0], x[1]}, std::move(a))};
+        }
+        const std::int64_t axis = a.axis;
+        if (!b[0]) return {batch_to_front(e.op(Op::Take, {x[0], x[1]}, std::move(a)), axis)};
+        // Per-example indices into per-example arrays: one take from the examples laid end
+        // to end along the indexed axis, each index offset by its example's start.
+        const std::int64_t len = e.type(x[0]).shape[static_cast<std::size_t>(axis) + 1];
+        V flat_x = merge_batch_into(x[0], axis);
+        V idx = a.mode == 1 ? offset_or_drop(x[1], len) : add_offsets(e.clamp_index(x[1], len), len);
+        return {batch_to_front(e.op(Op::Take, {flat_x, idx}, std::move(a)), axis)};
+      }
+      case Op::Scatter: {
+        if (!b[1]) {
+          a.axis += 1;
+          return {e.op(Op::Scatter, {batched(x[0], b[0]), x[1], batched(x[2], b[2])}, std::move(a))};
+        }
+        const std::int64_t axis = a.axis;
+        const Shape xs = e.type(batched(x[0], b[0])).shape;
+        V flat_x = merge_batch_into(batched(x[0], b[0]), axis);
+        // updates [B, pre..., idx..., post...] -> [pre..., B, idx..., post...]
+        V u = batched(x[2], b[2]);
+        const auto ur = static_cast<std::int64_t>(e.type(u).shape.size());
+        std::vector<std::int64_t> perm;
+        for (std::int64_t d = 1; d <= axis; ++d) perm.push_back(d);
+        perm.push_back(0);
+        for (std::int64_t d = axis + 1; d < ur; ++d) perm.push_back(d);
+        V idx = offset_or_drop(x[1], xs[static_cast<std::size_t>(axis) + 1]);
+        V r = e.op(Op::Scatter, {flat_x, idx, e.transpose(u, perm)}, std::move(a));
+        // [pre..., B * len, post...] -> [B, pre..., len, post...]
+        Shape split(xs.begin() + 1, xs.begin() + axis + 1);
+        split.push_back(batch);
+        split.insert(split.end(), xs.begin() + axis + 1, xs.end());
+        return {batch_to_front(e.reshape(r, split), axis)};
+      }
       case Op::Reshape:
         a.shape = with_batch(batch, a.shape);
         return {e.op(Op::Reshape, {x[0]}, std::move(a))};

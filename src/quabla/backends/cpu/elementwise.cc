@@ -3,6 +3,8 @@
 // the thread pool (chunking never changes results: each element is computed alone).
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/backends/cpu/scalar_math.h"
@@ -148,11 +150,13 @@ void float_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n
     case Op::Eq: return map2<T, B>(in, out, n, [](T a, T b) { return a == b; });
     case Op::Ne: return map2<T, B>(in, out, n, [](T a, T b) { return a != b; });
     case Op::Select: return select<T>(in, out, n);
-    case Op::Not: case Op::And: case Op::Or: case Op::Convert: case Op::Parameter: case Op::Constant:
+    case Op::Not: case Op::And: case Op::Or: case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight:
+    case Op::Convert: case Op::Parameter: case Op::Constant:
     case Op::Reshape: case Op::BroadcastInDim: case Op::Transpose: case Op::Slice: case Op::Reverse: case Op::Pad:
     case Op::Concat: case Op::ReduceSum: case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin:
     case Op::ReduceAny: case Op::ReduceAll: case Op::Cumsum: case Op::MatMul: case Op::Gather:
-    case Op::ScatterAdd: case Op::Cond: case Op::Scan: case Op::While:
+    case Op::ScatterAdd: case Op::Take: case Op::Scatter: case Op::Argsort: case Op::SearchSorted:
+    case Op::Cond: case Op::Scan: case Op::While:
       break;
   }
   throw InternalError("cpu::elementwise: " + std::string(op_name(op)) + " is not a float elementwise op");
@@ -164,6 +168,7 @@ void bool_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n)
     case Op::Not: return map1<B, B>(in, out, n, [](B x) { return !x; });
     case Op::And: return map2<B, B>(in, out, n, [](B a, B b) { return a && b; });
     case Op::Or: return map2<B, B>(in, out, n, [](B a, B b) { return a || b; });
+    case Op::Xor: return map2<B, B>(in, out, n, [](B a, B b) { return a != b; });
     case Op::Lt: return map2<B, B>(in, out, n, [](B a, B b) { return a < b; });
     case Op::Le: return map2<B, B>(in, out, n, [](B a, B b) { return a <= b; });
     case Op::Gt: return map2<B, B>(in, out, n, [](B a, B b) { return a > b; });
@@ -176,14 +181,90 @@ void bool_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n)
   throw InternalError("cpu::elementwise: " + std::string(op_name(op)) + " is not a bool elementwise op");
 }
 
+// Integer kernels. Arithmetic runs in the unsigned type so that overflow wraps (two's
+// complement) instead of being undefined; division and remainder follow XLA at the edges.
+template <class T>
+void int_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n) {
+  using U = std::make_unsigned_t<T>;
+  using B = std::uint8_t;
+  constexpr T lo = std::numeric_limits<T>::min();
+  constexpr int bits = static_cast<int>(sizeof(T) * 8);
+  switch (op) {
+    case Op::Neg: return map1<T, T>(in, out, n, [](T x) { return static_cast<T>(U(0) - static_cast<U>(x)); });
+    case Op::Abs:
+      return map1<T, T>(in, out, n, [](T x) { return x < 0 ? static_cast<T>(U(0) - static_cast<U>(x)) : x; });
+    case Op::Sign: return map1<T, T>(in, out, n, [](T x) { return static_cast<T>((x > 0) - (x < 0)); });
+    case Op::Floor: case Op::Ceil: case Op::Round: case Op::StopGradient:
+      return map1<T, T>(in, out, n, [](T x) { return x; });
+    case Op::Not: return map1<T, T>(in, out, n, [](T x) { return static_cast<T>(~x); });
+    case Op::Add:
+      return map2<T, T>(in, out, n, [](T a, T b) { return static_cast<T>(static_cast<U>(a) + static_cast<U>(b)); });
+    case Op::Sub:
+      return map2<T, T>(in, out, n, [](T a, T b) { return static_cast<T>(static_cast<U>(a) - static_cast<U>(b)); });
+    case Op::Mul:
+      return map2<T, T>(in, out, n, [](T a, T b) { return static_cast<T>(static_cast<U>(a) * static_cast<U>(b)); });
+    case Op::Div:
+      return map2<T, T>(in, out, n, [](T a, T b) -> T {
+        if (b == 0) return T(-1);
+        if (a == lo && b == T(-1)) return lo;
+        return static_cast<T>(a / b);
+      });
+    case Op::Rem:
+      return map2<T, T>(in, out, n, [](T a, T b) -> T {
+        if (b == 0) return a;
+        if (b == T(-1)) return 0;
+        return static_cast<T>(a % b);
+      });
+    case Op::Pow:
+      return map2<T, T>(in, out, n, [](T a, T b) -> T {  // by squaring; a negative power is 0 (but of +-1)
+        if (b < 0) return a == 1 ? T(1) : a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0);
+        U r = 1, base = static_cast<U>(a);
+        for (T e = b; e; e >>= 1) {
+          if (e & 1) r *= base;
+          base *= base;
+        }
+        return static_cast<T>(r);
+      });
+    case Op::Max: return map2<T, T>(in, out, n, [](T a, T b) { return a > b ? a : b; });
+    case Op::Min: return map2<T, T>(in, out, n, [](T a, T b) { return a < b ? a : b; });
+    case Op::And: return map2<T, T>(in, out, n, [](T a, T b) { return static_cast<T>(a & b); });
+    case Op::Or: return map2<T, T>(in, out, n, [](T a, T b) { return static_cast<T>(a | b); });
+    case Op::Xor: return map2<T, T>(in, out, n, [](T a, T b) { return static_cast<T>(a ^ b); });
+    case Op::ShiftLeft:
+      return map2<T, T>(in, out, n, [](T a, T b) -> T {
+        return b < 0 || b >= bits ? T(0) : static_cast<T>(static_cast<U>(a) << b);
+      });
+    case Op::ShiftRight:
+      return map2<T, T>(in, out, n, [](T a, T b) -> T {
+        return b < 0 || b >= bits ? (a < 0 ? T(-1) : T(0)) : static_cast<T>(a >> b);
+      });
+    case Op::Lt: return map2<T, B>(in, out, n, [](T a, T b) { return a < b; });
+    case Op::Le: return map2<T, B>(in, out, n, [](T a, T b) { return a <= b; });
+    case Op::Gt: return map2<T, B>(in, out, n, [](T a, T b) { return a > b; });
+    case Op::Ge: return map2<T, B>(in, out, n, [](T a, T b) { return a >= b; });
+    case Op::Eq: return map2<T, B>(in, out, n, [](T a, T b) { return a == b; });
+    case Op::Ne: return map2<T, B>(in, out, n, [](T a, T b) { return a != b; });
+    case Op::Select: return select<T>(in, out, n);
+    default: break;  // every other op is rejected below; the float switch above is exhaustive
+  }
+  throw InternalError("cpu::elementwise: " + std::string(op_name(op)) + " is not an integer elementwise op");
+}
+
 template <class From>
 void convert_from(DType to, std::span<const Operand> in, std::byte* out, std::int64_t n) {
   switch (to) {
     case DType::f32: return map1<From, float>(in, out, n, [](From x) { return static_cast<float>(x); });
     case DType::f64: return map1<From, double>(in, out, n, [](From x) { return static_cast<double>(x); });
     case DType::bool_: return map1<From, std::uint8_t>(in, out, n, [](From x) { return x != From(0); });  // NaN -> true
-    case DType::i32: break;
+    case DType::i32: case DType::i64: break;
   }
+  auto to_int = [&](auto tag) {
+    using I = decltype(tag);
+    if constexpr (std::is_floating_point_v<From>) return map1<From, I>(in, out, n, [](From x) { return float_to_int<I>(x); });
+    else return map1<From, I>(in, out, n, [](From x) { return static_cast<I>(x); });  // integers wrap (NumPy's astype)
+  };
+  if (to == DType::i32) return to_int(std::int32_t{});
+  if (to == DType::i64) return to_int(std::int64_t{});
   throw InternalError("cpu::convert: unsupported target dtype");
 }
 
@@ -196,7 +277,8 @@ void elementwise(Op op, DType in_dtype, DType out_dtype, std::span<const Operand
       case DType::f32: return convert_from<float>(out_dtype, in, out, n);
       case DType::f64: return convert_from<double>(out_dtype, in, out, n);
       case DType::bool_: return convert_from<std::uint8_t>(out_dtype, in, out, n);
-      case DType::i32: break;
+      case DType::i32: return convert_from<std::int32_t>(out_dtype, in, out, n);
+      case DType::i64: return convert_from<std::int64_t>(out_dtype, in, out, n);
     }
     throw InternalError("cpu::convert: unsupported source dtype");
   }
@@ -204,9 +286,10 @@ void elementwise(Op op, DType in_dtype, DType out_dtype, std::span<const Operand
     case DType::f32: return float_op<float>(op, in, out, n);
     case DType::f64: return float_op<double>(op, in, out, n);
     case DType::bool_: return bool_op(op, in, out, n);
-    case DType::i32: break;
+    case DType::i32: return int_op<std::int32_t>(op, in, out, n);
+    case DType::i64: return int_op<std::int64_t>(op, in, out, n);
   }
-  throw InternalError("cpu::elementwise: int32 kernels are not implemented");
+  throw InternalError("cpu::elementwise: unknown dtype");
 }
 
 }  // namespace qb::cpu

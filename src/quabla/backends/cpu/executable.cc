@@ -383,7 +383,8 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     case Op::Logistic: case Op::Softplus: case Op::Silu: case Op::GeluTanh: case Op::StopGradient: case Op::IsNan: case Op::IsInf:
     case Op::IsFinite: case Op::Not: case Op::Add: case Op::Sub: case Op::Mul: case Op::Div:
     case Op::Pow: case Op::Atan2: case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min:
-    case Op::LogAddExp: case Op::And: case Op::Or: case Op::Lt: case Op::Le: case Op::Gt:
+    case Op::LogAddExp: case Op::And: case Op::Or: case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight:
+    case Op::Lt: case Op::Le: case Op::Gt:
     case Op::Ge: case Op::Eq: case Op::Ne: case Op::Select: case Op::Convert: {
       std::array<Operand, 3> op_array{};  // elementwise ops take at most three operands
       for (std::size_t i = 0; i < n.inputs.size(); ++i) op_array[i] = {in(i), scalar_operand[i]};
@@ -490,6 +491,26 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     case Op::ScatterAdd:
       scatter_add(ot.dtype, in(0), in(1), ot.shape, static_cast<int>(n.attrs.axis), n.attrs.dims, alloc());
       return;
+    case Op::Take:
+      take(itemsize(ot.dtype), in(0), in_type(0).shape, static_cast<int>(n.attrs.axis), in_type(1).dtype, in(1),
+           num_elements(in_type(1).shape), n.attrs.mode == 1, alloc());
+      return;
+    case Op::Scatter:
+      scatter(ot.dtype, in(0), ot.shape, static_cast<int>(n.attrs.axis), in_type(1).dtype, in(1),
+              num_elements(in_type(1).shape), in(2), static_cast<int>(n.attrs.mode), alloc());
+      return;
+    case Op::Argsort: {
+      const auto& xs = in_type(0).shape;
+      argsort(in_type(0).dtype, in(0), num_elements(xs) / xs.back(), xs.back(), n.attrs.mode == 1, ot.dtype, alloc());
+      return;
+    }
+    case Op::SearchSorted: {
+      const auto& xs = in_type(0).shape;
+      const std::int64_t rows = num_elements(std::span(xs).first(xs.size() - 1));
+      searchsorted(in_type(0).dtype, in(0), rows, xs.back(), in(1), in_type(1).shape.back(), n.attrs.mode == 1, ot.dtype,
+                   alloc());
+      return;
+    }
     case Op::Cond: case Op::Scan: case Op::While:
       f.region();
       return;

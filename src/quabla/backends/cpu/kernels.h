@@ -44,6 +44,19 @@ void gather(std::size_t elem_size, const std::byte* in, std::span<const std::int
 void scatter_add(DType dtype, const std::byte* x, const std::byte* updates, std::span<const std::int64_t> shape,
                  int axis, std::span<const std::int64_t> indices, std::byte* out);
 
+// Traced-index gather and scatter along `axis` (ops.def: take, scatter). `index_dtype` is
+// i32 or i64; `n_idx` the number of indices; mode as the ops' attrs.
+void take(std::size_t elem_size, const std::byte* in, std::span<const std::int64_t> shape, int axis,
+          DType index_dtype, const std::byte* indices, std::int64_t n_idx, bool fill, std::byte* out);
+void scatter(DType dtype, const std::byte* x, std::span<const std::int64_t> shape, int axis, DType index_dtype,
+             const std::byte* indices, std::int64_t n_idx, const std::byte* updates, int mode, std::byte* out);
+
+// Sorting along the last axis of [rows, n] (ops.def: argsort, searchsorted).
+void argsort(DType dtype, const std::byte* in, std::int64_t rows, std::int64_t n, bool descending,
+             DType out_dtype, std::byte* out);
+void searchsorted(DType dtype, const std::byte* sorted, std::int64_t rows, std::int64_t n, const std::byte* values,
+                  std::int64_t m, bool right, DType out_dtype, std::byte* out);
+
 // Batched row-major C[b] = A[b] (m x k) @ B[b] (k x n) through BLAS. With trans_a, a holds
 // each A[b] transposed (k x m); with trans_b, b holds each B[b] as n x k.
 void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::int64_t batch,

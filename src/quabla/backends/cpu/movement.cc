@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "quabla/backends/cpu/kernels.h"
+#include "quabla/ir/errors.h"
 
 namespace qb::cpu {
 
@@ -123,8 +124,9 @@ void scatter_add(DType dtype, const std::byte* x, const std::byte* updates, std:
     case DType::f64:
       return scatter_add_t(reinterpret_cast<const double*>(x), reinterpret_cast<const double*>(updates), s, indices,
                            reinterpret_cast<double*>(out));
-    case DType::bool_: case DType::i32: break;
+    case DType::bool_: case DType::i32: case DType::i64: break;
   }
+  throw InternalError("cpu::scatter_add: static scatter-add carries float cotangents only");
 }
 
 }  // namespace qb::cpu

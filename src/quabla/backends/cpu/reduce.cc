@@ -2,6 +2,8 @@
 // the thread count: each output element is reduced by one thread, in one order.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "quabla/backends/cpu/kernels.h"
@@ -56,6 +58,23 @@ void reduce_float(Op op, const T* in, Layout l, T* out) {
   throw InternalError("cpu::reduce: unexpected op " + std::string(op_name(op)));
 }
 
+template <class T>
+void reduce_int(Op op, const T* in, Layout l, T* out) {
+  using U = std::make_unsigned_t<T>;
+  switch (op) {
+    case Op::ReduceSum:
+      return reduce_oni<T, U>(in, l, out, U(0), [](U a, T x) { return static_cast<U>(a + static_cast<U>(x)); });
+    case Op::ReduceProd:
+      return reduce_oni<T, U>(in, l, out, U(1), [](U a, T x) { return static_cast<U>(a * static_cast<U>(x)); });
+    case Op::ReduceMax:
+      return reduce_oni<T, T>(in, l, out, std::numeric_limits<T>::min(), [](T a, T x) { return a > x ? a : x; });
+    case Op::ReduceMin:
+      return reduce_oni<T, T>(in, l, out, std::numeric_limits<T>::max(), [](T a, T x) { return a < x ? a : x; });
+    default: break;
+  }
+  throw InternalError("cpu::reduce: unexpected integer op " + std::string(op_name(op)));
+}
+
 void reduce_bool(Op op, const std::uint8_t* in, Layout l, std::uint8_t* out) {
   using B = std::uint8_t;
   if (op == Op::ReduceAny) return reduce_oni<B, B>(in, l, out, B(0), [](B a, B x) { return B(a | (x != 0)); });
@@ -73,9 +92,10 @@ void fill_identity(Op op, DType dtype, std::byte* out, std::int64_t n) {
     case DType::f32: std::fill_n(reinterpret_cast<float*>(out), n, static_cast<float>(v)); return;
     case DType::f64: std::fill_n(reinterpret_cast<double*>(out), n, v); return;
     case DType::bool_: std::fill_n(reinterpret_cast<std::uint8_t*>(out), n, static_cast<std::uint8_t>(v != 0)); return;
-    case DType::i32: break;
+    case DType::i32: case DType::i64: break;
   }
-  throw InternalError("cpu::reduce: int32 is not implemented");
+  const std::size_t elem = itemsize(dtype);
+  for (std::int64_t i = 0; i < n; ++i) store_double(dtype, out + static_cast<std::size_t>(i) * elem, v);  // +-inf saturate
 }
 
 // Moves the reduced axes to the end when they are not one contiguous run of axes.
@@ -131,9 +151,12 @@ void reduce(Op op, DType dtype, const std::byte* in, std::span<const std::int64_
     case DType::f64: return reduce_float(op, reinterpret_cast<const double*>(in), l, reinterpret_cast<double*>(out));
     case DType::bool_:
       return reduce_bool(op, reinterpret_cast<const std::uint8_t*>(in), l, reinterpret_cast<std::uint8_t*>(out));
-    case DType::i32: break;
+    case DType::i32:
+      return reduce_int(op, reinterpret_cast<const std::int32_t*>(in), l, reinterpret_cast<std::int32_t*>(out));
+    case DType::i64:
+      return reduce_int(op, reinterpret_cast<const std::int64_t*>(in), l, reinterpret_cast<std::int64_t*>(out));
   }
-  throw InternalError("cpu::reduce: int32 is not implemented");
+  throw InternalError("cpu::reduce: unknown dtype");
 }
 
 namespace {
@@ -149,7 +172,14 @@ void cumsum_t(const T* in, std::span<const std::int64_t> shape, int axis, bool r
     for (std::int64_t k = 0; k < len; ++k) {
       const std::int64_t r = reverse ? len - 1 - k : k;
       const std::int64_t prev = reverse ? r + 1 : r - 1;
-      for (std::int64_t i = 0; i < inner; ++i) y[r * inner + i] = (k ? y[prev * inner + i] : T(0)) + x[r * inner + i];
+      for (std::int64_t i = 0; i < inner; ++i) {
+        if constexpr (std::is_integral_v<T>) {  // wraps on overflow
+          using U = std::make_unsigned_t<T>;
+          y[r * inner + i] = static_cast<T>((k ? static_cast<U>(y[prev * inner + i]) : U(0)) + static_cast<U>(x[r * inner + i]));
+        } else {
+          y[r * inner + i] = (k ? y[prev * inner + i] : T(0)) + x[r * inner + i];
+        }
+      }
     }
   }
 }
@@ -162,9 +192,13 @@ void cumsum(DType dtype, const std::byte* in, std::span<const std::int64_t> shap
       return cumsum_t(reinterpret_cast<const float*>(in), shape, axis, reverse, reinterpret_cast<float*>(out));
     case DType::f64:
       return cumsum_t(reinterpret_cast<const double*>(in), shape, axis, reverse, reinterpret_cast<double*>(out));
-    case DType::bool_: case DType::i32: break;
+    case DType::i32:
+      return cumsum_t(reinterpret_cast<const std::int32_t*>(in), shape, axis, reverse, reinterpret_cast<std::int32_t*>(out));
+    case DType::i64:
+      return cumsum_t(reinterpret_cast<const std::int64_t*>(in), shape, axis, reverse, reinterpret_cast<std::int64_t*>(out));
+    case DType::bool_: break;
   }
-  throw InternalError("cpu::cumsum: needs a float dtype");
+  throw InternalError("cpu::cumsum: needs a numeric dtype");
 }
 
 }  // namespace qb::cpu
