@@ -91,8 +91,22 @@ TEST_F(ApiTest, ComparisonsGiveBoolAndKeepBoolOperands) {
 TEST_F(ApiTest, UnaryRejectsBoolWithTypeError) {
   V x = p(DType::bool_, {3});
   EXPECT_THROW(api::unary(b, "sin", Op::Sin, x), TypeError);
-  EXPECT_THROW(api::cumsum(b, x, 0, false), TypeError);
-  EXPECT_THROW(api::reduce(b, "sum", Op::ReduceSum, x, std::nullopt, false), TypeError);
+  EXPECT_THROW(api::reduce(b, "max", Op::ReduceMax, x, std::nullopt, false), TypeError);
+  // Counting a bool array gives the default integer (NumPy, JAX).
+  EXPECT_EQ(t(api::cumsum(b, x, 0, false)).dtype, DType::i64);
+  EXPECT_EQ(t(api::reduce(b, "sum", Op::ReduceSum, x, std::nullopt, false)).dtype, DType::i64);
+}
+
+TEST_F(ApiTest, IntegerPromotionFollowsJax) {
+  V i32 = p(DType::i32, {3});
+  V i64 = p(DType::i64, {3});
+  V f32 = p(DType::f32, {3});
+  EXPECT_EQ(t(api::binary(b, "add", Op::Add, i32, i64)).dtype, DType::i64);
+  EXPECT_EQ(t(api::binary(b, "add", Op::Add, i32, f32)).dtype, DType::f32);
+  EXPECT_EQ(t(api::binary(b, "add", Op::Add, i64, f32)).dtype, DType::f32);
+  EXPECT_EQ(t(api::binary(b, "divide", Op::Div, i32, i32)).dtype, DType::f32);  // true division
+  EXPECT_EQ(t(api::unary(b, "sqrt", Op::Sqrt, i64)).dtype, DType::f64);
+  EXPECT_EQ(t(api::unary(b, "abs", Op::Abs, i32)).dtype, DType::i32);
 }
 
 // ---- broadcasting
