@@ -110,10 +110,15 @@ def _normalize_argnums(argnums, nargs: int, name: str) -> Tuple[Tuple[int, ...],
     return tuple(out), single
 
 
+def _is_float(dtype) -> bool:
+    """Whether values of `dtype` carry derivatives (integers and bools do not, as in JAX)."""
+    return dtype == _core.float32 or dtype == _core.float64
+
+
 def _check_scalar_loss(value, name: str):
     if not isinstance(value, _core.Array):
         raise TypeError(f"{name}: the function must return a scalar array, got {type(value).__name__}")
-    if value.shape != () or value.dtype == _core.bool_:
+    if value.shape != () or not _is_float(value.dtype):
         raise ValueError(f"{name}: the function must return a rank-0 float array (a scalar loss), got "
                          f"{value.dtype.name}{list(value.shape)}; for vector outputs use qb.jacobian or qb.vjp")
 
@@ -149,6 +154,11 @@ def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str):
         else:
             value, aux = out, None
         try:
+            for k, a in enumerate(staged.inputs):
+                if staged.input_leaf[k] in diff and a.dtype in (_core.int32, _core.int64):
+                    raise TypeError(f"{transform}({name}) requires float inputs, but argument leaf "
+                                    f"{staged.input_leaf[k]} is {a.dtype.name} (as in JAX, integers carry no "
+                                    f"derivative); convert it with .astype(qb.float64) or leave it out of argnums")
             _check_scalar_loss(value, f"{transform}({name})")
         except BaseException:
             staged.trace.close()
@@ -156,7 +166,7 @@ def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str):
         aux_leaves, aux_def = _tree.flatten(aux)
         aux_arrays = [i for i, leaf in enumerate(aux_leaves) if isinstance(leaf, _core.Array)]
         graph, captured = staged.finish([value] + [aux_leaves[i] for i in aux_arrays])
-        wrt = [staged.input_leaf[k] in diff and staged.inputs[k].dtype != _core.bool_
+        wrt = [staged.input_leaf[k] in diff and _is_float(staged.inputs[k].dtype)
                for k in range(len(staged.inputs))] + [False] * len(captured)
         seed = [True] + [False] * len(aux_arrays)
         vjp_graph = graph.vjp(wrt, seed)
@@ -228,7 +238,7 @@ def _jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], name: s
     wrt = []
     for k, a in enumerate(staged.inputs):
         t = _to_array(t_leaves[staged.input_leaf[k]], name)
-        float_input = a.dtype != _core.bool_
+        float_input = _is_float(a.dtype)
         if float_input:
             if t.shape != a.shape or t.dtype != a.dtype:
                 raise ValueError(f"{name}: tangent {k} is {t.dtype.name}{list(t.shape)}, its primal "
@@ -240,7 +250,7 @@ def _jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], name: s
     n = len(out_leaves)
     primal_out = outs[:n]
     dys = iter(outs[n:])
-    tangent_out = [next(dys) if o.dtype != _core.bool_ else _core.zeros_like(o) for o in primal_out]
+    tangent_out = [next(dys) if _is_float(o.dtype) else _core.zeros_like(o) for o in primal_out]
     return _tree.unflatten(out_def, primal_out), _tree.unflatten(out_def, tangent_out)
 
 
@@ -264,8 +274,8 @@ def _vjp(fun: Callable, primals: tuple, has_aux: bool, name: str):
     aux_leaves, aux_def = _tree.flatten(aux)
     aux_arrays = [i for i, leaf in enumerate(aux_leaves) if isinstance(leaf, _core.Array)]
     graph, captured = staged.finish(out_leaves + [aux_leaves[i] for i in aux_arrays])
-    wrt = [a.dtype != _core.bool_ for a in staged.inputs] + [False] * len(captured)
-    seed = [o.dtype != _core.bool_ for o in out_leaves] + [False] * len(aux_arrays)
+    wrt = [_is_float(a.dtype) for a in staged.inputs] + [False] * len(captured)
+    seed = [_is_float(o.dtype) for o in out_leaves] + [False] * len(aux_arrays)
     vjp_graph = graph.vjp(wrt, seed)
     # The forward values (and aux), computed once.
     computed = graph.call(staged.inputs + captured)
@@ -281,7 +291,7 @@ def _vjp(fun: Callable, primals: tuple, has_aux: bool, name: str):
             raise ValueError(f"vjp_fun: the cotangent has structure {ct_def}, the output {out_def}")
         cts = []
         for c, o in zip(ct_leaves, primal_out):
-            if o.dtype == _core.bool_:
+            if not _is_float(o.dtype):
                 continue
             c = _to_array(c, "vjp_fun")
             if c.shape != o.shape or c.dtype != o.dtype:

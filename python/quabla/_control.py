@@ -32,8 +32,10 @@ def _leaf_array(x, what: str):
         return x, False
     if isinstance(x, bool):
         return _core.asarray(x), False
-    if isinstance(x, (int, float)):
-        return _core.asarray(float(x)), True
+    if isinstance(x, int):
+        return _core.asarray(x), True  # a weak int: it becomes a float if the body makes it one
+    if isinstance(x, float):
+        return _core.asarray(x), True
     if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
         return _core.asarray(x), False
     raise TypeError(f"{what}: leaves must be arrays or Python numbers, got {type(x).__name__}")
@@ -233,11 +235,17 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int = None, reverse: bo
     return carry, ys
 
 
+def _index(i):
+    """The loop's float64 step counter (exact for integers) as the default integer dtype."""
+    return _core._weak_index(i)
+
+
 def fori_loop(lower, upper, body_fun: Callable, init_val: Any):
     """fori_loop(lower, upper, body_fun, init_val): val = body_fun(i, val) for i in
-    range(lower, upper). The index is a weak float64 scalar (exact for integers). With
-    int bounds the loop is a scan (differentiable both ways); traced bounds make it a
-    while_loop (forward-mode only)."""
+    range(lower, upper). The index is a weak integer scalar of the default integer dtype
+    (int64, or int32 with qb.set_default_dtype(qb.float32)), so x[i] and
+    lax.dynamic_slice(x, (i,), ...) work in the body. With int bounds the loop is a scan
+    (differentiable both ways); traced bounds make it a while_loop (forward-mode only)."""
     if not callable(body_fun):
         raise TypeError(f"fori_loop: body_fun must be callable, got {type(body_fun).__name__}")
     traced = any(isinstance(b, _core.Array) and b._is_tracer for b in (lower, upper))
@@ -247,7 +255,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any):
         lo = lo.astype(_core.float64)
         hi = hi.astype(_core.float64)
         # The index carry is weak, as with int bounds, and carries no derivative.
-        _, val = _while_loop(lambda c: c[0] < hi, lambda c: (c[0] + 1.0, body_fun(_core.stop_gradient(c[0]), c[1])),
+        _, val = _while_loop(lambda c: c[0] < hi, lambda c: (c[0] + 1.0, body_fun(_index(c[0]), c[1])),
                              (lo, init_val), "fori_loop", weak_leaves=(0,))
         return val
     lo = _static_int(lower, "fori_loop", "lower")
@@ -256,7 +264,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any):
     nk = len(init_leaves)
 
     def call(fun, params):
-        return fun(params[0], _tree.unflatten(init_def, params[1:1 + nk]))
+        return fun(_index(params[0]), _tree.unflatten(init_def, params[1:1 + nk]))
 
     region, carry_leaves, _ = _stage_carry_body("fori_loop", "body_fun", body_fun, call, init_leaves, init_weak,
                                                 init_def, ([((), _core.float64, True)], []), lambda out: (out, None))

@@ -2,7 +2,7 @@
 
 A checkpoint is one file holding one pytree of
 
-- leaves: ``qb.Array`` (float32, float64, bool; any shape, 0-d included), ``None``, ``bool``,
+- leaves: ``qb.Array`` (float32, float64, int32, int64, bool; any shape, 0-d included), ``None``, ``bool``,
   ``int``, ``float`` (bit-exact: NaN payloads, infinities and -0.0 survive) and ``str``;
 - containers: ``dict`` with ``str`` keys (insertion order is kept), ``list``, ``tuple`` and
   NamedTuple classes defined at module level (optimizer states such as
@@ -32,7 +32,7 @@ Format, version 1 (all integers little-endian)
     24      H     JSON header, UTF-8 (written as ASCII), see below
     24+H    P     zero padding up to D = the next multiple of 64 at or after 24+H (ignored)
     D       S     data section: the raw bytes of every array, C order, little-endian
-                  ('<f4', '<f8', and one byte 0 or 1 per bool); each array starts at a
+                  ('<f4', '<f8', '<i4', '<i8', and one byte 0 or 1 per bool); each array starts at a
                   multiple of 64 bytes from D, and the gaps between arrays are zero padding
                   (ignored on load). The file ends exactly at D + S.
 
@@ -42,7 +42,7 @@ The header is a JSON object::
 
 and a NODE is one of::
 
-    {"type": "array", "dtype": "float32"|"float64"|"bool", "shape": [n0, n1, ...],
+    {"type": "array", "dtype": "float32"|"float64"|"int32"|"int64"|"bool", "shape": [n0, n1, ...],
      "offset": o, "nbytes": b, "crc32": c}      # o, b relative to D; c = zlib.crc32 of the bytes
     {"type": "none"}
     {"type": "bool", "value": true|false}
@@ -98,7 +98,8 @@ MAX_NDIM = 64  # the most dimensions a quabla array can have
 ALIGN = 64
 
 _PREAMBLE = struct.Struct("<8sQII")  # magic, header length, header crc32, reserved
-_DTYPES = {"float32": ("<f4", 4), "float64": ("<f8", 8), "bool": ("|b1", 1)}
+_DTYPES = {"float32": ("<f4", 4), "float64": ("<f8", 8), "bool": ("|b1", 1), "int32": ("<i4", 4),
+           "int64": ("<i8", 8)}
 _NODE_TYPES = ("array", "none", "bool", "int", "float", "str", "list", "tuple", "dict", "namedtuple")
 
 PathOrFile = Union[str, "os.PathLike[str]", BinaryIO]
@@ -188,7 +189,7 @@ class _Encoder:
         elif type(x).__module__ == "numpy" or isinstance(x, Array):
             hint = " (convert arrays with qb.asarray)"
         raise TypeError(f"qb.save: unsupported leaf of type {_type_name(x)} at {_path_str(path)}{hint}; "
-                        "supported leaves are qb.Array (float32/float64/bool), None, bool, int, float "
+                        "supported leaves are qb.Array (float32/float64/int32/int64/bool), None, bool, int, float "
                         "and str, inside dict (str keys), list and tuple containers")
 
     def array(self, x: Array, path: tuple) -> dict:

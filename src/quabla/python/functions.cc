@@ -365,6 +365,14 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
                         return Vs{api::scatter_indices(b, p[0], p[1], p[2], axis, mode, unique)};
                       })[0];
   }, nb::arg("x"), nb::arg("indices"), nb::arg("updates"), nb::arg("axis"), nb::arg("mode"), nb::arg("unique"));
+  // A loop index as the default integer, still weak (it adopts the dtype of what it meets).
+  m.def("_weak_index", [](nb::handle x) {
+    return call1("weak_index", x, [](Builder& b, V a) {
+      V r = api::astype(b, a, default_int_dtype());
+      b.graph().values[r].weak = true;
+      return r;
+    });
+  }, nb::arg("x"));
   m.def("_argsort", [](nb::handle x, bool descending) {
     return call1(std::string("argsort") + (descending ? "d" : "a"), x,
                  [&](Builder& b, V a) { return api::argsort_last(b, a, descending); });
