@@ -67,7 +67,7 @@ def _array_dtypes(obj, found: set) -> set:
 def _stack_nested(obj, dtype):
     if isinstance(obj, (list, tuple)):
         if not obj:
-            raise ValueError("empty nested sequences are not supported (zero-extent arrays)")
+            return _core.zeros((0,), dtype=dtype)
         return _core.stack([_stack_nested(o, dtype) for o in obj])
     if isinstance(obj, _core.Array):
         return obj if dtype is None else obj.astype(dtype)

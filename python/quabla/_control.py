@@ -215,10 +215,6 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int = None, reverse: bo
     region, carry_leaves, y = _stage_carry_body(name, "f", f, call, init_leaves, init_weak, init_def,
                                                 ([((), _core.float64, True)], x_specs), split)
     y_leaves, y_def = _tree.flatten(y)
-    if length == 0 and y_leaves:
-        region.close()
-        raise ValueError("scan: length 0 with outputs y would stack them into zero-extent arrays, which Quabla "
-                         "does not support; return y=None for an empty scan, or skip the call")
     for leaf in y_leaves:
         if not isinstance(leaf, (_core.Array, int, float)):
             region.close()

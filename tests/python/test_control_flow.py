@@ -697,10 +697,12 @@ def test_vmap_of_scan_and_its_gradient_match_a_loop_for_any_mapping(T, B, revers
         close(grads[1][k], g2)
 
 
-def test_an_empty_scan_with_outputs_raises_and_without_them_returns_the_init():
+def test_an_empty_scan_stacks_empty_outputs_and_returns_the_init():
     c = qb.ones(3, dtype=qb.float64)
-    with pytest.raises(ValueError, match="zero-extent"):
-        qb.scan(lambda c, x: (c, c * 2.0), c, length=0)
+    c1, ys = qb.scan(lambda c, x: (c, c * 2.0), c, length=0)
+    assert ys.shape == (0, 3) and NP(c1).tolist() == [1.0, 1.0, 1.0]
+    c1, ys = qb.scan(lambda c, x: (c + x, x * c), c, qb.zeros((0, 3)))
+    assert ys.shape == (0, 3) and NP(c1).tolist() == [1.0, 1.0, 1.0]
     c2, ys = qb.scan(lambda c, i: (c + 1.0, None), c, length=0)
     assert ys is None and NP(c2).tolist() == [1.0, 1.0, 1.0]
     close(qb.grad(lambda c: qb.sum(qb.scan(lambda c, i: (c * 2.0, None), c, length=0)[0] ** 2))(c), [2.0, 2.0, 2.0])

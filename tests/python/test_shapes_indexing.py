@@ -346,11 +346,7 @@ def test_random_slices_vs_numpy():
                 idx.append(slice(start, stop, step))
         idx = tuple(idx)
         expected = a[idx]
-        if expected.size == 0:
-            with pytest.raises(ValueError):
-                x[idx]
-            continue
-        check(x[idx], np.asarray(expected))
+        check(x[idx], np.asarray(expected))  # empty results too (zero-extent axes, as NumPy)
         done += 1
     assert done > 100
 

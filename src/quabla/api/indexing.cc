@@ -73,9 +73,13 @@ V getitem(Builder& b, V x, std::span<const IndexItem> items) {
       const std::int64_t span = step > 0 ? stop - start : start - stop;
       const std::int64_t abs_step = step > 0 ? step : -step;
       const std::int64_t count = span > 0 ? (span - 1) / abs_step + 1 : 0;
-      if (count == 0) {
-        throw ValueError("indexing axis " + std::to_string(axis) + " of shape " + shape_str(xs) +
-                         " gives an empty slice; zero-extent arrays are not supported");
+      if (count == 0) {  // an empty slice, as NumPy: a zero-extent axis
+        sl.starts[axis] = sl.limits[axis] = std::clamp<std::int64_t>(start, 0, len);
+        sl.strides[axis] = 1;
+        any_slice = true;
+        out_shape.push_back(0);
+        ++axis;
+        continue;
       }
       const std::int64_t stride = count == 1 ? 1 : abs_step;  // the picks lie within the axis
       if (step > 0) {

@@ -67,6 +67,12 @@ V reduce(Builder& b, std::string_view fname, Op op, V x, const Axes& axes_in, bo
   }
   const auto axes = resolve_axes(b, fname, x, axes_in);
   const Shape in_shape = b.type(x).shape;
+  if ((op == Op::ReduceMax || op == Op::ReduceMin) && !axes.empty() && reduced_count(in_shape, axes) == 0 &&
+      fname != "logsumexp" && fname != "softmax" && fname != "norm") {
+    throw ValueError(s(fname) + ": zero-size array to reduction operation " +
+                     (op == Op::ReduceMax ? "maximum" : "minimum") + " which has no identity (shape " +
+                     shape_str(in_shape) + ")");
+  }
   Attrs a;
   a.dims = axes;
   V r = axes.empty() ? x : b.emit1(op, {x}, std::move(a));

@@ -23,14 +23,18 @@ V reshape(Builder& b, V x, std::span<const std::int64_t> shape_in) {
     if (shape[i] == -1) {
       if (infer >= 0) throw ValueError("reshape: only one dimension can be -1, got " + shape_str(shape_in));
       infer = static_cast<int>(i);
-    } else if (shape[i] <= 0) {
-      throw ValueError("reshape: dimensions must be positive (or one -1), got " + shape_str(shape_in));
+    } else if (shape[i] < 0) {
+      throw ValueError("reshape: dimensions must be non-negative (or one -1), got " + shape_str(shape_in));
     } else if (__builtin_mul_overflow(known, shape[i], &known) || known > kMaxElements) {
       throw ValueError("reshape: shape " + shape_str(shape_in) + " has more than 2^56 elements, more than any " +
                        "array can hold (the array is too big)");
     }
   }
   if (infer >= 0) {
+    if (known == 0) {
+      throw ValueError("reshape: cannot infer the -1 dimension of " + shape_str(shape_in) +
+                       " next to a zero-size dimension (NumPy's rule)");
+    }
     if (n % known != 0) {
       throw ValueError("reshape: cannot reshape an array of shape " + shape_str(xs) + " (" + std::to_string(n) +
                        " elements) to " + shape_str(shape_in));

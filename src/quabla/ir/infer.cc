@@ -153,7 +153,7 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       }
       Shape s(r);
       for (std::size_t i = 0; i < r; ++i) {
-        if (a.strides[i] <= 0 || a.starts[i] < 0 || a.limits[i] > x.shape[i] || a.starts[i] >= a.limits[i]) {
+        if (a.strides[i] <= 0 || a.starts[i] < 0 || a.limits[i] > x.shape[i] || a.starts[i] > a.limits[i]) {
           fail(op, "bad slice on axis " + std::to_string(i) + " of " + x.str());
         }
         s[i] = (a.limits[i] - a.starts[i] + a.strides[i] - 1) / a.strides[i];

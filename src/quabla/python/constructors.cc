@@ -14,7 +14,7 @@ namespace {
 
 Shape checked_shape(nb::handle shape, const char* fname) {
   Shape s = parse_shape(shape, fname);
-  check_shape(s, fname);
+  check_shape(s, fname, /*allow_zero=*/true);
   return s;
 }
 
@@ -85,11 +85,7 @@ void bind_constructors(nb::module_& m) {
       throw ValueError("arange: start, stop and step must be finite, got start=" + num_str(start) +
                        ", stop=" + num_str(stop) + ", step=" + num_str(step));
     }
-    const double count = std::ceil((stop - start) / step);
-    if (!(count >= 1)) {
-      throw ValueError("arange: the range [" + num_str(start) + ", " + num_str(stop) + ") with step " +
-                       num_str(step) + " is empty; zero-extent arrays are not supported");
-    }
+    const double count = std::max(0.0, std::ceil((stop - start) / step));  // an empty range: shape (0,)
     if (count > static_cast<double>(kMaxElements)) {
       throw ValueError("arange: the range [" + num_str(start) + ", " + num_str(stop) + ") with step " +
                        num_str(step) + " has more than 2^56 elements (the array is too big)");
@@ -108,8 +104,8 @@ void bind_constructors(nb::module_& m) {
   m.def("linspace", [](nb::handle start_h, nb::handle stop_h, nb::handle num_h, bool endpoint, nb::handle dtype) {
     const double start = scalar_arg(start_h, "linspace", "start"), stop = scalar_arg(stop_h, "linspace", "stop");
     const std::int64_t num = parse_int64(num_h, "linspace", "num");
-    if (num <= 0) throw ValueError("linspace: num must be positive, got " + std::to_string(num));
-    check_shape(Shape{num}, "linspace");
+    if (num < 0) throw ValueError("linspace: num must be non-negative, got " + std::to_string(num));
+    check_shape(Shape{num}, "linspace", /*allow_zero=*/true);
     const double div = endpoint ? static_cast<double>(num - 1) : static_cast<double>(num);
     const double step = div > 0 ? (stop - start) / div : 0.0;
     return generate(parse_dtype(dtype).value_or(default_float_dtype()), {num}, [=](std::int64_t i) {
@@ -121,8 +117,8 @@ void bind_constructors(nb::module_& m) {
     const std::int64_t n = parse_int64(n_h, "eye", "n and m");
     const std::int64_t cols = m_h.is_none() ? n : parse_int64(m_h, "eye", "n and m");
     const std::int64_t k = parse_int64(k_h, "eye", "k");
-    if (n <= 0 || cols <= 0) throw ValueError("eye: n and m must be positive (zero-extent arrays are not supported)");
-    check_shape(Shape{n, cols}, "eye");
+    if (n < 0 || cols < 0) throw ValueError("eye: n and m must be non-negative");
+    check_shape(Shape{n, cols}, "eye", /*allow_zero=*/true);
     return generate(parse_dtype(dtype).value_or(default_float_dtype()), {n, cols},
                     [cols, k](std::int64_t i) { return (i % cols) - (i / cols) == k ? 1.0 : 0.0; });
   }, nb::arg("n"), nb::arg("m").none() = nb::none(), nb::arg("k") = 0, nb::arg("dtype") = nb::none());

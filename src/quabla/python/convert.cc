@@ -16,15 +16,6 @@ namespace {
 
 std::string py_type_name(nb::handle obj) { return nb::type_name(obj.type()).c_str(); }
 
-void reject_zero_extent(const Shape& shape, const char* what) {
-  for (auto d : shape) {
-    if (d == 0) {
-      throw ValueError(std::string(what) + ": zero-extent shapes such as " + shape_str(shape) +
-                       " are not supported; every axis needs at least one element");
-    }
-  }
-}
-
 // ---- nested lists and tuples
 bool is_sequence(nb::handle h) { return PyList_Check(h.ptr()) || PyTuple_Check(h.ptr()); }
 
@@ -202,7 +193,6 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
   if (code == 'b' || code == 'B' || code == 'h' || code == 'H' || code == 'i') natural = DType::i32;
   const DType dt = dtype.value_or(natural);
   Shape shape(v.shape, v.shape + v.ndim);
-  reject_zero_extent(shape, "array");
   Array out = Array::empty(dt, shape);
   const std::int64_t n = num_elements(shape);
   const bool contiguous = PyBuffer_IsContiguous(&v, 'C') != 0;
@@ -298,11 +288,14 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
   if (is_sequence(obj)) {
     Shape shape;
     list_shape(obj, shape);
-    reject_zero_extent(shape, "array");
     ListReader r{shape, {}};
     r.values.reserve(static_cast<std::size_t>(num_elements(shape)));
     r.read(obj, 0);
-    const DType natural = r.all_bool ? DType::bool_ : r.all_int ? default_int_dtype() : default_float_dtype();
+    // An empty list is float, as in NumPy.
+    const DType natural = r.values.empty() ? default_float_dtype()
+                          : r.all_bool  ? DType::bool_
+                          : r.all_int   ? default_int_dtype()
+                                        : default_float_dtype();
     const DType d = dtype.value_or(natural);
     if (r.all_int && !r.ints.empty() && is_int(d)) return from_ints(r.ints, shape, d);
     return from_doubles(r.values, shape, d);

@@ -73,6 +73,7 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
     }
     case Op::Slice: {
       const Shape& in = in_type(0).shape;
+      if (num_elements(g.type(n.outputs[0]).shape) == 0) return give(0, e.zeros(in_type(0)));
       Attrs p;
       for (std::size_t i = 0; i < in.size(); ++i) {
         const std::int64_t count = (a.limits[i] - a.starts[i] + a.strides[i] - 1) / a.strides[i];
