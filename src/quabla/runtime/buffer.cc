@@ -91,6 +91,7 @@ std::size_t block_size(std::size_t nbytes) {
 }  // namespace
 
 void Buffer::AlignedFree::operator()(std::byte* p) const {
+  if (capacity == 0) return;  // wrapped memory: its owner frees it
   if (capacity <= kSmallBytes) {
     if (SmallCache* c = small_cache(); c && c->free[capacity / kSmallClass - 1].size() < kSmallKeep) {
       c->free[capacity / kSmallClass - 1].push_back(p);
@@ -138,6 +139,15 @@ std::shared_ptr<Buffer> Buffer::allocate(std::size_t nbytes) {
     Shared(std::byte* q, std::size_t n, std::size_t c) : Buffer(q, n, c) {}
   };
   return std::make_shared<Shared>(p, nbytes, capacity);
+}
+
+std::shared_ptr<Buffer> Buffer::wrap(std::byte* p, std::size_t nbytes, std::shared_ptr<void> owner) {
+  struct Shared : Buffer {
+    Shared(std::byte* q, std::size_t n) : Buffer(q, n, 0) {}
+  };
+  auto b = std::make_shared<Shared>(p, nbytes);
+  b->owner_ = std::move(owner);
+  return b;
 }
 
 void release_cached_buffers() { cache().clear(); }

@@ -13,6 +13,12 @@ class Buffer {
   // Uninitialised storage of nbytes (at least one byte is allocated, so data() is never null).
   static std::shared_ptr<Buffer> allocate(std::size_t nbytes);
 
+  // Memory that something else owns (a DLPack import), kept alive by `owner` until the
+  // last reference goes; it is never recycled, and never written (the executor only
+  // reuses buffers it allocated).
+  static std::shared_ptr<Buffer> wrap(std::byte* p, std::size_t nbytes, std::shared_ptr<void> owner);
+  bool external() const { return owner_ != nullptr; }
+
   std::byte* data() { return data_.get(); }
   const std::byte* data() const { return data_.get(); }
   std::size_t nbytes() const { return nbytes_; }
@@ -24,12 +30,13 @@ class Buffer {
 
  private:
   struct AlignedFree {
-    std::size_t capacity;
+    std::size_t capacity;  // 0: not ours (wrap)
     void operator()(std::byte* p) const;
   };
   Buffer(std::byte* p, std::size_t nbytes, std::size_t capacity) : data_(p, AlignedFree{capacity}), nbytes_(nbytes) {}
   std::unique_ptr<std::byte[], AlignedFree> data_;
   std::size_t nbytes_;
+  std::shared_ptr<void> owner_;
 };
 
 using BufferPtr = std::shared_ptr<Buffer>;

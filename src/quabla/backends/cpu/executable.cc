@@ -283,7 +283,7 @@ struct EnvFrame {
     for (std::size_t i = 0; i < n.inputs.size(); ++i) {
       const ValueId v = n.inputs[i];
       BufferPtr& buf = env[v];
-      if (!scalar_operand[i] && buf.use_count() == 1 && buf->nbytes() == out_bytes &&
+      if (!scalar_operand[i] && buf.use_count() == 1 && !buf->external() && buf->nbytes() == out_bytes &&
           itemsize(g.type(v).dtype) == itemsize(ot.dtype) &&
           std::find(release.begin(), release.end(), v) != release.end()) {
         env[n.outputs[0]] = buf;
