@@ -171,7 +171,8 @@ def dynamic_getitem(x, index, mode="clip", fill_value=None):
         shape = list(flat.shape)
         bad = flat < 0
         bad = _core.reshape(bad, (1,) * axis + tuple(shape) + (1,) * (r.ndim - axis - len(shape)))
-        return _core.where(bad, _core.astype(_core.asarray(fill_value), x.dtype), r)
+        fill = fill_value if isinstance(fill_value, Array) else _core.asarray(fill_value, dtype=x.dtype)
+        return _core.where(bad, _core.astype(fill, x.dtype), r)
     raise ValueError(f"unknown gather mode {mode!r}; use 'clip', 'fill' or 'promise_in_bounds'")
 
 
@@ -193,11 +194,22 @@ def _getitem(self, index):
 
 # ---- x.at[idx]
 
+def _ints_as_arrays(index):
+    """Python ints of an .at[] index as 0-d index arrays, so an out-of-bounds one is dropped
+    (JAX's scatter) instead of raising as basic indexing does."""
+    items = index if isinstance(index, tuple) else (index,)
+    if not any(isinstance(i, int) and not isinstance(i, bool) for i in items):
+        return index
+    conv = tuple(_core.asarray(i, dtype=_core.int64) if isinstance(i, int) and not isinstance(i, bool) else i
+                 for i in items)
+    return conv if isinstance(index, tuple) else conv[0]
+
+
 def _scatter(x, index, updates, how, unique=False, mode=None):
     if mode not in (None, "drop", "promise_in_bounds", "clip"):
         raise ValueError(f"unknown scatter mode {mode!r}; use 'drop' (the default), 'clip' or 'promise_in_bounds'")
     idx_mode = "clip" if mode == "clip" else "drop"
-    plan = _resolve(x, index)
+    plan = _resolve(x, _ints_as_arrays(index))
     if plan is None:
         # Static index: scatter through the positions x[index] selects.
         positions = _core.reshape(_core.arange(x.size if x.ndim else 1), x.shape)
@@ -230,8 +242,8 @@ class _IndexUpdateRef:
         self._index = index
 
     def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
-        if _needs_dynamic(self._index):
-            return dynamic_getitem(self._x, self._index, mode=mode, fill_value=fill_value)
+        if _needs_dynamic(self._index) or mode == "fill":
+            return dynamic_getitem(self._x, _ints_as_arrays(self._index), mode=mode, fill_value=fill_value)
         return _static_getitem(self._x, self._index)
 
     def set(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
@@ -241,8 +253,8 @@ class _IndexUpdateRef:
         return _scatter(self._x, self._index, values, "add", unique_indices, mode)
 
     def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return _scatter(self._x, self._index, -_core.asarray(values) if not isinstance(values, Array) else -values,
-                        "add", unique_indices, mode)
+        neg = -values if isinstance(values, (int, float, Array)) else -_core.asarray(values)
+        return _scatter(self._x, self._index, neg, "add", unique_indices, mode)
 
     def multiply(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         return _scatter(self._x, self._index, values, "multiply", unique_indices, mode)
@@ -250,8 +262,13 @@ class _IndexUpdateRef:
     mul = multiply
 
     def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        v = values if isinstance(values, Array) else _core.asarray(values)
-        return _scatter(self._x, self._index, _core.reciprocal(v), "multiply", unique_indices, mode)
+        # x / (the product of the divisors landing at each position): exact division, and
+        # true division's dtype (an integer array gives floats, as JAX).
+        x = self._x
+        if x.dtype not in (_core.float32, _core.float64):
+            x = _core.astype(x, _core.float32 if x.dtype == _core.int32 else _core.float64)
+        den = _scatter(_core.ones_like(x), self._index, values, "multiply", unique_indices, mode)
+        return x / den
 
     def min(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         return _scatter(self._x, self._index, values, "min", unique_indices, mode)
@@ -334,8 +351,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
         if d == axis:
             out_shape.append(idx.shape[d])
         elif arr.shape[d] == idx.shape[d] or idx.shape[d] == 1 or arr.shape[d] == 1:
-            out_shape.append(max(arr.shape[d], idx.shape[d]) if 1 in (arr.shape[d], idx.shape[d])
-                             else arr.shape[d])
+            out_shape.append(arr.shape[d] if idx.shape[d] == 1 else idx.shape[d])
         else:
             raise ValueError(f"take_along_axis: shapes {arr.shape} and {idx.shape} do not broadcast off axis {axis}")
     full = tuple(out_shape)
@@ -350,6 +366,15 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
             index.append(_core.broadcast_to(iota, full))
     arr_b = _core.broadcast_to(arr, tuple(full[d] if d != axis else arr.shape[d] for d in range(arr.ndim)))
     return dynamic_getitem(arr_b, tuple(index), mode=mode or "fill", fill_value=fill_value)
+
+
+def _start(st, n, k):
+    """A block start as XLA takes it: negative counts from the end (JAX's
+    allow_negative_indices), then clamped so a block of k fits in n."""
+    st = st if isinstance(st, Array) else _core.asarray(st, dtype=_core.int64)
+    st = _core.astype(st, _core.int64)
+    st = _core.where(st < 0, st + n, st)
+    return _core.clip(st, 0, n - k)
 
 
 def dynamic_slice(operand, start_indices, slice_sizes):
@@ -369,8 +394,7 @@ def dynamic_slice(operand, start_indices, slice_sizes):
     for d, (st, n, k) in enumerate(zip(starts, x.shape, sizes)):
         if k == n:
             continue
-        st = st if isinstance(st, Array) else _core.asarray(st)
-        st = _core.clip(_core.astype(st, _core.int64), 0, n - k)
+        st = _start(st, n, k)
         idx = st + _core.arange(k)
         x = _core._take(x, idx, d, False)
     return x
@@ -394,8 +418,7 @@ def dynamic_update_slice(operand, update, start_indices):
         n, k = x.shape[d], u.shape[d]
         if k > n:
             raise ValueError(f"dynamic_update_slice: update {u.shape} does not fit in {x.shape}")
-        st = starts[d] if isinstance(starts[d], Array) else _core.asarray(starts[d])
-        st = _core.clip(_core.astype(st, _core.int64), 0, n - k)
+        st = _start(starts[d], n, k)
         shape = [1] * x.ndim
         shape[d] = k
         pos = _core.reshape((st + _core.arange(k)) * stride, tuple(shape))
@@ -408,7 +431,7 @@ def dynamic_update_slice(operand, update, start_indices):
 
 
 def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
-    r = _core._take(operand, _core.clip(_core.asarray(index), 0, operand.shape[axis] - 1), axis, False)
+    r = _core._take(operand, _start(index, operand.shape[axis], 1), axis, False)
     return _core.expand_dims(r, axis) if keepdims else r
 
 
@@ -454,6 +477,7 @@ def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
 
 def _arg_extremum(a, axis, keepdims, largest, fname):
     a = a if isinstance(a, Array) else _core.asarray(a)
+    ndim = a.ndim
     if axis is None:
         a = _core.reshape(a, (-1,))
         axis = 0
@@ -475,6 +499,8 @@ def _arg_extremum(a, axis, keepdims, largest, fname):
     shape[axis] = n
     iota = _core.reshape(_core.arange(n), tuple(shape))
     r = _core.min(_core.where(hit, iota, n), axis=axis, keepdims=keepdims and not flat)
+    if flat and keepdims:
+        r = _core.reshape(r, (1,) * ndim)
     return r
 
 
@@ -600,7 +626,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     group = _core.cumsum(_core.astype(first, _core.int64)) - 1  # group of each sorted entry
     slot = _core.where(first & (group < size), group, size)
     fill = _core.min(x) if fill_value is None else fill_value
-    values = _core._scatter(_core.full((size,), fill, dtype=x.dtype), slot, s, 0, 1, True)
+    fill = fill if isinstance(fill, Array) else _core.asarray(fill, dtype=x.dtype)
+    values = _core._scatter(_core.broadcast_to(_core.astype(fill, x.dtype), (size,)), slot, s, 0, 1, True)
     outs = [values]
     if return_index:
         outs.append(_core._scatter(_core.zeros((size,), dtype=_core.int64), slot, perm, 0, 1, True))

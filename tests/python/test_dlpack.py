@@ -85,3 +85,12 @@ def test_torch_interchange():
     x = qb.from_dlpack(t)
     check(x, t.numpy())
     assert torch.from_dlpack(qb.arange(3)).tolist() == [0, 1, 2]
+
+
+def test_copy_true_exports_a_writable_copy():
+    x = qb.arange(4)
+    mine = np.from_dlpack(x, copy=True)
+    assert mine.flags.writeable
+    mine[0] = 9
+    assert x.tolist() == [0, 1, 2, 3]
+    assert "versioned" in repr(x.__dlpack__(max_version=(1, 0)))  # carries the read-only flag

@@ -301,3 +301,62 @@ def test_minibatch_step_with_traced_indices_under_jit_value_and_grad():
         np.testing.assert_allclose(float(val), np.mean(res ** 2), rtol=1e-12)
         np.testing.assert_allclose(np.asarray(g), [np.mean(2 * res * xb), np.mean(2 * res * xb ** 3)], rtol=1e-10)
         w = w - 0.5 * g
+
+
+# ---- edge cases found in review
+
+def test_unique_default_fill_under_jit_is_the_minimum():
+    got = qb.jit(lambda x: qb.unique(x, size=4))(qb.asarray([3, 1, 3]))
+    assert got.tolist() == [1, 3, 1, 1]
+
+
+def test_at_subtract_and_divide_keep_dtype_rules():
+    check(qb.zeros(3, dtype=qb.float32).at[0].subtract(1.0), np.array([-1.0, 0.0, 0.0], dtype=np.float32))
+    check(qb.arange(4).at[1].divide(2), np.array([0.0, 0.5, 2.0, 3.0]))  # integer / -> float, as JAX
+    check(qb.arange(4.0).at[qb.asarray([1, 1])].divide(2.0), np.array([0.0, 0.25, 2.0, 3.0]))
+
+
+def test_negative_dynamic_starts_count_from_the_end():
+    x = qb.arange(5.0)
+    assert qb.lax.dynamic_slice(x, (-1,), (1,)).tolist() == [4.0]
+    assert qb.lax.dynamic_slice(x, (-2,), (3,)).tolist() == [2.0, 3.0, 4.0]  # then clamped to fit
+    assert qb.lax.dynamic_update_slice(x, qb.zeros(1), (-1,)).tolist() == [0.0, 1.0, 2.0, 3.0, 0.0]
+    assert float(qb.lax.dynamic_index_in_dim(x, -2, keepdims=False)) == 3.0
+
+
+def test_static_out_of_bounds_updates_are_dropped():
+    assert qb.arange(3.0).at[7].set(9.0).tolist() == [0.0, 1.0, 2.0]
+    assert qb.arange(3.0).at[-1].add(1.0).tolist() == [0.0, 1.0, 3.0]
+    got = qb.arange(3.0).at[5].get(mode="fill", fill_value=-1.0)
+    assert float(got) == -1.0
+
+
+def test_take_fill_defaults_follow_the_array_dtype():
+    with qb.set_default_dtype(qb.float32):
+        x = qb.asarray(np.arange(3))  # int64 data stays int64
+        assert qb.take(x, qb.asarray([5])).tolist() == [-(2 ** 63)]
+    assert np.isnan(float(qb.take(qb.arange(3.0), qb.asarray([5]))[0]))
+
+
+def test_take_along_axis_broadcasts_zero_extents():
+    arr = qb.zeros((0, 3))
+    assert qb.take_along_axis(arr, qb.asarray([[0, 1]]), axis=1).shape == (0, 2)
+
+
+def test_scatter_derivative_on_an_empty_axis():
+    out, t = qb.jvp(lambda u: qb.zeros(0).at[qb.asarray([0])].set(u), (qb.ones(1),), (qb.ones(1),))
+    assert out.shape == (0,) and t.shape == (0,)
+
+
+def test_python_ints_that_int32_cannot_hold_raise():
+    x = qb.array([1, 2], dtype=qb.int32)
+    for f in (lambda: x + 2 ** 40, lambda: qb.jit(lambda a: a * 2 ** 40)(x), lambda: x.at[0].set(2 ** 40)):
+        with pytest.raises(ValueError, match="does not fit in int32"):
+            f()
+    assert (x + 5).tolist() == [6, 7]
+
+
+def test_argmax_keepdims_without_axis_and_bool_with_python_ints():
+    assert qb.argmax(qb.ones((2, 3)), keepdims=True).shape == (1, 1)
+    with qb.set_default_dtype(qb.float32):
+        assert (qb.array([True]) + 1).dtype == qb.int32

@@ -23,6 +23,9 @@ Cache& cache() {
 }  // namespace
 
 void append_signature(std::string& key, std::span<const Array> args) {
+  // Promotion reads the default dtypes (a weak Python number's dtype), so programs built
+  // under qb.set_default_dtype(qb.float32) are cached apart.
+  if (default_float_dtype() == DType::f32) key += "@f32";
   for (const Array& a : args) {
     key += '|';
     key += dtype_short_name(a.type.dtype);

@@ -22,6 +22,8 @@ DType arithmetic_dtype(std::string_view fname, const ValueType& a, const ValueTy
 V astype(Builder& b, V x, DType to);
 // x itself when it is a float; integers and bools converted by inexact_dtype (weakness kept).
 V to_inexact(Builder& b, V x);
+// Raises ValueError when x is a weak Python-int constant that `to` (int32) cannot hold.
+void check_weak_int_fits(Builder& b, std::string_view fname, V x, DType to);
 V broadcast_to(Builder& b, V x, std::span<const std::int64_t> shape, std::string_view fname = "broadcast_to");
 // Promotes (arithmetic rules) and broadcasts operands to one dtype and shape.
 std::vector<V> promote_broadcast(Builder& b, std::string_view fname, std::span<const V> xs, bool allow_bool);

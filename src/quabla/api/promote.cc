@@ -1,4 +1,5 @@
 // Promotion and broadcasting: the rules of API.md §1.
+#include <cstdint>
 #include <string>
 
 #include "quabla/api/functions.h"
@@ -19,8 +20,9 @@ DType arithmetic_dtype(std::string_view fname, const ValueType& a, const ValueTy
     throw TypeError(s(fname) + ": arithmetic on two bool arrays is not defined; convert one with "
                     ".astype(qb.float32) or .astype(qb.float64) first (or use & | ~ for logic)");
   }
-  if (a.dtype == DType::bool_) return b.dtype;  // bool acts as 0/1 of the other dtype
-  if (b.dtype == DType::bool_) return a.dtype;
+  // bool acts as 0/1 of the other dtype (a Python int: the default integer)
+  if (a.dtype == DType::bool_) return is_int(b.dtype) && b.weak ? default_int_dtype() : b.dtype;
+  if (b.dtype == DType::bool_) return is_int(a.dtype) && a.weak ? default_int_dtype() : a.dtype;
   if (a.dtype == b.dtype) return a.dtype;
   if (is_int(a.dtype) && is_int(b.dtype)) {
     if (a.weak != b.weak) return a.weak ? b.dtype : a.dtype;
@@ -37,6 +39,19 @@ DType arithmetic_dtype(std::string_view fname, const ValueType& a, const ValueTy
                    s(dtype_name(b.dtype)) + " " + shape_str(b.shape) +
                    " implicitly; convert one operand with .astype(qb." + s(dtype_name(a.dtype)) + ") or .astype(qb." +
                    s(dtype_name(b.dtype)) + ")");
+}
+
+void check_weak_int_fits(Builder& b, std::string_view fname, V x, DType to) {
+  // A Python int that int32 cannot hold raises, as JAX's OverflowError, instead of wrapping.
+  const ValueType& t = b.type(x);
+  if (!t.weak || t.dtype != DType::i64 || to != DType::i32) return;
+  const Node& n = b.graph().producer_of(x);
+  if (n.op != Op::Constant || !n.attrs.literal || n.attrs.literal->type.shape.size() != 0) return;
+  const std::int64_t v = *n.attrs.literal->data->as<std::int64_t>();
+  if (v < INT32_MIN || v > INT32_MAX) {
+    throw ValueError(s(fname) + ": the Python int " + std::to_string(v) +
+                     " does not fit in int32; convert the array with .astype(qb.int64) first");
+  }
 }
 
 V to_inexact(Builder& b, V x) {
@@ -105,7 +120,10 @@ std::vector<V> promote_broadcast(Builder& b, std::string_view fname, std::span<c
   Shape shape = b.type(xs[0]).shape;
   for (std::size_t i = 1; i < xs.size(); ++i) shape = broadcast_shapes(shape, b.type(xs[i]).shape, fname);
   std::vector<V> out;
-  for (V x : xs) out.push_back(broadcast_to(b, astype(b, x, acc.dtype), shape, fname));
+  for (V x : xs) {
+    check_weak_int_fits(b, fname, x, acc.dtype);
+    out.push_back(broadcast_to(b, astype(b, x, acc.dtype), shape, fname));
+  }
   return out;
 }
 

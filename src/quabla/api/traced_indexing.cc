@@ -57,6 +57,7 @@ V scatter_indices(Builder& b, V x, V idx, V updates, std::int64_t axis, std::int
     throw ValueError("scatter: updates are " + s(dtype_name(ut.dtype)) + " but the array is " + s(dtype_name(xt.dtype)) +
                      "; convert one with astype");
   }
+  check_weak_int_fits(b, "scatter", updates, xt.dtype);
   V u = broadcast_to(b, astype(b, updates, xt.dtype), us, "scatter (updates)");
   Attrs a;
   a.axis = axis;

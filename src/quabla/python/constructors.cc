@@ -31,6 +31,12 @@ Array full_array(Shape shape, nb::handle fill, std::optional<DType> dtype, const
   const DType d = dtype.value_or(PyBool_Check(fill.ptr()) ? DType::bool_
                                  : PyLong_Check(fill.ptr()) ? default_int_dtype()
                                  : (nb::isinstance<Array>(fill) ? f.dtype() : default_float_dtype()));
+  if (is_int(d) && (PyLong_Check(fill.ptr()) || is_int(f.dtype()))) {  // exact, beyond 2^53 too
+    const std::int64_t v = nb::cast<std::int64_t>(nb::int_(item(f)));
+    Array a = Array::empty(d, std::move(shape));
+    for (std::int64_t i = 0; i < a.size(); ++i) store_int64(d, a.storage->data() + i * itemsize(d), v);
+    return a;
+  }
   const double v = nb::cast<double>(nb::float_(item(f)));
   return generate(d, std::move(shape), [v](std::int64_t) { return v; });
 }

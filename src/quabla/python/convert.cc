@@ -53,6 +53,7 @@ bool is_numpy_integer(nb::handle h) {
 }
 
 struct ListReader {
+  explicit ListReader(const Shape& s) : shape(s) {}
   const Shape& shape;
   std::vector<double> values;
   std::vector<std::int64_t> ints;  // exact values while every leaf is an integer
@@ -288,7 +289,7 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
   if (is_sequence(obj)) {
     Shape shape;
     list_shape(obj, shape);
-    ListReader r{shape, {}};
+    ListReader r(shape);
     r.values.reserve(static_cast<std::size_t>(num_elements(shape)));
     r.read(obj, 0);
     // An empty list is float, as in NumPy.

@@ -4,6 +4,8 @@
 // copy otherwise (strided views, narrow or unsigned integers).
 #include <nanobind/ndarray.h>
 
+#include <cstring>
+
 #include "quabla/api/eager.h"
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
@@ -36,14 +38,26 @@ std::optional<DType> quabla_dtype(nb::dlpack::dtype t) {
   return std::nullopt;
 }
 
-// A read-only nanobind view of a concrete array; it holds a reference to the storage.
-nb::object export_view(const Array& a) {
+// A read-only nanobind array-API object viewing a concrete array (it holds a reference to
+// the storage); its own __dlpack__ answers the consumer, with a versioned capsule that
+// carries DLPack's read-only flag when the consumer asks for one.
+nb::object export_view(const Array& a, bool copy) {
   a.require_concrete("DLPack export (__dlpack__, np.from_dlpack, torch.from_dlpack)");
-  auto* keep = new BufferPtr(a.storage);
+  BufferPtr storage = a.storage;
+  if (copy) {
+    storage = Buffer::allocate(a.storage->nbytes());
+    std::memcpy(storage->data(), a.storage->data(), a.storage->nbytes());
+  }
+  auto* keep = new BufferPtr(storage);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<BufferPtr*>(p); });
   std::vector<std::size_t> shape(a.shape().begin(), a.shape().end());
-  AnyArray view(a.storage->data(), shape.size(), shape.data(), owner, nullptr, dl_dtype(a.dtype()),
-                nb::device::cpu::value, 0);
+  if (copy) {  // the consumer's own copy: writable
+    nb::ndarray<nb::array_api> mine(storage->data(), shape.size(), shape.data(), owner, nullptr,
+                                    dl_dtype(a.dtype()), nb::device::cpu::value, 0);
+    return nb::cast(mine, nb::rv_policy::reference);
+  }
+  nb::ndarray<nb::array_api, nb::ro> view(storage->data(), shape.size(), shape.data(), owner, nullptr,
+                                          dl_dtype(a.dtype()), nb::device::cpu::value, 0);
   return nb::cast(view, nb::rv_policy::reference);
 }
 
@@ -59,8 +73,8 @@ bool contiguous(const AnyArray& x) {
 }  // namespace
 
 void bind_dlpack(nb::module_& m, nb::class_<Array>& cls) {
-  // A legacy (unversioned) DLPack capsule, which every consumer accepts; arrays are
-  // immutable, so copy=True and copy=False both get the same read-only view.
+  // copy=True exports a fresh copy (the consumer may write it); otherwise a view of the
+  // immutable storage, read-only for consumers that read DLPack's flags (max_version >= 1).
   cls.def("__dlpack__", [](const Array& a, nb::handle stream, nb::handle max_version, nb::handle dl_device,
                            nb::handle copy) {
     if (!stream.is_none() && !(PyLong_Check(stream.ptr()) && nb::cast<long>(stream) == -1)) {
@@ -70,7 +84,11 @@ void bind_dlpack(nb::module_& m, nb::class_<Array>& cls) {
       nb::tuple dev = nb::borrow<nb::tuple>(dl_device);
       if (nb::cast<int>(dev[0]) != 1) throw ValueError("__dlpack__: only the CPU device (1, 0) is available");
     }
-    return export_view(a);
+    const bool want_copy = !copy.is_none() && nb::cast<bool>(copy);
+    nb::object view = export_view(a, want_copy);
+    nb::dict kw;
+    if (!max_version.is_none()) kw["max_version"] = max_version;
+    return view.attr("__dlpack__")(**kw);
   }, nb::kw_only(), nb::arg("stream").none() = nb::none(), nb::arg("max_version").none() = nb::none(),
      nb::arg("dl_device").none() = nb::none(), nb::arg("copy").none() = nb::none());
   cls.def("__dlpack_device__", [](const Array&) { return nb::make_tuple(1, 0); });  // (kDLCPU, 0)

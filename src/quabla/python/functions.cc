@@ -25,9 +25,26 @@ Array call1(std::string key, nb::handle x, F&& f) {
                     [&](Builder& b, std::span<const ValueId> p) { return Vs{f(b, p[0])}; })[0];
 }
 
+// A Python int beside an int32 array must fit in int32 (JAX raises OverflowError); under a
+// trace the same check runs on the constant (api::check_weak_int_fits).
+void check_python_ints(std::span<const Array> args, const std::string& name) {
+  bool has_i32 = false;
+  for (const Array& a : args) has_i32 = has_i32 || (a.dtype() == DType::i32 && !a.type.weak);
+  if (!has_i32) return;
+  for (const Array& a : args) {
+    if (!a.type.weak || a.dtype() != DType::i64 || a.is_tracer() || a.size() != 1) continue;
+    const std::int64_t v = *a.storage->as<std::int64_t>();
+    if (v < INT32_MIN || v > INT32_MAX) {
+      throw ValueError(name.substr(0, name.find(':')) + ": the Python int " + std::to_string(v) +
+                       " does not fit in int32; convert the array with .astype(qb.int64) first");
+    }
+  }
+}
+
 template <class F>
 Array call2(std::string key, nb::handle x, nb::handle y, F&& f) {
   Array args[] = {to_operand(x), to_operand(y)};
+  check_python_ints(args, key);
   return eager_call(std::move(key), args, [&](Builder& b, std::span<const ValueId> p) { return Vs{f(b, p[0], p[1])}; })[0];
 }
 
@@ -360,6 +377,8 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   m.def("_scatter", [](nb::handle x, nb::handle idx, nb::handle updates, std::int64_t axis, std::int64_t mode,
                        bool unique) {
     Array args[] = {to_operand(x), to_operand(idx), to_operand(updates)};
+    const Array checked[] = {args[0], args[2]};
+    check_python_ints(checked, "scatter");
     return eager_call("scatter:" + std::to_string(axis) + ":" + std::to_string(mode) + (unique ? "u" : ""), args,
                       [&](Builder& b, std::span<const ValueId> p) {
                         return Vs{api::scatter_indices(b, p[0], p[1], p[2], axis, mode, unique)};

@@ -361,6 +361,8 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
     case Op::Take:
       return e.op(Op::Take, {*t[0], x[1]}, a);
     case Op::Scatter:
+      // An empty indexed axis drops every update: the result is x.
+      if (e.type(x[0]).shape[static_cast<std::size_t>(a.axis)] == 0) return tz(0);
       switch (a.mode) {
         case kScatterAdd: return e.op(Op::Scatter, {tz(0), x[1], tz(2)}, a);
         case kScatterSet: {

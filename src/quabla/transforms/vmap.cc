@@ -62,6 +62,7 @@ struct Batcher {
   }
   // Batched indices [B, ...] into examples of length len laid end to end: idx + b * len.
   V add_offsets(V idx, std::int64_t len) {
+    idx = e.convert(idx, DType::i64);  // batch * len may not fit in int32
     const ValueType t = e.type(idx);
     V starts = e.mul(e.iota(batch, t.dtype), e.like(e.iota(batch, t.dtype), static_cast<double>(len)));
     return e.add(idx, e.broadcast(starts, t.shape, {0}));
@@ -69,6 +70,7 @@ struct Batcher {
   // The same, with indices outside [0, len) sent past the end of all examples (dropped by
   // scatters, read as zero by filling takes) instead of into a neighbour.
   V offset_or_drop(V idx, std::int64_t len) {
+    idx = e.convert(idx, DType::i64);
     return e.select(e.in_range(idx, len), add_offsets(idx, len), e.like(idx, static_cast<double>(batch * len)));
   }
 
