@@ -6,18 +6,12 @@
 #include <vector>
 
 #include "quabla/backends/cpu/kernels.h"
+#include "test_util.h"
 
 namespace qb::cpu {
 namespace {
 
-template <class T>
-const std::byte* bytes(const std::vector<T>& v) {
-  return reinterpret_cast<const std::byte*>(v.data());
-}
-template <class T>
-std::byte* bytes(std::vector<T>& v) {
-  return reinterpret_cast<std::byte*>(v.data());
-}
+using test::bytes;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 

@@ -15,6 +15,16 @@ namespace qb::test {
 
 inline ValueType vt(DType d, Shape s, bool weak = false) { return ValueType{d, std::move(s), weak}; }
 
+// A vector's elements as the byte pointers the CPU kernels take.
+template <class T>
+const std::byte* bytes(const std::vector<T>& v) {
+  return reinterpret_cast<const std::byte*>(v.data());
+}
+template <class T>
+std::byte* bytes(std::vector<T>& v) {
+  return reinterpret_cast<std::byte*>(v.data());
+}
+
 template <class T>
 BufferPtr make_buffer(const std::vector<T>& xs) {
   auto buf = Buffer::allocate(xs.size() * sizeof(T));

@@ -85,7 +85,9 @@ V take_indices(Builder& b, V x, V idx, std::int64_t axis, bool fill);
 V scatter_indices(Builder& b, V x, V idx, V updates, std::int64_t axis, std::int64_t mode, bool unique);
 V argsort_last(Builder& b, V x, bool descending);
 V searchsorted_last(Builder& b, V sorted, V values, bool right);
-// The operands converted to their common dtype (arithmetic rules), shapes untouched.
+// The one dtype of several operands by the arithmetic rules (bool kept when all are bool
+// and allow_bool), and the operands converted to it (shapes untouched).
+DType common_dtype(Builder& b, std::string_view fname, std::span<const V> xs, bool allow_bool);
 std::vector<V> promote_broadcast_dtype_only(Builder& b, std::string_view fname, std::span<const V> xs);
 
 // ---- products

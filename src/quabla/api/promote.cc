@@ -92,37 +92,34 @@ V broadcast_to(Builder& b, V x, std::span<const std::int64_t> shape, std::string
   return b.emit1(Op::BroadcastInDim, {x}, std::move(a));
 }
 
-std::vector<V> promote_broadcast_dtype_only(Builder& b, std::string_view fname, std::span<const V> xs) {
+DType common_dtype(Builder& b, std::string_view fname, std::span<const V> xs, bool allow_bool) {
   ValueType acc = b.type(xs[0]);
   for (std::size_t i = 1; i < xs.size(); ++i) {
     const ValueType& t = b.type(xs[i]);
-    if (acc.dtype == DType::bool_ && t.dtype == DType::bool_) continue;
+    if (allow_bool && acc.dtype == DType::bool_ && t.dtype == DType::bool_) continue;
+    // Weak only while every operand is (a weak int meeting a weak float gives a weak float).
     acc.dtype = arithmetic_dtype(fname, acc, t);
     acc.weak = acc.weak && t.weak;
   }
+  return acc.dtype;
+}
+
+std::vector<V> promote_broadcast_dtype_only(Builder& b, std::string_view fname, std::span<const V> xs) {
+  const DType d = common_dtype(b, fname, xs, true);
   std::vector<V> out;
-  for (V x : xs) out.push_back(astype(b, x, acc.dtype));
+  for (V x : xs) out.push_back(astype(b, x, d));
   return out;
 }
 
 std::vector<V> promote_broadcast(Builder& b, std::string_view fname, std::span<const V> xs, bool allow_bool) {
   // The common dtype: bool only if every operand is bool and allow_bool.
-  ValueType acc = b.type(xs[0]);
-  for (std::size_t i = 1; i < xs.size(); ++i) {
-    const ValueType& t = b.type(xs[i]);
-    if (allow_bool && acc.dtype == DType::bool_ && t.dtype == DType::bool_) continue;
-    const DType joined = arithmetic_dtype(fname, acc, t);
-    // Weak only while every operand is, and the join stayed in their kind (a weak int
-    // meeting a weak float gives a weak float; nothing weak meets a strong operand).
-    acc.weak = acc.weak && t.weak;
-    acc.dtype = joined;  // the result is strong as soon as one operand is
-  }
+  const DType common = common_dtype(b, fname, xs, allow_bool);
   Shape shape = b.type(xs[0]).shape;
   for (std::size_t i = 1; i < xs.size(); ++i) shape = broadcast_shapes(shape, b.type(xs[i]).shape, fname);
   std::vector<V> out;
   for (V x : xs) {
-    check_weak_int_fits(b, fname, x, acc.dtype);
-    out.push_back(broadcast_to(b, astype(b, x, acc.dtype), shape, fname));
+    check_weak_int_fits(b, fname, x, common);
+    out.push_back(broadcast_to(b, astype(b, x, common), shape, fname));
   }
   return out;
 }

@@ -111,24 +111,10 @@ V expand_dims(Builder& b, V x, std::span<const std::int64_t> axes_in) {
   return reshape(b, x, out);
 }
 
-namespace {
-// The one dtype of concat's and stack's operands: the arithmetic promotion rules (Python
-// scalars are weak and adopt the others' dtype), bool kept when every operand is bool.
-DType common_dtype(Builder& b, std::span<const V> xs, std::string_view fname) {
-  ValueType acc = b.type(xs[0]);
-  for (std::size_t i = 1; i < xs.size(); ++i) {
-    const auto& t = b.type(xs[i]);
-    if (acc.dtype == DType::bool_ && t.dtype == DType::bool_) continue;
-    acc.dtype = arithmetic_dtype(fname, acc, t);
-    acc.weak = acc.weak && t.weak;
-  }
-  return acc.dtype;
-}
-}  // namespace
 
 V concat(Builder& b, std::span<const V> xs_in, std::int64_t axis, std::string_view fname) {
   if (xs_in.empty()) throw ValueError(s(fname) + ": needs at least one array");
-  const DType dtype = common_dtype(b, xs_in, fname);
+  const DType dtype = common_dtype(b, fname, xs_in, true);
   const auto& first = b.type(xs_in[0]).shape;
   const int rank = static_cast<int>(first.size());
   if (rank == 0) throw ValueError(s(fname) + ": zero-dimensional arrays cannot be concatenated; use stack");
@@ -161,7 +147,7 @@ V stack(Builder& b, std::span<const V> xs_in, std::int64_t axis) {
   }
   const std::int64_t ax = normalize_axis(axis, static_cast<int>(first.size()) + 1, "stack");
   // Promote before expand_dims: a reshaped Python scalar would no longer be weak.
-  const DType dtype = common_dtype(b, xs_in, "stack");
+  const DType dtype = common_dtype(b, "stack", xs_in, true);
   std::vector<V> xs;
   for (V x : xs_in) xs.push_back(expand_dims(b, astype(b, x, dtype), std::vector<std::int64_t>{ax}));
   return concat(b, xs, ax, "stack");

@@ -70,6 +70,22 @@ void select(std::span<const Operand> in, std::byte* out_bytes, std::int64_t n) {
   });
 }
 
+// Comparisons and select, the same for every dtype; false for any other op.
+template <class T>
+bool compare_or_select(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n) {
+  using B = std::uint8_t;
+  switch (op) {
+    case Op::Lt: map2<T, B>(in, out, n, [](T a, T b) { return a < b; }); return true;
+    case Op::Le: map2<T, B>(in, out, n, [](T a, T b) { return a <= b; }); return true;
+    case Op::Gt: map2<T, B>(in, out, n, [](T a, T b) { return a > b; }); return true;
+    case Op::Ge: map2<T, B>(in, out, n, [](T a, T b) { return a >= b; }); return true;
+    case Op::Eq: map2<T, B>(in, out, n, [](T a, T b) { return a == b; }); return true;
+    case Op::Ne: map2<T, B>(in, out, n, [](T a, T b) { return a != b; }); return true;
+    case Op::Select: select<T>(in, out, n); return true;
+    default: return false;
+  }
+}
+
 // A unary op through its vector (libmvec) form; false when it has none.
 template <class T>
 bool vector_op(Op op, std::span<const Operand> in, std::byte* out_bytes, std::int64_t n) {
@@ -143,13 +159,9 @@ void float_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n
     case Op::Max: return map2<T, T>(in, out, n, [](T a, T b) { return math::maximum(a, b); });
     case Op::Min: return map2<T, T>(in, out, n, [](T a, T b) { return math::minimum(a, b); });
     case Op::LogAddExp: return map2<T, T>(in, out, n, [](T a, T b) { return math::logaddexp(a, b); });
-    case Op::Lt: return map2<T, B>(in, out, n, [](T a, T b) { return a < b; });
-    case Op::Le: return map2<T, B>(in, out, n, [](T a, T b) { return a <= b; });
-    case Op::Gt: return map2<T, B>(in, out, n, [](T a, T b) { return a > b; });
-    case Op::Ge: return map2<T, B>(in, out, n, [](T a, T b) { return a >= b; });
-    case Op::Eq: return map2<T, B>(in, out, n, [](T a, T b) { return a == b; });
-    case Op::Ne: return map2<T, B>(in, out, n, [](T a, T b) { return a != b; });
-    case Op::Select: return select<T>(in, out, n);
+    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne: case Op::Select:
+      compare_or_select<T>(op, in, out, n);
+      return;
     case Op::Not: case Op::And: case Op::Or: case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight:
     case Op::Convert: case Op::Parameter: case Op::Constant:
     case Op::Reshape: case Op::BroadcastInDim: case Op::Transpose: case Op::Slice: case Op::Reverse: case Op::Pad:
@@ -169,14 +181,9 @@ void bool_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n)
     case Op::And: return map2<B, B>(in, out, n, [](B a, B b) { return a && b; });
     case Op::Or: return map2<B, B>(in, out, n, [](B a, B b) { return a || b; });
     case Op::Xor: return map2<B, B>(in, out, n, [](B a, B b) { return a != b; });
-    case Op::Lt: return map2<B, B>(in, out, n, [](B a, B b) { return a < b; });
-    case Op::Le: return map2<B, B>(in, out, n, [](B a, B b) { return a <= b; });
-    case Op::Gt: return map2<B, B>(in, out, n, [](B a, B b) { return a > b; });
-    case Op::Ge: return map2<B, B>(in, out, n, [](B a, B b) { return a >= b; });
-    case Op::Eq: return map2<B, B>(in, out, n, [](B a, B b) { return a == b; });
-    case Op::Ne: return map2<B, B>(in, out, n, [](B a, B b) { return a != b; });
-    case Op::Select: return select<B>(in, out, n);
-    default: break;  // every other op is rejected below; the float switch above is exhaustive
+    default:
+      if (compare_or_select<B>(op, in, out, n)) return;
+      break;  // every other op is rejected below; the float switch above is exhaustive
   }
   throw InternalError("cpu::elementwise: " + std::string(op_name(op)) + " is not a bool elementwise op");
 }
@@ -186,7 +193,6 @@ void bool_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n)
 template <class T>
 void int_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n) {
   using U = std::make_unsigned_t<T>;
-  using B = std::uint8_t;
   constexpr T lo = std::numeric_limits<T>::min();
   constexpr int bits = static_cast<int>(sizeof(T) * 8);
   switch (op) {
@@ -238,14 +244,9 @@ void int_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n) 
       return map2<T, T>(in, out, n, [](T a, T b) -> T {
         return b < 0 || b >= bits ? (a < 0 ? T(-1) : T(0)) : static_cast<T>(a >> b);
       });
-    case Op::Lt: return map2<T, B>(in, out, n, [](T a, T b) { return a < b; });
-    case Op::Le: return map2<T, B>(in, out, n, [](T a, T b) { return a <= b; });
-    case Op::Gt: return map2<T, B>(in, out, n, [](T a, T b) { return a > b; });
-    case Op::Ge: return map2<T, B>(in, out, n, [](T a, T b) { return a >= b; });
-    case Op::Eq: return map2<T, B>(in, out, n, [](T a, T b) { return a == b; });
-    case Op::Ne: return map2<T, B>(in, out, n, [](T a, T b) { return a != b; });
-    case Op::Select: return select<T>(in, out, n);
-    default: break;  // every other op is rejected below; the float switch above is exhaustive
+    default:
+      if (compare_or_select<T>(op, in, out, n)) return;
+      break;  // every other op is rejected below; the float switch above is exhaustive
   }
   throw InternalError("cpu::elementwise: " + std::string(op_name(op)) + " is not an integer elementwise op");
 }

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "quabla/backends/cpu/axis_split.h"
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/backends/cpu/scalar_math.h"
 #include "quabla/ir/errors.h"
@@ -16,18 +17,6 @@
 namespace qb::cpu {
 
 namespace {
-
-struct Split {
-  std::int64_t outer = 1, len = 1, inner = 1;
-};
-
-Split split_at(std::span<const std::int64_t> shape, int axis) {
-  Split s;
-  for (int i = 0; i < axis; ++i) s.outer *= shape[static_cast<std::size_t>(i)];
-  s.len = shape[static_cast<std::size_t>(axis)];
-  for (std::size_t i = static_cast<std::size_t>(axis) + 1; i < shape.size(); ++i) s.inner *= shape[i];
-  return s;
-}
 
 // Reads index j of an i32 or i64 index buffer.
 struct IndexReader {
@@ -72,7 +61,7 @@ T combine(int mode, T a, T b) {
 }
 
 template <class T>
-void scatter_t(const T* x, Split s, IndexReader idx, std::int64_t k, const T* upd, int mode, T* out) {
+void scatter_t(const T* x, AxisSplit s, IndexReader idx, std::int64_t k, const T* upd, int mode, T* out) {
   if (out != x) std::memcpy(out, x, static_cast<std::size_t>(s.outer * s.len * s.inner) * sizeof(T));
   auto rows = [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t o = b; o < e; ++o)
@@ -152,7 +141,7 @@ void by_index_dtype(DType dtype, const char* what, F&& f) {
 
 void take(std::size_t elem_size, const std::byte* in, std::span<const std::int64_t> shape, int axis,
           DType index_dtype, const std::byte* indices, std::int64_t n_idx, bool fill, std::byte* out) {
-  const Split s = split_at(shape, axis);
+  const AxisSplit s = split_at(shape, axis);
   const IndexReader idx = reader(index_dtype, indices);
   const auto row = static_cast<std::size_t>(s.inner) * elem_size;
   if (s.len == 0 && !fill && s.outer * n_idx > 0) {
@@ -178,7 +167,7 @@ void take(std::size_t elem_size, const std::byte* in, std::span<const std::int64
 
 void scatter(DType dtype, const std::byte* x, std::span<const std::int64_t> shape, int axis, DType index_dtype,
              const std::byte* indices, std::int64_t n_idx, const std::byte* updates, int mode, std::byte* out) {
-  const Split s = split_at(shape, axis);
+  const AxisSplit s = split_at(shape, axis);
   const IndexReader idx = reader(index_dtype, indices);
   by_dtype(dtype, "scatter", [&](auto tag) {
     using T = decltype(tag);

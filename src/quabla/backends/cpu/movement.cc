@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "quabla/backends/cpu/axis_split.h"
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/ir/errors.h"
 
@@ -80,16 +81,6 @@ void strided_copy(std::size_t elem_size, const std::byte* in, std::int64_t offse
 namespace qb::cpu {
 
 namespace {
-struct AxisSplit {
-  std::int64_t outer = 1, len = 1, inner = 1;
-};
-AxisSplit split_at(std::span<const std::int64_t> shape, int axis) {
-  AxisSplit s;
-  for (int i = 0; i < axis; ++i) s.outer *= shape[i];
-  s.len = shape[axis];
-  for (std::size_t i = axis + 1; i < shape.size(); ++i) s.inner *= shape[i];
-  return s;
-}
 
 template <class T>
 void scatter_add_t(const T* x, const T* upd, AxisSplit s, std::span<const std::int64_t> idx, T* out) {
