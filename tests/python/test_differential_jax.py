@@ -69,6 +69,14 @@ def _ops(m):
         ("logaddexp", 2, lambda a, b: m.logaddexp(a, b)),
         ("where", 2, lambda a, b: m.where(a > 0.1, a, b)),
         ("outer_mm", 2, lambda a, b: (a[..., :, None] * b[..., None, :]) @ b[..., :, None][..., 0]),
+        # integer indices (gather/scatter) and sorting
+        ("sort", 1, lambda a: m.sort(a, axis=-1)),
+        ("argsort_take", 1, lambda a: m.take_along_axis(a, m.argsort(a, axis=-1), axis=-1) * a),
+        ("gather_perm", 1, lambda a: a[..., m.asarray([2, 0, 3, 1])]),
+        ("at_add", 2, lambda a, b: a.at[..., m.asarray([0, 0, 2])].add(b[..., :3])),
+        ("at_set", 2, lambda a, b: a.at[..., m.asarray([3, 1])].set(b[..., 1:3] * 2.0)),
+        ("roll", 1, lambda a: m.roll(a, 1, axis=-1)),
+        ("take_argmax", 1, lambda a: a * m.take_along_axis(a, m.argmax(a, axis=-1, keepdims=True), axis=-1)),
     ]
 
 

@@ -195,3 +195,31 @@ def test_int64_arithmetic_matches_python(a, b):
     yz = qb.array(nz)
     assert (x // yz).tolist() == [p // q for p, q in zip(a, nz)]
     assert (x % yz).tolist() == [p % q for p, q in zip(a, nz)]
+
+
+# The shape, product and calculus compositions on integer arrays: NumPy's values and dtypes.
+A23 = np.arange(1, 7).reshape(2, 3)
+INT_COMPOSITIONS = {
+    "roll": lambda m, x: m.roll(x, 1, axis=1), "flip": lambda m, x: m.flip(x, 0),
+    "tile": lambda m, x: m.tile(x, (2, 1)), "repeat": lambda m, x: m.repeat(x, 2, axis=0),
+    "pad": lambda m, x: m.pad(x, 1), "pad_edge": lambda m, x: m.pad(x, 1, mode="edge"),
+    "diff": lambda m, x: m.diff(x, axis=1), "diff_prepend": lambda m, x: m.diff(x, axis=1, prepend=0),
+    "cumsum": lambda m, x: m.cumsum(x, axis=1), "cumprod": lambda m, x: m.cumprod(x, axis=1),
+    "einsum": lambda m, x: m.einsum("ij,kj->ik", x, x), "kron": lambda m, x: m.kron(x, x),
+    "outer": lambda m, x: m.outer(x[0], x[1]), "tensordot": lambda m, x: m.tensordot(x, x.T, 1),
+    "trace": lambda m, x: m.trace(x), "tril": lambda m, x: m.tril(x), "diag": lambda m, x: m.diag(x),
+    "cross": lambda m, x: m.cross(x[0], x[1]), "matmul": lambda m, x: x @ x.T,
+    "clip": lambda m, x: m.clip(x, 2, 4), "where": lambda m, x: m.where(x > 2, x, 0),
+    "trapezoid": lambda m, x: m.trapezoid(x), "polyval": lambda m, x: m.polyval(x[0], x[1]),
+    "vander": lambda m, x: m.vander(x[0]), "gradient": lambda m, x: m.gradient(x[0]),
+    "sort": lambda m, x: m.sort(-x, axis=1), "moveaxis": lambda m, x: m.moveaxis(x, 0, 1),
+    "interp": lambda m, x: m.interp(x[0] + 0.5, x[0], x[1]), "stack": lambda m, x: m.stack([x, x]),
+    "mean": lambda m, x: m.mean(x), "std": lambda m, x: m.std(x), "prod": lambda m, x: m.prod(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INT_COMPOSITIONS))
+def test_compositions_on_integers_match_numpy(name):
+    f = INT_COMPOSITIONS[name]
+    expected = np.asarray(f(np, A23))
+    check(f(qb, qb.asarray(A23)), expected, rtol=1e-15 if expected.dtype.kind == "f" else None)
