@@ -136,7 +136,13 @@ def _flat_index(arrays, sizes, mode):
     """One int64 index into the merged axis from per-axis indices (negatives wrapped).
 
     mode "clip" clamps each index into its axis; "drop" marks any out-of-bounds index with -1
-    (dropped by scatters, filled by fill-gathers)."""
+    (dropped by scatters, filled by fill-gathers). A single index array is only wrapped: what
+    stays out of bounds is clamped or dropped by the kernels themselves."""
+    if len(arrays) == 1:
+        # One index array: after wrapping negatives, the kernels clamp (take) or drop
+        # (scatter) whatever is still out of bounds, so no further pass is needed.
+        a, n = arrays[0], sizes[0]
+        return _core.where(a < 0, a + n, a)
     flat = None
     bad = None
     stride = 1
@@ -169,7 +175,7 @@ def dynamic_getitem(x, index, mode="clip", fill_value=None):
         if fill_value is None:
             fill_value = _default_fill(x.dtype)
         shape = list(flat.shape)
-        bad = flat < 0
+        bad = (flat < 0) | (flat >= y.shape[axis])
         bad = _core.reshape(bad, (1,) * axis + tuple(shape) + (1,) * (r.ndim - axis - len(shape)))
         fill = fill_value if isinstance(fill_value, Array) else _core.asarray(fill_value, dtype=x.dtype)
         return _core.where(bad, _core.astype(fill, x.dtype), r)

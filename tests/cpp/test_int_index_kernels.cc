@@ -2,6 +2,7 @@
 // called directly: the edge cases that XLA (and so JAX) defines and C++ leaves undefined.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -97,6 +98,35 @@ TEST(IndexKernels, SearchSortedLeftAndRight) {
   EXPECT_EQ(out, (std::vector<I32>{0, 1, 3, 4}));
   searchsorted(DType::f64, bytes(a), 1, 4, bytes(v), 4, true, DType::i32, bytes(out));
   EXPECT_EQ(out, (std::vector<I32>{0, 3, 3, 4}));
+}
+
+}  // namespace
+}  // namespace qb::cpu
+
+namespace qb::cpu {
+namespace {
+
+// Batches of tiny products skip BLAS (gemm.cc): the result matches a reference loop, and a
+// transposed operand read through the flag gives the same bits as a materialised transpose.
+TEST(SmallProducts, MatchReferenceAndTransposeFlags) {
+  const std::int64_t batch = 3, m = 4, k = 5, n = 2;
+  std::vector<double> a(batch * m * k), b(batch * k * n), at(batch * k * m);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.7 * static_cast<double>(i)) + 0.1;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.3 * static_cast<double>(i));
+  for (std::int64_t t = 0; t < batch; ++t)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t p = 0; p < k; ++p) at[t * k * m + p * m + i] = a[t * m * k + i * k + p];
+  std::vector<double> c(batch * m * n), ct(batch * m * n);
+  matmul(DType::f64, bytes(a), bytes(b), bytes(c), batch, m, k, n);
+  matmul(DType::f64, bytes(at), bytes(b), bytes(ct), batch, m, k, n, /*trans_a=*/true);
+  EXPECT_EQ(c, ct);
+  for (std::int64_t t = 0; t < batch; ++t)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double ref = 0;
+        for (std::int64_t p = 0; p < k; ++p) ref += a[t * m * k + i * k + p] * b[t * k * n + p * n + j];
+        EXPECT_NEAR(c[t * m * n + i * n + j], ref, 1e-14);
+      }
 }
 
 }  // namespace

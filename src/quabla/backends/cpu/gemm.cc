@@ -28,6 +28,33 @@ void ensure_single_threaded_blas() {
   }();
   (void)once;
 }
+
+// Batches of tiny products (a matrix times a vector per example, as einsum("bij,bj->bi")
+// gives) cost more in BLAS call overhead than in arithmetic: they run as plain loops, one
+// accumulator per element of C summed in k order, whatever the transposition flags, so a
+// virtual transpose and a materialised one still give the same bits.
+constexpr std::int64_t kSmallProduct = 4096;  // m * k * n at or below which the loop runs
+
+template <class T>
+void small_products(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k,
+                    std::int64_t n, bool trans_a, bool trans_b) {
+  const std::int64_t a_ri = trans_a ? 1 : k, a_pi = trans_a ? m : 1;  // A(i, p) = a[i * a_ri + p * a_pi]
+  const std::int64_t b_pj = trans_b ? 1 : n, b_jj = trans_b ? k : 1;  // B(p, j) = b[p * b_pj + j * b_jj]
+  parallel_for(batch, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, m * k * n)),
+               [&](std::int64_t t0, std::int64_t t1) {
+                 for (std::int64_t t = t0; t < t1; ++t) {
+                   const T* A = a + t * m * k;
+                   const T* B = b + t * k * n;
+                   T* C = c + t * m * n;
+                   for (std::int64_t i = 0; i < m; ++i)
+                     for (std::int64_t j = 0; j < n; ++j) {
+                       T acc = 0;
+                       for (std::int64_t p = 0; p < k; ++p) acc += A[i * a_ri + p * a_pi] * B[p * b_pj + j * b_jj];
+                       C[i * n + j] = acc;
+                     }
+                 }
+               });
+}
 }  // namespace
 
 void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::int64_t batch,
@@ -37,6 +64,16 @@ void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, s
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: zeros (BLAS would reject the zero leading dimension)
     std::fill_n(c, static_cast<std::size_t>(batch * m * n) * (dtype == DType::f32 ? 4 : 8), std::byte{0});
+    return;
+  }
+  if (m * k * n <= kSmallProduct && batch > 1 && (dtype == DType::f32 || dtype == DType::f64)) {
+    if (dtype == DType::f32) {
+      small_products(reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b), reinterpret_cast<float*>(c),
+                     batch, m, k, n, trans_a, trans_b);
+    } else {
+      small_products(reinterpret_cast<const double*>(a), reinterpret_cast<const double*>(b),
+                     reinterpret_cast<double*>(c), batch, m, k, n, trans_a, trans_b);
+    }
     return;
   }
   ensure_single_threaded_blas();

@@ -2,6 +2,7 @@
 // and argsort/searchsorted. Scatters combine updates in index order on one thread per
 // outer row, so repeated indices give the same result on every run and thread count.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -18,62 +19,88 @@ namespace qb::cpu {
 
 namespace {
 
-// Reads index j of an i32 or i64 index buffer.
-struct IndexReader {
-  const std::byte* data;
-  bool wide;
-  std::int64_t operator[](std::int64_t j) const {
-    if (wide) return reinterpret_cast<const std::int64_t*>(data)[j];
-    return reinterpret_cast<const std::int32_t*>(data)[j];
-  }
-};
+// How many indices ahead the gather and scatter loops prefetch their random rows.
+constexpr std::int64_t kPrefetch = 16;
 
-IndexReader reader(DType index_dtype, const std::byte* indices) {
-  if (!is_int(index_dtype)) throw InternalError("cpu::take/scatter: indices must be integers");
-  return {indices, index_dtype == DType::i64};
-}
-
-template <class T>
-T combine(int mode, T a, T b) {
-  switch (mode) {
-    case 0:
-      if constexpr (std::is_integral_v<T>) {
-        using U = std::make_unsigned_t<T>;
-        return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-      } else {
-        return a + b;
-      }
-    case 1: return b;
-    case 2:
-      if constexpr (std::is_integral_v<T>) {
-        using U = std::make_unsigned_t<T>;
-        return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-      } else {
-        return a * b;
-      }
-    case 3:
-      if constexpr (std::is_floating_point_v<T>) return math::minimum(a, b);
-      else return a < b ? a : b;
-    default:
-      if constexpr (std::is_floating_point_v<T>) return math::maximum(a, b);
-      else return a > b ? a : b;
+template <int Mode, class T>
+T combine(T a, T b) {
+  if constexpr (Mode == kScatterAdd || Mode == kScatterMul) {
+    if constexpr (std::is_integral_v<T>) {  // wraps
+      using U = std::make_unsigned_t<T>;
+      return Mode == kScatterAdd ? static_cast<T>(static_cast<U>(a) + static_cast<U>(b))
+                                 : static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+    } else {
+      return Mode == kScatterAdd ? a + b : a * b;
+    }
+  } else if constexpr (Mode == kScatterSet) {
+    return b;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return Mode == kScatterMin ? math::minimum(a, b) : math::maximum(a, b);
+  } else {
+    return Mode == kScatterMin ? (a < b ? a : b) : (a > b ? a : b);
   }
 }
 
-template <class T>
-void scatter_t(const T* x, AxisSplit s, IndexReader idx, std::int64_t k, const T* upd, int mode, T* out) {
+// One thread per outer row, the updates of a row in index order (so repeated indices give
+// the same result on every run); the mode and dtypes are template parameters, so the loop
+// over a million scalar updates is a load, a compare and a combine each.
+template <int Mode, class T, class I>
+void scatter_t(const T* x, AxisSplit s, const I* idx, std::int64_t k, const T* upd, T* out) {
   if (out != x) std::memcpy(out, x, static_cast<std::size_t>(s.outer * s.len * s.inner) * sizeof(T));
+  const auto len = static_cast<std::make_unsigned_t<I>>(s.len);
   auto rows = [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t o = b; o < e; ++o)
-      for (std::int64_t j = 0; j < k; ++j) {
-        const std::int64_t at = idx[j];
-        if (at < 0 || at >= s.len) continue;  // dropped, as JAX's default scatter mode
-        T* dst = out + (o * s.len + at) * s.inner;
-        const T* src = upd + (o * k + j) * s.inner;
-        for (std::int64_t i = 0; i < s.inner; ++i) dst[i] = combine(mode, dst[i], src[i]);
+    for (std::int64_t o = b; o < e; ++o) {
+      T* base = out + o * s.len * s.inner;
+      const T* src = upd + o * k * s.inner;
+      if (s.inner == 1) {
+        for (std::int64_t j = 0; j < k; ++j) {
+          if (j + kPrefetch < k) {
+            const auto ahead = static_cast<std::make_unsigned_t<I>>(idx[j + kPrefetch]);
+            if (ahead < len) __builtin_prefetch(base + ahead, 1);
+          }
+          const I at = idx[j];
+          if (static_cast<std::make_unsigned_t<I>>(at) >= len) continue;  // out of bounds: dropped
+          base[at] = combine<Mode>(base[at], src[j]);
+        }
+        continue;
       }
+      for (std::int64_t j = 0; j < k; ++j) {
+        const I at = idx[j];
+        if (static_cast<std::make_unsigned_t<I>>(at) >= len) continue;
+        T* dst = base + static_cast<std::int64_t>(at) * s.inner;
+        const T* u = src + j * s.inner;
+        for (std::int64_t i = 0; i < s.inner; ++i) dst[i] = combine<Mode>(dst[i], u[i]);
+      }
+    }
   };
   parallel_for(s.outer, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, k * s.inner)), rows);
+}
+
+// Rows of `Row` (a trivially copyable block of one row's bytes) picked by index.
+template <class Row, class I>
+void take_rows(const Row* in, AxisSplit s, const I* idx, std::int64_t k, bool fill, Row* out) {
+  const auto len = static_cast<std::make_unsigned_t<I>>(s.len);
+  parallel_for(s.outer * k, 32768, [&](std::int64_t b, std::int64_t e) {
+    std::int64_t o = b / k, j = b % k;  // once per chunk, not per element
+    for (std::int64_t r = b; r < e; ++r) {
+      // Random reads are latency-bound: ask for the row kPrefetch indices ahead now.
+      if (j + kPrefetch < k) {
+        const auto ahead = static_cast<std::make_unsigned_t<I>>(idx[j + kPrefetch]);
+        if (ahead < len) __builtin_prefetch(in + o * s.len + static_cast<std::int64_t>(ahead));
+      }
+      I at = idx[j];
+      if (static_cast<std::make_unsigned_t<I>>(at) >= len) {
+        if (fill) {
+          std::memset(static_cast<void*>(out + r), 0, sizeof(Row));  // all-zero bytes are 0 in every dtype
+          if (++j == k) j = 0, ++o;
+          continue;
+        }
+        at = at < 0 ? I(0) : static_cast<I>(s.len - 1);
+      }
+      out[r] = in[o * s.len + at];
+      if (++j == k) j = 0, ++o;
+    }
+  });
 }
 
 // Ascending order with NaN last (NumPy's and JAX's sort order); the descending order is its
@@ -142,37 +169,66 @@ void by_index_dtype(DType dtype, const char* what, F&& f) {
 void take(std::size_t elem_size, const std::byte* in, std::span<const std::int64_t> shape, int axis,
           DType index_dtype, const std::byte* indices, std::int64_t n_idx, bool fill, std::byte* out) {
   const AxisSplit s = split_at(shape, axis);
-  const IndexReader idx = reader(index_dtype, indices);
-  const auto row = static_cast<std::size_t>(s.inner) * elem_size;
   if (s.len == 0 && !fill && s.outer * n_idx > 0) {
     throw ValueError("take: cannot index an axis of size 0 (there is no element to clamp to)");
   }
-  parallel_for(s.outer * n_idx, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, s.inner)),
-               [&](std::int64_t b, std::int64_t e) {
-                 for (std::int64_t r = b; r < e; ++r) {
-                   const std::int64_t o = r / n_idx, j = r % n_idx;
-                   std::int64_t at = idx[j];
-                   std::byte* dst = out + static_cast<std::size_t>(r) * row;
-                   if (at < 0 || at >= s.len) {
-                     if (fill) {
-                       std::memset(dst, 0, row);  // all-zero bytes are 0 in every dtype
-                       continue;
+  const std::size_t row = static_cast<std::size_t>(s.inner) * elem_size;
+  by_index_dtype(index_dtype, "take", [&](auto itag) {
+    using I = decltype(itag);
+    const I* idx = reinterpret_cast<const I*>(indices);
+    auto rows_of = [&](auto rtag) {
+      using Row = decltype(rtag);
+      take_rows(reinterpret_cast<const Row*>(in), s, idx, n_idx, fill, reinterpret_cast<Row*>(out));
+    };
+    switch (row) {  // one scalar per row (the common case) moves as one load and store
+      case 1: return rows_of(std::uint8_t{});
+      case 4: return rows_of(std::uint32_t{});
+      case 8: return rows_of(std::uint64_t{});
+      case 16: return rows_of(std::array<std::uint64_t, 2>{});
+      case 24: return rows_of(std::array<std::uint64_t, 3>{});
+      case 32: return rows_of(std::array<std::uint64_t, 4>{});
+      default: break;
+    }
+    const std::int64_t len = s.len;
+    parallel_for(s.outer * n_idx, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, s.inner)),
+                 [&](std::int64_t b, std::int64_t e) {
+                   std::int64_t o = b / n_idx, j = b % n_idx;
+                   for (std::int64_t r = b; r < e; ++r, (++j == n_idx ? (j = 0, ++o) : 0)) {
+                     std::int64_t at = idx[j];
+                     std::byte* dst = out + static_cast<std::size_t>(r) * row;
+                     if (at < 0 || at >= len) {
+                       if (fill) {
+                         std::memset(dst, 0, row);
+                         continue;
+                       }
+                       at = std::clamp<std::int64_t>(at, 0, len - 1);
                      }
-                     at = std::clamp<std::int64_t>(at, 0, s.len - 1);
+                     std::memcpy(dst, in + static_cast<std::size_t>(o * len + at) * row, row);
                    }
-                   std::memcpy(dst, in + static_cast<std::size_t>(o * s.len + at) * row, row);
-                 }
-               });
+                 });
+  });
 }
 
 void scatter(DType dtype, const std::byte* x, std::span<const std::int64_t> shape, int axis, DType index_dtype,
              const std::byte* indices, std::int64_t n_idx, const std::byte* updates, int mode, std::byte* out) {
   const AxisSplit s = split_at(shape, axis);
-  const IndexReader idx = reader(index_dtype, indices);
   by_dtype(dtype, "scatter", [&](auto tag) {
     using T = decltype(tag);
-    scatter_t(reinterpret_cast<const T*>(x), s, idx, n_idx, reinterpret_cast<const T*>(updates), mode,
-              reinterpret_cast<T*>(out));
+    by_index_dtype(index_dtype, "scatter", [&](auto itag) {
+      using I = decltype(itag);
+      auto run = [&](auto mode_tag) {
+        scatter_t<decltype(mode_tag)::value>(reinterpret_cast<const T*>(x), s, reinterpret_cast<const I*>(indices),
+                                             n_idx, reinterpret_cast<const T*>(updates), reinterpret_cast<T*>(out));
+      };
+      switch (mode) {
+        case kScatterAdd: return run(std::integral_constant<int, kScatterAdd>{});
+        case kScatterSet: return run(std::integral_constant<int, kScatterSet>{});
+        case kScatterMul: return run(std::integral_constant<int, kScatterMul>{});
+        case kScatterMin: return run(std::integral_constant<int, kScatterMin>{});
+        case kScatterMax: return run(std::integral_constant<int, kScatterMax>{});
+        default: throw InternalError("cpu::scatter: unknown mode");
+      }
+    });
   });
 }
 
