@@ -133,6 +133,23 @@ def test_zero_extent_reductions_follow_numpy():
     check(qb.max(x, axis=1), e.max(axis=1))  # nothing reduced is empty: fine, as NumPy
 
 
+def test_zero_size_through_the_transforms():
+    # An empty boundary set in a PINN loss: its sum is 0 and the gradient comes from the rest.
+    xb, xi = qb.zeros((0, 2)), qb.ones((5, 2))
+
+    def loss(w):
+        return qb.mean(qb.tanh(xi @ w) ** 2) + qb.sum(qb.tanh(xb @ w) ** 2)
+
+    val, g = qb.jit(qb.value_and_grad(loss))(qb.ones((2, 3)))
+    t = np.tanh(2.0)
+    assert float(val) == pytest.approx(t * t)
+    np.testing.assert_allclose(np.asarray(g), np.full((2, 3), 2 * t * (1 - t * t) / 3), rtol=1e-12)
+    # vmap over an empty batch, also of a gradient; a scalar constant is broadcast into it
+    assert qb.vmap(lambda x: x * 2.0)(qb.zeros((0, 3))).shape == (0, 3)
+    assert qb.vmap(qb.grad(lambda x: qb.sum(qb.sin(x) * 3.0)))(qb.zeros((0, 3))).shape == (0, 3)
+    check(qb.jit(lambda x: qb.concat([x, qb.ones(2)]))(qb.zeros(0)), np.ones(2))
+
+
 @pytest.mark.parametrize("index", [slice(3, None), slice(2, 1), slice(None, 0), slice(0, 3, -1), slice(-1, 0, 1)])
 def test_slicing_to_empty(index):
     x = np.arange(3.0)

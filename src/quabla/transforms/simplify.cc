@@ -90,7 +90,10 @@ bool is_identity(const Graph& g, const Node& n) {
 }
 
 // Evaluates one node whose operands are all constants, with the executor's kernels.
-std::shared_ptr<const Literal> fold(const Graph& g, const Node& n, const std::vector<const Literal*>& operands) {
+// op and attrs are the node's after the rewrites above (a broadcast of a broadcast already
+// reads the inner operand with the combined dims), not the original node's.
+std::shared_ptr<const Literal> fold(const ValueType& result, Op op, const Attrs& attrs,
+                                    const std::vector<const Literal*>& operands) {
   auto one = std::make_shared<Graph>();
   Builder b(*one);
   std::vector<ValueId> ins;
@@ -99,13 +102,13 @@ std::shared_ptr<const Literal> fold(const Graph& g, const Node& n, const std::ve
     copy->type.weak = false;
     ins.push_back(b.constant(std::move(copy)));
   }
-  auto outs = b.emit(n.op, ins, n.attrs);
+  auto outs = b.emit(op, ins, attrs);
   b.set_results(outs);
   cpu::Executable exe(one);
-  auto result = exe.run({});
+  auto values = exe.run({});
   auto lit = std::make_shared<Literal>();
-  lit->type = g.type(n.outputs[0]);
-  lit->data = result[0];
+  lit->type = result;
+  lit->data = values[0];
   return lit;
 }
 
@@ -201,7 +204,7 @@ Graph simplify(const Graph& input) {
         std::vector<const Literal*> lits;
         for (auto v : ins) lits.push_back(out.producer_of(v).attrs.literal.get());
         Attrs folded;
-        folded.literal = fold(g, n, lits);
+        folded.literal = fold(ot, op, attrs, lits);
         op = Op::Constant;
         attrs = std::move(folded);
         ins.clear();
