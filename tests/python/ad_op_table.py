@@ -78,6 +78,17 @@ def _convert_jac(x):
     return np.diag((2.0 + (x > 0)).ravel())
 
 
+@qb.custom_jvp
+def _softplus_custom(x):
+    return qb.log(1.0 + qb.exp(x))
+
+
+@_softplus_custom.defjvp
+def _softplus_custom_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _softplus_custom(x), t * qb.sigmoid(x)
+
+
 CASES = [
     # Leaves
     Case("parameter", lambda x: x, [(S, -2, 2)], ops=()),
@@ -196,6 +207,8 @@ CASES = [
          ops=("argsort", "take")),
     Case("searchsorted", lambda x: x * qb.searchsorted(qb.array([-1.0, 0.0, 1.0]), x).astype(qb.float64),
          [(S, -2, 2)]),
+    # Custom derivative rules: the rule (exact here) is what the transforms use
+    Case("custom_jvp", lambda x: _softplus_custom(x * x) * qb.sin(x), [(S, -2, 2)]),
     # Products
     Case("matmul", lambda x, y: x @ y + qb.reshape(x @ y[:, 0], (3, 1)) * (x[0] @ y), [(S, -2, 2), ((4, 2), -2, 2)]),
     # Control flow (regions). Both branches of cond are taken (one per call); under vmap the

@@ -85,6 +85,27 @@ std::vector<ValueType> infer_region_types(Op op, std::span<const ValueType> in, 
       }
       return out;
     }
+    case Op::CustomJvp: {
+      if (regions.size() != 2) fail(op, "needs two regions (primal, rule)");
+      if (a.num_consts < 0 || a.num_consts > static_cast<std::int64_t>(ins.size())) fail(op, "bad argument count");
+      expect_params(op, "primal", *regions[0], ins);
+      std::vector<ValueType> rule_params(ins.begin(), ins.end());
+      for (std::int64_t i = 0; i < a.num_consts; ++i)
+        if (is_float(ins[static_cast<std::size_t>(i)].dtype)) rule_params.push_back(ins[static_cast<std::size_t>(i)]);
+      expect_params(op, "rule", *regions[1], rule_params);
+      auto res = result_types(*regions[0]);
+      std::vector<ValueType> want = res;
+      for (const auto& r : res)
+        if (is_float(r.dtype)) want.push_back(r);
+      auto rule_res = result_types(*regions[1]);
+      if (rule_res.size() != want.size()) {
+        fail(op, "the rule returns " + std::to_string(rule_res.size()) + " values, expected " +
+                     std::to_string(want.size()) + " (the outputs, then a tangent per float output)");
+      }
+      for (std::size_t k = 0; k < want.size(); ++k)
+        if (!same(rule_res[k], want[k])) fail(op, "rule result " + std::to_string(k) + " is " + rule_res[k].str() + ", expected " + want[k].str());
+      return res;
+    }
     case Op::While: {
       if (regions.size() != 2) fail(op, "needs two regions (cond, body)");
       expect_counts(op, ins.size(), a.num_consts, static_cast<std::int64_t>(ins.size()) - a.num_consts);

@@ -64,6 +64,8 @@ ScanLayout ScanLayout::of(const Node& n) {
 
 std::vector<bool> output_dependence(const Node& n, const std::vector<bool>& inputs) {
   switch (n.op) {
+    case Op::CustomJvp:
+      return result_dependence(*n.regions[0], inputs);
     case Op::Cond: {
       std::vector<bool> ops(inputs.begin() + 1, inputs.end());
       std::vector<bool> out(n.outputs.size(), inputs[0]);

@@ -105,6 +105,7 @@ void bind_graph(nb::module_& m) {
     if (kind == "cond") op = Op::Cond;
     else if (kind == "scan") op = Op::Scan;
     else if (kind == "while") op = Op::While;
+    else if (kind == "custom_jvp") op = Op::CustomJvp;
     else throw ValueError("region_call: unknown kind " + kind);
     Attrs a;
     a.length = length;
@@ -124,13 +125,20 @@ void bind_graph(nb::module_& m) {
       }
       rp.push_back(std::move(t));
     }
+    // A custom_jvp's rule also takes a tangent per float argument (the first num_consts).
+    std::vector<ValueType> rp_rule = rp;
+    if (op == Op::CustomJvp) {
+      for (std::int64_t i = 0; i < num_consts && i < static_cast<std::int64_t>(rp.size()); ++i)
+        if (is_float(rp[static_cast<std::size_t>(i)].dtype)) rp_rule.push_back(rp[static_cast<std::size_t>(i)]);
+    }
     Regions graphs;
     for (const auto& [g, feed] : regions) {
+      const std::vector<ValueType>& rp_here = op == Op::CustomJvp && !graphs.empty() ? rp_rule : rp;
       const Graph& body = *g->graph;
       if (feed.size() != body.params.size()) throw InternalError("region_call: feed size differs from parameter count");
       for (auto f : feed)
-        if (f < 0 || f >= static_cast<std::int64_t>(rp.size())) throw InternalError("region_call: feed out of range");
-      graphs.push_back(std::make_shared<const Graph>(simplify(make_graph(rp, [&](Builder& b, std::span<const ValueId> ps) {
+        if (f < 0 || f >= static_cast<std::int64_t>(rp_here.size())) throw InternalError("region_call: feed out of range");
+      graphs.push_back(std::make_shared<const Graph>(simplify(make_graph(rp_here, [&](Builder& b, std::span<const ValueId> ps) {
         std::vector<ValueId> args;
         for (auto f : feed) args.push_back(ps[f]);
         return inline_into(b, body, args);

@@ -87,6 +87,34 @@ void jvp_region(Emit& e, const Node& n, const std::vector<V>& x, const std::vect
         if (nz[k]) tangents[k] = all[k2++];
       return;
     }
+    case Op::CustomJvp: {
+      // The user's rule, inlined: its outputs are the primal outputs and their tangents.
+      // Known-zero tangents of float args are passed as zeros (JAX's default); a captured
+      // (closed-over) operand with a tangent has no place in the rule, so that is an error.
+      const auto na = static_cast<std::size_t>(n.attrs.num_consts);
+      for (std::size_t i = na; i < x.size(); ++i) {
+        if (t[i]) {
+          throw ValueError("custom_jvp: the function closes over a value that is being differentiated; the rule "
+                           "cannot see its tangent, so pass that value as an argument (as JAX requires)");
+        }
+      }
+      std::vector<V> args(x.begin(), x.end());
+      for (std::size_t i = 0; i < na; ++i) {
+        if (!has_tangent(e.type(x[i]))) continue;
+        ValueType tt = e.type(x[i]);
+        tt.weak = false;
+        args.push_back(t[i] ? *t[i] : e.zeros(tt));
+      }
+      auto r = inline_into(b, *n.regions[1], args);
+      const std::size_t no = n.outputs.size();
+      // The primal outputs come from the node itself (so their derivatives at the next
+      // order use the rule again, as in JAX); the rule's own primal outputs are dead code.
+      outs = b.emit(Op::CustomJvp, x, n.attrs, n.regions);
+      std::size_t k2 = no;
+      for (std::size_t k = 0; k < no; ++k)
+        if (has_tangent(e.type(outs[k]))) tangents[k] = r[k2++];
+      return;
+    }
     case Op::Scan: case Op::While: {
       const bool scan = n.op == Op::Scan;
       const auto nc = static_cast<std::size_t>(n.attrs.num_consts);

@@ -366,6 +366,8 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
     return {};
   }
   switch (n.op) {
+    case Op::CustomJvp:
+      throw InternalError("transpose: a custom_jvp node is inlined by the JVP before any transpose");
     case Op::While:
       throw ValueError(
           "reverse-mode differentiation of qb.while_loop is not supported (a carry depends on the differentiated "
@@ -485,6 +487,8 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
     return e.zeros(t);
   };
   switch (n.op) {
+    case Op::CustomJvp:
+      throw InternalError("transpose: a custom_jvp node is inlined by the JVP before any transpose");
     case Op::While:
       throw InternalError("transpose: while_loop has no transpose");
     case Op::Cond: {

@@ -65,6 +65,22 @@ std::vector<V> vmap_region(Emit& e, std::int64_t batch, const Node& n, const std
                            const std::vector<bool>& bx, std::vector<bool>& ob) {
   Builder& b = e.b;
   switch (n.op) {
+    case Op::CustomJvp: {
+      // Every operand lifted to batched, both bodies batched for that, every result batched
+      // (the rule's tangent parameters are batched like their arguments: all of them).
+      std::vector<V> in;
+      for (std::size_t i = 0; i < x.size(); ++i) in.push_back(bx[i] ? x[i] : lift(e, batch, x[i]));
+      std::size_t rule_params = x.size();
+      for (std::int64_t i = 0; i < n.attrs.num_consts; ++i)
+        if (is_float(e.type(x[static_cast<std::size_t>(i)]).dtype)) ++rule_params;
+      std::vector<bool> every(x.size(), true), every_rule(rule_params, true);
+      std::vector<bool> all0(n.regions[0]->results.size(), true), all1(n.regions[1]->results.size(), true);
+      Regions regions;
+      regions.push_back(std::make_shared<const Graph>(batch_body(*n.regions[0], every, batch, all0)));
+      regions.push_back(std::make_shared<const Graph>(batch_body(*n.regions[1], every_rule, batch, all1)));
+      ob.assign(n.outputs.size(), true);
+      return b.emit(Op::CustomJvp, in, n.attrs, std::move(regions));
+    }
     case Op::Cond: {
       const std::vector<bool> ops(bx.begin() + 1, bx.end());
       const std::vector<V> operands(x.begin() + 1, x.end());

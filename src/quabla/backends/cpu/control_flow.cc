@@ -46,6 +46,13 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
   const Node& n = g.nodes[s.node];
   auto operand = [&](std::size_t i) -> const BufferPtr& { return env[n.inputs[i]]; };
   switch (n.op) {
+    case Op::CustomJvp: {  // the primal body; the rule only matters to the JVP transform
+      std::vector<BufferPtr> args;
+      for (std::size_t i = 0; i < n.inputs.size(); ++i) args.push_back(operand(i));
+      auto outs = s.regions[0]->run_owned(std::move(args));
+      for (std::size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);
+      return;
+    }
     case Op::Cond: {
       const bool pred = *operand(0)->as<std::uint8_t>() != 0;
       std::vector<BufferPtr> args;

@@ -39,7 +39,9 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
       continue;
     }
     Step s = plain_step(g, users, i, is_scalar_value, is_trans_view);
-    for (const auto& r : n.regions) s.regions.push_back(std::make_shared<const Executable>(r));
+    // A custom_jvp's rule region is never run (the JVP transform inlines it): not compiled.
+    const std::size_t compiled = n.op == Op::CustomJvp ? 1 : n.regions.size();
+    for (std::size_t k = 0; k < compiled; ++k) s.regions.push_back(std::make_shared<const Executable>(n.regions[k]));
     steps_.push_back(std::move(s));
   }
 
@@ -511,7 +513,7 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
                    alloc());
       return;
     }
-    case Op::Cond: case Op::Scan: case Op::While:
+    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp:
       f.region();
       return;
     case Op::MatMul: {

@@ -1,0 +1,179 @@
+"""Custom derivative rules (API.md §5): qb.custom_jvp.
+
+A call records one custom_jvp IR node that owns two regions: the function's body and the
+JVP rule, both traced on fresh tracers at the call (closures over outer tracers become node
+operands, as for control-flow bodies). Running the node runs the body; the JVP transform
+inlines the rule, so the rule's own derivatives give higher orders and transposing its
+linear part gives reverse mode, as in JAX.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from . import _core
+from . import tree as _tree
+from ._control import _Region, _leaf_array, _spec
+
+_FLOATS = (_core.float32, _core.float64)
+
+
+def _describe(a) -> str:
+    return f"{a.dtype.name}{list(a.shape)}"
+
+
+class custom_jvp:
+    """custom_jvp(fun, nondiff_argnums=()): fun with a user-defined JVP rule.
+
+    ``@f.defjvp`` registers ``rule(primals, tangents) -> (primal_out, tangent_out)`` (with
+    nondiff_argnums, ``rule(*nondiff_args, primals, tangents)``). Tangents of arguments the
+    caller does not differentiate arrive as zeros. The rule is traced at the first use and
+    its output structure, shapes and dtypes are checked against fun's.
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        if not callable(fun):
+            raise TypeError(f"custom_jvp: expected a function, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(int(i) for i in nondiff_argnums)
+        self.jvp = None
+        self._in_rule = 0  # > 0 while this function's own rule is being traced
+
+    @property
+    def _name(self) -> str:
+        return getattr(self.fun, "__name__", "function")
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        if not callable(jvp):
+            raise TypeError(f"custom_jvp({self._name}).defjvp: expected a function, got {type(jvp).__name__}")
+        if symbolic_zeros:
+            raise NotImplementedError("custom_jvp: symbolic_zeros=True is not supported; tangents of "
+                                      "undifferentiated arguments arrive as zeros")
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *jvps: Callable):
+        """One rule per positional argument: ``jvp_i(g_i, primal_out, *primals)`` gives that
+        argument's contribution to the output tangent (None: it contributes nothing)."""
+        fun = self.fun
+
+        def rule(*args):
+            *nondiff, primals, tangents = args
+            out = fun(*self._merge(nondiff, primals))
+            total = None
+            for j, t in zip(jvps, tangents):
+                if j is None:
+                    continue
+                c = j(t, out, *primals)
+                total = c if total is None else _tree.map(lambda a, b: a + b, total, c)
+            if total is None:
+                total = _tree.map(lambda o: _core.zeros_like(o), out)
+            return out, total
+
+        self.jvp = rule
+        return rule
+
+    def _merge(self, nondiff, diff):
+        """The full positional argument list from the nondiff and the differentiable ones."""
+        args, nd, d = [], list(nondiff), list(diff)
+        for i in range(len(nd) + len(d)):
+            args.append(nd.pop(0) if i in self.nondiff_argnums else d.pop(0))
+        return args
+
+    def __call__(self, *args: Any):
+        name = self._name
+        if self._in_rule:
+            # The rule calling the function itself (``return f(x), ...``): the plain body.
+            # The JVP takes the primal outputs from the node, not from the rule, so this
+            # value only feeds the rule's tangent expression.
+            return self.fun(*args)
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        for i in self.nondiff_argnums:
+            if not -len(args) <= i < len(args):
+                raise ValueError(f"custom_jvp({name}): nondiff_argnums {i} is out of range for {len(args)} arguments")
+        nondiff = [a for i, a in enumerate(args) if i in self.nondiff_argnums]
+        diff = [a for i, a in enumerate(args) if i not in self.nondiff_argnums]
+        paths, in_def = _tree.flatten_with_path(diff)
+        leaves, weak = [], []
+        for path, leaf in paths:
+            a, w = _leaf_array(leaf, f"custom_jvp({name}): argument {_tree.keystr(path, 'args')}")
+            leaves.append(a)
+            weak.append(w)
+        nl = len(leaves)
+        floats = [k for k, a in enumerate(leaves) if a.dtype in _FLOATS]
+
+        def call_fun(fun, params):
+            return fun(*self._merge(nondiff, _tree.unflatten(in_def, params)))
+
+        def call_rule(rule, params):
+            primals = _tree.unflatten(in_def, params[:nl])
+            tl = [_core.zeros_like(a) for a in params[:nl]]  # integer/bool args: zero tangents
+            for j, k in enumerate(floats):
+                tl[k] = params[nl + j]
+            tangents = _tree.unflatten(in_def, tl)
+            return rule(*nondiff, tuple(primals), tuple(tangents))
+
+        specs = [_spec(a, w) for a, w in zip(leaves, weak)]
+        primal = _Region(self.fun, "custom_jvp", call_fun, specs)
+        self._in_rule += 1
+        try:
+            rule = _Region(self.jvp, "custom_jvp rule", call_rule, specs + [_spec(leaves[k]) for k in floats])
+        except BaseException:
+            primal.close()
+            raise
+        finally:
+            self._in_rule -= 1
+        try:
+            out_leaves, out_def = _tree.flatten(primal.out)
+            out_arrays = [o if isinstance(o, _core.Array) else _core.asarray(o) for o in out_leaves]
+            rule_out = rule.out
+            if not (isinstance(rule_out, (tuple, list)) and len(rule_out) == 2):
+                raise TypeError(f"custom_jvp({name}): the JVP rule must return a pair (primal_out, tangent_out), "
+                                f"got {type(rule_out).__name__}")
+            r_primal, r_tangent = rule_out
+            rp_leaves, rp_def = _tree.flatten(r_primal)
+            rt_leaves, rt_def = _tree.flatten(r_tangent)
+            if rp_def != out_def or rt_def != out_def:
+                bad = rp_def if rp_def != out_def else rt_def
+                which = "primal_out" if rp_def != out_def else "tangent_out"
+                raise TypeError(f"custom_jvp({name}): the JVP rule's {which} has structure {bad}, but {name} "
+                                f"returns {out_def}")
+            rp_arrays = [o if isinstance(o, _core.Array) else _core.asarray(o) for o in rp_leaves]
+            rt_arrays = [o if isinstance(o, _core.Array) else _core.asarray(o) for o in rt_leaves]
+            rule_results = []
+            for k, (o, p, t) in enumerate(zip(out_arrays, rp_arrays, rt_arrays)):
+                if tuple(p.shape) != tuple(o.shape) or (p.dtype != o.dtype and not _weak_number(rp_leaves[k])):
+                    raise TypeError(f"custom_jvp({name}): the JVP rule's primal output {k} is {_describe(p)}, "
+                                    f"but {name} returns {_describe(o)}")
+                rule_results.append(p if p.dtype == o.dtype else p.astype(o.dtype))
+            for k, (o, t) in enumerate(zip(out_arrays, rt_arrays)):
+                if o.dtype not in _FLOATS:
+                    continue
+                if tuple(t.shape) != tuple(o.shape) or (t.dtype != o.dtype and not _weak_number(rt_leaves[k])):
+                    raise TypeError(f"custom_jvp({name}): the JVP rule's tangent output {k} is {_describe(t)}, "
+                                    f"but the primal output is {_describe(o)}; tangents have the primal's shape "
+                                    f"and dtype")
+                rule_results.append(t if t.dtype == o.dtype else t.astype(o.dtype))
+        except BaseException:
+            primal.close()
+            rule.close()
+            raise
+        try:
+            p_graph, p_captured, _ = primal.finish(out_arrays)
+        except BaseException:
+            rule.close()
+            raise
+        r_graph, r_captured, _ = rule.finish(rule_results)
+        ncp, ncr, nf = len(p_captured), len(r_captured), len(floats)
+        operands = leaves + p_captured + r_captured
+        p_feed = list(range(nl)) + [nl + i for i in range(ncp)]
+        tangent0 = nl + ncp + ncr
+        r_feed = list(range(nl)) + [tangent0 + j for j in range(nf)] + [nl + ncp + i for i in range(ncr)]
+        outs = _core.region_call("custom_jvp", [(p_graph, p_feed), (r_graph, r_feed)], operands, num_consts=nl)
+        return _tree.unflatten(out_def, outs)
+
+
+def _weak_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
