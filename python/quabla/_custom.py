@@ -177,3 +177,164 @@ class custom_jvp:
 
 def _weak_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+class custom_vjp:
+    """custom_vjp(fun, nondiff_argnums=()): fun with a user-defined VJP.
+
+    ``f.defvjp(fwd, bwd)``: ``fwd(*args) -> (out, residuals)`` (residuals any pytree of
+    arrays), ``bwd(residuals, out_cotangent) -> tuple`` of one cotangent per argument (None
+    for zero); with nondiff_argnums, ``bwd(*nondiff_args, residuals, g)`` and its tuple skips
+    them. Reverse mode (grad, vjp, jacrev) uses the rule; forward mode raises, as in JAX.
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        if not callable(fun):
+            raise TypeError(f"custom_vjp: expected a function, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(int(i) for i in nondiff_argnums)
+        self.fwd = None
+        self.bwd = None
+        self._in_rule = 0
+
+    _name = custom_jvp._name
+    _merge = custom_jvp._merge
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False):
+        for f, what in ((fwd, "fwd"), (bwd, "bwd")):
+            if not callable(f):
+                raise TypeError(f"custom_vjp({self._name}).defvjp: {what} must be a function, got {type(f).__name__}")
+        if symbolic_zeros:
+            raise NotImplementedError("custom_vjp: symbolic_zeros=True is not supported")
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args: Any):
+        name = self._name
+        if self._in_rule:
+            return self.fun(*args)
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        for i in self.nondiff_argnums:
+            if not -len(args) <= i < len(args):
+                raise ValueError(f"custom_vjp({name}): nondiff_argnums {i} is out of range for {len(args)} arguments")
+        nondiff = [a for i, a in enumerate(args) if i in self.nondiff_argnums]
+        diff = [a for i, a in enumerate(args) if i not in self.nondiff_argnums]
+        arg_trees = [_tree.flatten(a) for a in diff]
+        paths, in_def = _tree.flatten_with_path(diff)
+        leaves, weak = [], []
+        for path, leaf in paths:
+            a, w = _leaf_array(leaf, f"custom_vjp({name}): argument {_tree.keystr(path, 'args')}")
+            leaves.append(a)
+            weak.append(w)
+        nl = len(leaves)
+        floats = [k for k, a in enumerate(leaves) if a.dtype in _FLOATS]
+        specs = [_spec(a, w) for a, w in zip(leaves, weak)]
+
+        def call_fun(fun, params):
+            return fun(*self._merge(nondiff, _tree.unflatten(in_def, params)))
+
+        regions = []
+        try:
+            regions.append(_Region(self.fun, "custom_vjp", call_fun, specs))
+            self._in_rule += 1
+            try:
+                regions.append(_Region(self.fwd, "custom_vjp fwd", call_fun, specs))
+            finally:
+                self._in_rule -= 1
+            primal, fwd = regions
+            out_leaves, out_def = _tree.flatten(primal.out)
+            out_arrays = [o if isinstance(o, _core.Array) else _core.asarray(o) for o in out_leaves]
+            fo = fwd.out
+            if not (isinstance(fo, (tuple, list)) and len(fo) == 2):
+                raise TypeError(f"custom_vjp({name}): fwd must return a pair (output, residuals), got "
+                                f"{type(fo).__name__}")
+            f_out_leaves, f_out_def = _tree.flatten(fo[0])
+            if f_out_def != out_def:
+                raise TypeError(f"custom_vjp({name}): fwd's output has structure {f_out_def}, but {name} returns "
+                                f"{out_def}")
+            f_out = []
+            for k, (p, o) in enumerate(zip(f_out_leaves, out_arrays)):
+                p = p if isinstance(p, _core.Array) else _core.asarray(p, dtype=o.dtype)
+                if tuple(p.shape) != tuple(o.shape) or p.dtype != o.dtype:
+                    raise TypeError(f"custom_vjp({name}): fwd's output {k} is {_describe(p)}, but {name} returns "
+                                    f"{_describe(o)}")
+                f_out.append(p)
+            res_leaves, res_def = _tree.flatten(fo[1])
+            res_arrays = []
+            for k, r in enumerate(res_leaves):
+                if not isinstance(r, (_core.Array, int, float)):
+                    raise TypeError(f"custom_vjp({name}): residuals must be a pytree of arrays, got "
+                                    f"{type(r).__name__} at leaf {k}")
+                res_arrays.append(r if isinstance(r, _core.Array) else _core.asarray(r))
+            out_floats = [k for k, o in enumerate(out_arrays) if o.dtype in _FLOATS]
+            nres = len(res_arrays)
+
+            def call_bwd(bwd, params):
+                res = _tree.unflatten(res_def, params[:nres])
+                cts = [_core.zeros_like(o) for o in out_arrays]
+                for j, k in enumerate(out_floats):
+                    cts[k] = params[nres + j]
+                return bwd(*nondiff, res, _tree.unflatten(out_def, cts))
+
+            bspecs = [_spec(r) for r in res_arrays] + [_spec(out_arrays[k]) for k in out_floats]
+            self._in_rule += 1
+            try:
+                regions.append(_Region(self.bwd, "custom_vjp bwd", call_bwd, bspecs))
+            finally:
+                self._in_rule -= 1
+            bwd_out = regions[2].out
+            bwd_cts = self._check_bwd(bwd_out, diff, arg_trees, leaves, floats)
+        except BaseException:
+            for r in regions:
+                r.close()
+            raise
+        graphs = []
+        for k, (r, results) in enumerate(zip(regions, (out_arrays, f_out + res_arrays, bwd_cts))):
+            try:
+                graphs.append(r.finish(results))
+            except BaseException:
+                for rest in regions[k + 1:]:
+                    rest.close()
+                raise
+        (p_graph, p_cap, _), (f_graph, f_cap, _), (b_graph, b_cap, _) = graphs
+        operands = leaves + p_cap + f_cap + b_cap
+        nb = nres + len(out_floats)
+        p_feed = list(range(nl)) + [nl + i for i in range(len(p_cap))]
+        f_feed = list(range(nl)) + [nl + len(p_cap) + i for i in range(len(f_cap))]
+        b_feed = list(range(nb)) + [nb + nl + len(p_cap) + len(f_cap) + i for i in range(len(b_cap))]
+        outs = _core.region_call("custom_vjp", [(p_graph, p_feed), (f_graph, f_feed), (b_graph, b_feed)], operands,
+                                 num_consts=nl, num_carry=nres)
+        return _tree.unflatten(out_def, outs)
+
+    def _check_bwd(self, bwd_out, diff, arg_trees, leaves, floats):
+        """bwd's cotangents as one array per float argument leaf, checked against the args."""
+        name = self._name
+        if not isinstance(bwd_out, (tuple, list)):
+            raise TypeError(f"custom_vjp({name}): bwd must return a tuple of cotangents (one per argument), got "
+                            f"{type(bwd_out).__name__}")
+        if len(bwd_out) != len(diff):
+            raise TypeError(f"custom_vjp({name}): bwd returned {len(bwd_out)} cotangents for {len(diff)} "
+                            f"differentiable arguments; return one per argument (None for zero)")
+        flat = []
+        for i, (ct, (arg_leaves, arg_def)) in enumerate(zip(bwd_out, arg_trees)):
+            if ct is None:
+                flat.extend([None] * len(arg_leaves))
+                continue
+            ct_leaves, ct_def = _tree.flatten(ct)
+            if ct_def != arg_def:
+                raise TypeError(f"custom_vjp({name}): bwd's cotangent {i} has structure {ct_def}, the argument "
+                                f"{arg_def}")
+            flat.extend(ct_leaves)
+        out = []
+        for k in floats:
+            a, c = leaves[k], flat[k]
+            if c is None:
+                out.append(_core.zeros_like(a))
+                continue
+            c = c if isinstance(c, _core.Array) else _core.asarray(c, dtype=a.dtype)
+            if tuple(c.shape) != tuple(a.shape) or c.dtype != a.dtype:
+                raise TypeError(f"custom_vjp({name}): bwd's cotangent for argument leaf {k} is {_describe(c)}, the "
+                                f"argument {_describe(a)}; cotangents have their argument's shape and dtype")
+            out.append(c)
+        return out

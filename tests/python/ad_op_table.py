@@ -42,6 +42,7 @@ class Case:
     exact_jac: Optional[Callable] = None
     bool_op: bool = False  # the op yields bools; it is exercised through qb.where
     forward_only: bool = False  # no reverse mode (while): test_control_flow checks the error
+    reverse_only: bool = False  # no forward mode (custom_vjp): test_custom_vjp checks the error
     pred: Optional[Callable] = None  # for bool ops: the bool-valued function itself
     extra: dict = field(default_factory=dict)
 
@@ -87,6 +88,14 @@ def _softplus_custom(x):
 def _softplus_custom_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
     return _softplus_custom(x), t * qb.sigmoid(x)
+
+
+@qb.custom_vjp
+def _cube_custom(x):
+    return x * x * x
+
+
+_cube_custom.defvjp(lambda x: (_cube_custom(x), x), lambda x, g: (3.0 * x * x * g,))
 
 
 CASES = [
@@ -209,6 +218,10 @@ CASES = [
          [(S, -2, 2)]),
     # Custom derivative rules: the rule (exact here) is what the transforms use
     Case("custom_jvp", lambda x: _softplus_custom(x * x) * qb.sin(x), [(S, -2, 2)]),
+    # custom_vjp's reverse mode is a custom_vjp_lin node, transposed by running bwd
+    Case("custom_vjp", lambda x: _cube_custom(qb.sin(x)) + x, [(S, -2, 2)], reverse_only=True),
+    Case("custom_vjp_lin", lambda x: qb.grad(lambda z: qb.sum(_cube_custom(z * z)))(x) * x, [(S, -2, 2)],
+         reverse_only=True, ops=()),  # the lin node lives only inside the vjp transform
     # Products
     Case("matmul", lambda x, y: x @ y + qb.reshape(x @ y[:, 0], (3, 1)) * (x[0] @ y), [(S, -2, 2), ((4, 2), -2, 2)]),
     # Control flow (regions). Both branches of cond are taken (one per call); under vmap the

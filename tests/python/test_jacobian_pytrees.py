@@ -283,6 +283,8 @@ def _pytree_fn(case):
 @pytest.mark.parametrize("name", ["jacfwd", "jacrev"])
 @pytest.mark.parametrize("case", PYTREE_CASES, ids=_ids(PYTREE_CASES))
 def test_every_op_pytree_jacobian_under_jit_and_vmap(case, name):
+    if name == "jacfwd" and case.reverse_only:
+        pytest.skip("forward mode through custom_vjp raises (tests/python/test_custom_vjp.py checks it)")
     names, f = _pytree_fn(case)
     args = case.args()
     p = dict(zip(names, args))

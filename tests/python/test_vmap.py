@@ -121,7 +121,7 @@ def test_vmap_of_grad_matches_a_loop(case):
         _close(got[k], expected, f"{case.op} grad argument {k}")
 
 
-@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+@pytest.mark.parametrize("case", [c for c in CASES if not c.reverse_only], ids=_ids([c for c in CASES if not c.reverse_only]))
 def test_vmap_of_jvp_over_a_basis_gives_the_jacobian(case):
     """Only the tangents are mapped: exercises the rules with unbatched primal operands."""
     args = case.args()

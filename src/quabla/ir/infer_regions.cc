@@ -106,6 +106,53 @@ std::vector<ValueType> infer_region_types(Op op, std::span<const ValueType> in, 
         if (!same(rule_res[k], want[k])) fail(op, "rule result " + std::to_string(k) + " is " + rule_res[k].str() + ", expected " + want[k].str());
       return res;
     }
+    case Op::CustomVjp: {
+      if (regions.size() != 3) fail(op, "needs three regions (primal, fwd, bwd)");
+      if (a.num_consts < 0 || a.num_consts > static_cast<std::int64_t>(ins.size()) || a.num_carry < 0) {
+        fail(op, "bad argument or residual count");
+      }
+      expect_params(op, "primal", *regions[0], ins);
+      expect_params(op, "fwd", *regions[1], ins);
+      auto res = result_types(*regions[0]);
+      auto fwd = result_types(*regions[1]);
+      const auto nres = static_cast<std::size_t>(a.num_carry);
+      if (fwd.size() != res.size() + nres) fail(op, "fwd returns the wrong number of values");
+      for (std::size_t k = 0; k < res.size(); ++k)
+        if (!same(fwd[k], res[k])) fail(op, "fwd output " + std::to_string(k) + " is " + fwd[k].str() + ", expected " + res[k].str());
+      std::vector<ValueType> bwd_params(fwd.begin() + static_cast<std::ptrdiff_t>(res.size()), fwd.end());
+      for (const auto& r : res)
+        if (is_float(r.dtype)) bwd_params.push_back(r);
+      bwd_params.insert(bwd_params.end(), ins.begin(), ins.end());
+      expect_params(op, "bwd", *regions[2], bwd_params);
+      auto bwd = result_types(*regions[2]);
+      std::vector<ValueType> want;
+      for (std::int64_t i = 0; i < a.num_consts; ++i)
+        if (is_float(ins[static_cast<std::size_t>(i)].dtype)) want.push_back(ins[static_cast<std::size_t>(i)]);
+      if (bwd.size() != want.size()) fail(op, "bwd returns the wrong number of cotangents");
+      for (std::size_t k = 0; k < want.size(); ++k)
+        if (!same(bwd[k], want[k])) fail(op, "bwd cotangent " + std::to_string(k) + " is " + bwd[k].str() + ", expected " + want[k].str());
+      return res;
+    }
+    case Op::CustomVjpLin: {
+      if (regions.size() != 1) fail(op, "needs one region (bwd)");
+      const auto nl = static_cast<std::size_t>(a.num_consts), nres = static_cast<std::size_t>(a.num_carry);
+      if (nl > ins.size() || nres > nl) fail(op, "bad operand counts");
+      const Graph& bwd = *regions[0];
+      auto params = param_types(bwd);
+      if (params.size() < nl) fail(op, "bwd has too few parameters");
+      const std::size_t ncts = params.size() - nl;
+      std::vector<ValueType> want(ins.begin(), ins.begin() + static_cast<std::ptrdiff_t>(nres));
+      std::vector<ValueType> out(params.begin() + static_cast<std::ptrdiff_t>(nres),
+                                 params.begin() + static_cast<std::ptrdiff_t>(nres + ncts));
+      want.insert(want.end(), out.begin(), out.end());
+      want.insert(want.end(), ins.begin() + static_cast<std::ptrdiff_t>(nres), ins.begin() + static_cast<std::ptrdiff_t>(nl));
+      expect_params(op, "bwd", bwd, want);
+      auto cts = result_types(bwd);
+      if (cts.size() != ins.size() - nl) fail(op, "bwd returns a cotangent per tangent operand");
+      for (std::size_t k = 0; k < cts.size(); ++k)
+        if (!same(cts[k], ins[nl + k])) fail(op, "bwd cotangent " + std::to_string(k) + " is " + cts[k].str() + ", expected " + ins[nl + k].str());
+      return out;
+    }
     case Op::While: {
       if (regions.size() != 2) fail(op, "needs two regions (cond, body)");
       expect_counts(op, ins.size(), a.num_consts, static_cast<std::int64_t>(ins.size()) - a.num_consts);

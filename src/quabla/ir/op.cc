@@ -37,12 +37,15 @@ bool is_elementwise(Op op) {
     case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceAny:
     case Op::ReduceAll: case Op::Cumsum: case Op::MatMul: case Op::Gather: case Op::ScatterAdd:
     case Op::Take: case Op::Scatter: case Op::Argsort: case Op::SearchSorted:
-    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp:
+    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin:
       return false;
   }
   return false;
 }
 
-bool has_regions(Op op) { return op == Op::Cond || op == Op::Scan || op == Op::While || op == Op::CustomJvp; }
+bool has_regions(Op op) {
+  return op == Op::Cond || op == Op::Scan || op == Op::While || op == Op::CustomJvp || op == Op::CustomVjp ||
+         op == Op::CustomVjpLin;
+}
 
 }  // namespace qb

@@ -64,8 +64,13 @@ ScanLayout ScanLayout::of(const Node& n) {
 
 std::vector<bool> output_dependence(const Node& n, const std::vector<bool>& inputs) {
   switch (n.op) {
-    case Op::CustomJvp:
+    case Op::CustomJvp: case Op::CustomVjp:
       return result_dependence(*n.regions[0], inputs);
+    case Op::CustomVjpLin: {
+      bool any = false;
+      for (bool f : inputs) any = any || f;
+      return std::vector<bool>(n.outputs.size(), any);
+    }
     case Op::Cond: {
       std::vector<bool> ops(inputs.begin() + 1, inputs.end());
       std::vector<bool> out(n.outputs.size(), inputs[0]);

@@ -23,6 +23,13 @@
 namespace qb::py {
 
 namespace {
+ValueType strong_type(ValueType t) {
+  t.weak = false;
+  return t;
+}
+}  // namespace
+
+namespace {
 
 struct GraphObject {
   std::shared_ptr<const Graph> graph;
@@ -106,6 +113,7 @@ void bind_graph(nb::module_& m) {
     else if (kind == "scan") op = Op::Scan;
     else if (kind == "while") op = Op::While;
     else if (kind == "custom_jvp") op = Op::CustomJvp;
+    else if (kind == "custom_vjp") op = Op::CustomVjp;
     else throw ValueError("region_call: unknown kind " + kind);
     Attrs a;
     a.length = length;
@@ -133,7 +141,19 @@ void bind_graph(nb::module_& m) {
     }
     Regions graphs;
     for (const auto& [g, feed] : regions) {
-      const std::vector<ValueType>& rp_here = op == Op::CustomJvp && !graphs.empty() ? rp_rule : rp;
+      // A custom_vjp's bwd takes the residuals (fwd's results after the outputs), a
+      // cotangent per float output, then the operands.
+      if (op == Op::CustomVjp && graphs.size() == 2) {
+        const Graph& fwd = *graphs[1];
+        const std::size_t nout = fwd.results.size() - static_cast<std::size_t>(num_carry);
+        rp_rule.clear();
+        for (std::size_t k = nout; k < fwd.results.size(); ++k) rp_rule.push_back(strong_type(fwd.type(fwd.results[k])));
+        for (std::size_t k = 0; k < nout; ++k)
+          if (is_float(fwd.type(fwd.results[k]).dtype)) rp_rule.push_back(strong_type(fwd.type(fwd.results[k])));
+        rp_rule.insert(rp_rule.end(), rp.begin(), rp.end());
+      }
+      const bool rule_layout = (op == Op::CustomJvp && graphs.size() == 1) || (op == Op::CustomVjp && graphs.size() == 2);
+      const std::vector<ValueType>& rp_here = rule_layout ? rp_rule : rp;
       const Graph& body = *g->graph;
       if (feed.size() != body.params.size()) throw InternalError("region_call: feed size differs from parameter count");
       for (auto f : feed)

@@ -87,6 +87,39 @@ void jvp_region(Emit& e, const Node& n, const std::vector<V>& x, const std::vect
         if (nz[k]) tangents[k] = all[k2++];
       return;
     }
+    case Op::CustomVjpLin:
+      throw ValueError("can't apply forward-mode differentiation to a qb.custom_vjp function (its derivative is "
+                       "only defined in reverse mode); use grad/vjp/jacrev, or a custom_jvp rule");
+    case Op::CustomVjp: {
+      // fwd, inlined, gives the outputs and the residuals; the output tangents are one
+      // custom_vjp_lin node (linear in the argument tangents) that transposes to bwd.
+      const auto na = static_cast<std::size_t>(n.attrs.num_consts), nres = static_cast<std::size_t>(n.attrs.num_carry);
+      for (std::size_t i = na; i < x.size(); ++i) {
+        if (t[i]) {
+          throw ValueError("custom_vjp: the function closes over a value that is being differentiated; bwd cannot "
+                           "return its cotangent, so pass that value as an argument (as JAX requires)");
+        }
+      }
+      auto r = inline_into(b, *n.regions[1], x);
+      const std::size_t no = n.outputs.size();
+      outs.assign(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(no));
+      std::vector<V> in(r.begin() + static_cast<std::ptrdiff_t>(no), r.begin() + static_cast<std::ptrdiff_t>(no + nres));
+      in.insert(in.end(), x.begin(), x.end());
+      for (std::size_t i = 0; i < na; ++i) {
+        if (!has_tangent(e.type(x[i]))) continue;
+        ValueType tt = e.type(x[i]);
+        tt.weak = false;
+        in.push_back(t[i] ? *t[i] : e.zeros(tt));
+      }
+      Attrs la;
+      la.num_consts = static_cast<std::int64_t>(nres + x.size());
+      la.num_carry = static_cast<std::int64_t>(nres);
+      auto lin = b.emit(Op::CustomVjpLin, in, std::move(la), Regions{n.regions[2]});
+      std::size_t k2 = 0;
+      for (std::size_t k = 0; k < no; ++k)
+        if (has_tangent(e.type(outs[k]))) tangents[k] = lin[k2++];
+      return;
+    }
     case Op::CustomJvp: {
       // The user's rule, inlined: its outputs are the primal outputs and their tangents.
       // Known-zero tangents of float args are passed as zeros (JAX's default); a captured

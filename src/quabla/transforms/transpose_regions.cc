@@ -366,8 +366,12 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
     return {};
   }
   switch (n.op) {
-    case Op::CustomJvp:
-      throw InternalError("transpose: a custom_jvp node is inlined by the JVP before any transpose");
+    case Op::CustomJvp: case Op::CustomVjp:
+      throw InternalError("transpose: custom rule nodes are replaced by the JVP before any transpose");
+    case Op::CustomVjpLin:
+      for (std::int64_t i = 0; i < n.attrs.num_consts; ++i)
+        if (lin[static_cast<std::size_t>(i)]) throw InternalError("transpose: custom_vjp residuals are not linear");
+      return {};  // every output is linear; the backward half reads the operands directly
     case Op::While:
       throw ValueError(
           "reverse-mode differentiation of qb.while_loop is not supported (a carry depends on the differentiated "
@@ -487,8 +491,19 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
     return e.zeros(t);
   };
   switch (n.op) {
-    case Op::CustomJvp:
-      throw InternalError("transpose: a custom_jvp node is inlined by the JVP before any transpose");
+    case Op::CustomJvp: case Op::CustomVjp:
+      throw InternalError("transpose: custom rule nodes are replaced by the JVP before any transpose");
+    case Op::CustomVjpLin: {
+      // bwd(residuals, output cotangents, operands) -> the argument tangents' cotangents.
+      const auto nl = static_cast<std::size_t>(n.attrs.num_consts), nres = static_cast<std::size_t>(n.attrs.num_carry);
+      std::vector<V> args(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(nres));
+      for (std::size_t k = 0; k < n.outputs.size(); ++k) args.push_back(ct_or_zero(k));
+      args.insert(args.end(), x.begin() + static_cast<std::ptrdiff_t>(nres), x.begin() + static_cast<std::ptrdiff_t>(nl));
+      auto r = inline_into(e.b, *n.regions[0], args);
+      for (std::size_t m = 0; m < r.size(); ++m)
+        if (lin[nl + m]) out[nl + m] = r[m];
+      return out;
+    }
     case Op::While:
       throw InternalError("transpose: while_loop has no transpose");
     case Op::Cond: {

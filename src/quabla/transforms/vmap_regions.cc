@@ -65,6 +65,19 @@ std::vector<V> vmap_region(Emit& e, std::int64_t batch, const Node& n, const std
                            const std::vector<bool>& bx, std::vector<bool>& ob) {
   Builder& b = e.b;
   switch (n.op) {
+    case Op::CustomVjp: case Op::CustomVjpLin: {
+      // Every operand lifted to batched and every body batched for that (bwd's residual and
+      // cotangent parameters come from batched values too).
+      std::vector<V> in;
+      for (std::size_t i = 0; i < x.size(); ++i) in.push_back(bx[i] ? x[i] : lift(e, batch, x[i]));
+      Regions regions;
+      for (const auto& r : n.regions) {
+        std::vector<bool> every(r->params.size(), true), all(r->results.size(), true);
+        regions.push_back(std::make_shared<const Graph>(batch_body(*r, every, batch, all)));
+      }
+      ob.assign(n.outputs.size(), true);
+      return b.emit(n.op, in, n.attrs, std::move(regions));
+    }
     case Op::CustomJvp: {
       // Every operand lifted to batched, both bodies batched for that, every result batched
       // (the rule's tangent parameters are batched like their arguments: all of them).

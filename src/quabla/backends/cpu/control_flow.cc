@@ -46,7 +46,9 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
   const Node& n = g.nodes[s.node];
   auto operand = [&](std::size_t i) -> const BufferPtr& { return env[n.inputs[i]]; };
   switch (n.op) {
-    case Op::CustomJvp: {  // the primal body; the rule only matters to the JVP transform
+    case Op::CustomVjpLin:
+      throw InternalError("cpu: custom_vjp_lin is rejected when the program is compiled");
+    case Op::CustomJvp: case Op::CustomVjp: {  // the primal body; the rules only matter to transforms
       std::vector<BufferPtr> args;
       for (std::size_t i = 0; i < n.inputs.size(); ++i) args.push_back(operand(i));
       auto outs = s.regions[0]->run_owned(std::move(args));

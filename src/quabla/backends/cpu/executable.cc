@@ -39,8 +39,13 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
       continue;
     }
     Step s = plain_step(g, users, i, is_scalar_value, is_trans_view);
-    // A custom_jvp's rule region is never run (the JVP transform inlines it): not compiled.
-    const std::size_t compiled = n.op == Op::CustomJvp ? 1 : n.regions.size();
+    if (n.op == Op::CustomVjpLin) {
+      throw ValueError("can't apply forward-mode differentiation (jvp, jacfwd, hessian's inner jacfwd) to a "
+                       "qb.custom_vjp function; use reverse mode (grad, vjp, jacrev), or give the function a "
+                       "custom_jvp rule instead");
+    }
+    // Custom rules' regions are never run (the transforms inline them): only the body is compiled.
+    const std::size_t compiled = n.op == Op::CustomJvp || n.op == Op::CustomVjp ? 1 : n.regions.size();
     for (std::size_t k = 0; k < compiled; ++k) s.regions.push_back(std::make_shared<const Executable>(n.regions[k]));
     steps_.push_back(std::move(s));
   }
@@ -513,7 +518,7 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
                    alloc());
       return;
     }
-    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp:
+    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin:
       f.region();
       return;
     case Op::MatMul: {
