@@ -338,3 +338,84 @@ class custom_vjp:
                                 f"argument {_describe(a)}; cotangents have their argument's shape and dtype")
             out.append(c)
         return out
+
+
+class checkpoint_policies:
+    """Which intermediates a checkpointed block keeps for reverse mode (jax's names)."""
+
+    @staticmethod
+    def nothing_saveable(*_args, **_kwargs):
+        return False
+
+    @staticmethod
+    def everything_saveable(*_args, **_kwargs):
+        return True
+
+
+def checkpoint(fun: Callable = None, *, prevent_cse: bool = True, policy: Callable = None,
+               static_argnums: Sequence[int] = ()):
+    """checkpoint(fun) / remat: reverse mode through fun stores only its inputs and
+    recomputes its intermediates in the backward pass (one checkpoint IR node).
+
+    policy: None or ``checkpoint_policies.nothing_saveable`` (recompute everything),
+    ``checkpoint_policies.everything_saveable`` (an ordinary call: nothing recomputed).
+    static_argnums are passed through as Python values. The recomputation runs in the
+    node's own region, so it is never merged with the forward pass (prevent_cse is always
+    in effect; the flag is accepted for JAX compatibility).
+    """
+    if fun is None:
+        return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)
+    if not callable(fun):
+        raise TypeError(f"checkpoint: expected a function, got {type(fun).__name__}")
+    if policy not in (None, checkpoint_policies.nothing_saveable, checkpoint_policies.everything_saveable):
+        raise NotImplementedError("checkpoint: supported policies are checkpoint_policies.nothing_saveable and "
+                                  "everything_saveable")
+    static = tuple(int(i) for i in static_argnums)
+    name = getattr(fun, "__name__", "function")
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        if policy is checkpoint_policies.everything_saveable:
+            return fun(*args)
+        fixed = {i % len(args): args[i] for i in static if -len(args) <= i < len(args)}
+        dyn = [a for i, a in enumerate(args) if i not in fixed]
+        paths, in_def = _tree.flatten_with_path(dyn)
+        leaves, weak = [], []
+        for path, leaf in paths:
+            a, w = _leaf_array(leaf, f"checkpoint({name}): argument {_tree.keystr(path, 'args')}")
+            leaves.append(a)
+            weak.append(w)
+
+        def call(f, params):
+            d = iter(_tree.unflatten(in_def, params))
+            return f(*[fixed[i] if i in fixed else next(d) for i in range(len(args))])
+
+        region = _Region(fun, f"checkpoint({name})", call, [_spec(a, w) for a, w in zip(leaves, weak)])
+        try:
+            out_leaves, out_def = _tree.flatten(region.out)
+            outs = []
+            for k, o in enumerate(out_leaves):
+                if not isinstance(o, (_core.Array, int, float)):
+                    raise TypeError(f"checkpoint({name}): the function must return arrays, got {type(o).__name__}")
+                outs.append(o if isinstance(o, _core.Array) else _core.asarray(o))
+        except BaseException:
+            region.close()
+            raise
+        graph, captured, _ = region.finish(outs)
+        nl = len(leaves)
+        feed = list(range(nl)) + [nl + i for i in range(len(captured))]
+        results = _core.region_call("checkpoint", [(graph, feed)], leaves + captured)
+        return _tree.unflatten(out_def, results)
+
+    return wrapped
+
+
+remat = checkpoint
+
+
+def stop_gradient(x):
+    """stop_gradient(x): x with a zero derivative; x may be an array, a Python number or
+    any pytree of them (as jax.lax.stop_gradient)."""
+    if isinstance(x, _core.Array) or isinstance(x, (int, float)):
+        return _core.stop_gradient(x)
+    return _tree.map(_core.stop_gradient, x)

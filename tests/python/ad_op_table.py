@@ -222,6 +222,7 @@ CASES = [
     Case("custom_vjp", lambda x: _cube_custom(qb.sin(x)) + x, [(S, -2, 2)], reverse_only=True),
     Case("custom_vjp_lin", lambda x: qb.grad(lambda z: qb.sum(_cube_custom(z * z)))(x) * x, [(S, -2, 2)],
          reverse_only=True, ops=()),  # the lin node lives only inside the vjp transform
+    Case("checkpoint", lambda x: qb.checkpoint(lambda z: qb.sin(z) * z)(x) * x + x, [(S, -2, 2)]),
     # Products
     Case("matmul", lambda x, y: x @ y + qb.reshape(x @ y[:, 0], (3, 1)) * (x[0] @ y), [(S, -2, 2), ((4, 2), -2, 2)]),
     # Control flow (regions). Both branches of cond are taken (one per call); under vmap the

@@ -106,6 +106,10 @@ std::vector<ValueType> infer_region_types(Op op, std::span<const ValueType> in, 
         if (!same(rule_res[k], want[k])) fail(op, "rule result " + std::to_string(k) + " is " + rule_res[k].str() + ", expected " + want[k].str());
       return res;
     }
+    case Op::Checkpoint:
+      if (regions.size() != 1) fail(op, "needs one region (the body)");
+      expect_params(op, "body", *regions[0], ins);
+      return result_types(*regions[0]);
     case Op::CustomVjp: {
       if (regions.size() != 3) fail(op, "needs three regions (primal, fwd, bwd)");
       if (a.num_consts < 0 || a.num_consts > static_cast<std::int64_t>(ins.size()) || a.num_carry < 0) {

@@ -38,6 +38,7 @@ bool is_elementwise(Op op) {
     case Op::ReduceAll: case Op::Cumsum: case Op::MatMul: case Op::Gather: case Op::ScatterAdd:
     case Op::Take: case Op::Scatter: case Op::Argsort: case Op::SearchSorted:
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin:
+    case Op::Checkpoint:
       return false;
   }
   return false;
@@ -45,7 +46,7 @@ bool is_elementwise(Op op) {
 
 bool has_regions(Op op) {
   return op == Op::Cond || op == Op::Scan || op == Op::While || op == Op::CustomJvp || op == Op::CustomVjp ||
-         op == Op::CustomVjpLin;
+         op == Op::CustomVjpLin || op == Op::Checkpoint;
 }
 
 }  // namespace qb

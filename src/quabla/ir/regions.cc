@@ -64,7 +64,7 @@ ScanLayout ScanLayout::of(const Node& n) {
 
 std::vector<bool> output_dependence(const Node& n, const std::vector<bool>& inputs) {
   switch (n.op) {
-    case Op::CustomJvp: case Op::CustomVjp:
+    case Op::CustomJvp: case Op::CustomVjp: case Op::Checkpoint:
       return result_dependence(*n.regions[0], inputs);
     case Op::CustomVjpLin: {
       bool any = false;

@@ -114,6 +114,7 @@ void bind_graph(nb::module_& m) {
     else if (kind == "while") op = Op::While;
     else if (kind == "custom_jvp") op = Op::CustomJvp;
     else if (kind == "custom_vjp") op = Op::CustomVjp;
+    else if (kind == "checkpoint") op = Op::Checkpoint;
     else throw ValueError("region_call: unknown kind " + kind);
     Attrs a;
     a.length = length;

@@ -87,6 +87,36 @@ void jvp_region(Emit& e, const Node& n, const std::vector<V>& x, const std::vect
         if (nz[k]) tangents[k] = all[k2++];
       return;
     }
+    case Op::Checkpoint: {
+      // A checkpoint of the JVP'd body: primal outputs, then the nonzero tangents.
+      std::vector<bool> wrt;
+      for (const auto& ti : t) wrt.push_back(ti.has_value());
+      std::vector<bool> nz;
+      const Graph j = jvp_of(*n.regions[0], wrt, &nz);
+      const auto ti = tangent_index(*n.regions[0]);
+      std::vector<ValueType> ptypes = param_types(*n.regions[0]);
+      std::vector<V> in(x.begin(), x.end());
+      for (std::size_t i = 0; i < x.size(); ++i)
+        if (wrt[i]) {
+          ptypes.push_back(e.type(*t[i]));
+          in.push_back(*t[i]);
+        }
+      const std::size_t nr = n.outputs.size();
+      Regions regions;
+      regions.push_back(std::make_shared<const Graph>(make_graph(ptypes, [&](Builder& bb, std::span<const V> ps) {
+        auto r = inline_into(bb, j, ps);
+        std::vector<V> res(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(nr));
+        for (std::size_t k = 0; k < nr; ++k)
+          if (ti[k] >= 0 && nz[static_cast<std::size_t>(ti[k])]) res.push_back(r[nr + static_cast<std::size_t>(ti[k])]);
+        return res;
+      })));
+      auto all = b.emit(Op::Checkpoint, in, n.attrs, std::move(regions));
+      outs.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(nr));
+      std::size_t k2 = nr;
+      for (std::size_t k = 0; k < nr; ++k)
+        if (ti[k] >= 0 && nz[static_cast<std::size_t>(ti[k])]) tangents[k] = all[k2++];
+      return;
+    }
     case Op::CustomVjpLin:
       throw ValueError("can't apply forward-mode differentiation to a qb.custom_vjp function (its derivative is "
                        "only defined in reverse mode); use grad/vjp/jacrev, or a custom_jvp rule");

@@ -368,6 +368,22 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
   switch (n.op) {
     case Op::CustomJvp: case Op::CustomVjp:
       throw InternalError("transpose: custom rule nodes are replaced by the JVP before any transpose");
+    case Op::Checkpoint: {
+      // The forward half computes only the non-linear outputs, from the non-linear operands;
+      // nothing inside the block is kept for the backward half.
+      std::vector<bool> keep_p, keep_r;
+      for (bool f : lin) keep_p.push_back(!f);
+      for (bool f : lin_out) keep_r.push_back(!f);
+      Regions regions{std::make_shared<const Graph>(restrict_graph(*n.regions[0], keep_p, keep_r))};
+      std::vector<V> in;
+      for (std::size_t i = 0; i < x.size(); ++i)
+        if (!lin[i]) in.push_back(x[i]);
+      auto outs = e.b.emit(Op::Checkpoint, in, n.attrs, std::move(regions));
+      std::size_t k = 0;
+      for (std::size_t j = 0; j < lin_out.size(); ++j)
+        if (!lin_out[j]) nonlinear_outs[j] = outs[k++];
+      return {};
+    }
     case Op::CustomVjpLin:
       for (std::int64_t i = 0; i < n.attrs.num_consts; ++i)
         if (lin[static_cast<std::size_t>(i)]) throw InternalError("transpose: custom_vjp residuals are not linear");
@@ -493,6 +509,21 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
   switch (n.op) {
     case Op::CustomJvp: case Op::CustomVjp:
       throw InternalError("transpose: custom rule nodes are replaced by the JVP before any transpose");
+    case Op::Checkpoint: {
+      // The transposed body recomputes the block's intermediates from its non-linear
+      // operands, inside its own region (so they are never merged with the forward pass's).
+      Regions regions{std::make_shared<const Graph>(transpose_only(*n.regions[0], lin, lin_out))};
+      std::vector<V> in;
+      for (std::size_t i = 0; i < x.size(); ++i)
+        if (!lin[i]) in.push_back(x[i]);
+      for (std::size_t j = 0; j < lin_out.size(); ++j)
+        if (lin_out[j] && has_tangent(g.type(n.outputs[j]))) in.push_back(ct_or_zero(j));
+      auto cts = e.b.emit(Op::Checkpoint, in, n.attrs, std::move(regions));
+      std::size_t k = 0;
+      for (std::size_t i = 0; i < lin.size(); ++i)
+        if (lin[i]) out[i] = cts[k++];
+      return out;
+    }
     case Op::CustomVjpLin: {
       // bwd(residuals, output cotangents, operands) -> the argument tangents' cotangents.
       const auto nl = static_cast<std::size_t>(n.attrs.num_consts), nres = static_cast<std::size_t>(n.attrs.num_carry);

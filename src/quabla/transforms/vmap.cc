@@ -190,7 +190,7 @@ struct Batcher {
       case Op::ScatterAdd:
         a.axis += 1;
         return e.b.emit(Op::ScatterAdd, all_batched(), std::move(a));
-      case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin:
+      case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
         throw InternalError("vmap: region ops are batched by vmap_regions.cc");
       case Op::MatMul: {
         // One operand unbatched and without batch axes of its own (the MLP case: per-example

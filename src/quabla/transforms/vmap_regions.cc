@@ -65,6 +65,12 @@ std::vector<V> vmap_region(Emit& e, std::int64_t batch, const Node& n, const std
                            const std::vector<bool>& bx, std::vector<bool>& ob) {
   Builder& b = e.b;
   switch (n.op) {
+    case Op::Checkpoint: {
+      std::vector<bool> all(n.regions[0]->results.size(), true);
+      Regions regions{std::make_shared<const Graph>(batch_body(*n.regions[0], bx, batch, all))};
+      ob.assign(n.outputs.size(), true);
+      return b.emit(Op::Checkpoint, x, n.attrs, std::move(regions));
+    }
     case Op::CustomVjp: case Op::CustomVjpLin: {
       // Every operand lifted to batched and every body batched for that (bwd's residual and
       // cotangent parameters come from batched values too).

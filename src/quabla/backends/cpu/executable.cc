@@ -518,7 +518,7 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
                    alloc());
       return;
     }
-    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin:
+    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
       f.region();
       return;
     case Op::MatMul: {
