@@ -41,12 +41,13 @@ def _leaf_array(x, what: str):
     raise TypeError(f"{what}: leaves must be arrays or Python numbers, got {type(x).__name__}")
 
 
-def _carry_leaves(tree, what: str):
-    """(leaf arrays, weak flags, treedef) of an initial carry; `what` names it in errors."""
+def _carry_leaves(tree, what: str, root: str = "carry"):
+    """(leaf arrays, weak flags, treedef) of an initial carry (or any operand pytree named
+    `root`); `what` names it in errors."""
     paths, treedef = _tree.flatten_with_path(tree)
     leaves, weak = [], []
     for path, leaf in paths:
-        a, w = _leaf_array(leaf, f"{what} {_tree.keystr(path, 'carry')}")
+        a, w = _leaf_array(leaf, f"{what} {_tree.keystr(path, root)}")
         leaves.append(a)
         weak.append(w)
     return leaves, weak, treedef
@@ -332,12 +333,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
                         f"qb.where(pred, a, b), or reduce pred with qb.all/qb.any")
     if pred.dtype != _core.bool_:
         pred = pred != 0
-    op_paths, op_def = _tree.flatten_with_path(list(operands))
-    op_leaves, op_weak = [], []
-    for path, leaf in op_paths:
-        a, w = _leaf_array(leaf, f"cond: operand {_tree.keystr(path, 'operands')}")
-        op_leaves.append(a)
-        op_weak.append(w)
+    op_leaves, op_weak, op_def = _carry_leaves(list(operands), "cond: operand", "operands")
 
     def call(fun, params):
         return fun(*_tree.unflatten(op_def, params))

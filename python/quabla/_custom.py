@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from . import _core
 from . import tree as _tree
-from ._control import _Region, _leaf_array, _spec
+from ._control import _Region, _carry_leaves, _spec
 
 _FLOATS = (_core.float32, _core.float64)
 
@@ -95,12 +95,7 @@ class custom_jvp:
                 raise ValueError(f"custom_jvp({name}): nondiff_argnums {i} is out of range for {len(args)} arguments")
         nondiff = [a for i, a in enumerate(args) if i in self.nondiff_argnums]
         diff = [a for i, a in enumerate(args) if i not in self.nondiff_argnums]
-        paths, in_def = _tree.flatten_with_path(diff)
-        leaves, weak = [], []
-        for path, leaf in paths:
-            a, w = _leaf_array(leaf, f"custom_jvp({name}): argument {_tree.keystr(path, 'args')}")
-            leaves.append(a)
-            weak.append(w)
+        leaves, weak, in_def = _carry_leaves(diff, f"custom_jvp({name}): argument", "args")
         nl = len(leaves)
         floats = [k for k, a in enumerate(leaves) if a.dtype in _FLOATS]
 
@@ -221,12 +216,7 @@ class custom_vjp:
         nondiff = [a for i, a in enumerate(args) if i in self.nondiff_argnums]
         diff = [a for i, a in enumerate(args) if i not in self.nondiff_argnums]
         arg_trees = [_tree.flatten(a) for a in diff]
-        paths, in_def = _tree.flatten_with_path(diff)
-        leaves, weak = [], []
-        for path, leaf in paths:
-            a, w = _leaf_array(leaf, f"custom_vjp({name}): argument {_tree.keystr(path, 'args')}")
-            leaves.append(a)
-            weak.append(w)
+        leaves, weak, in_def = _carry_leaves(diff, f"custom_vjp({name}): argument", "args")
         nl = len(leaves)
         floats = [k for k, a in enumerate(leaves) if a.dtype in _FLOATS]
         specs = [_spec(a, w) for a, w in zip(leaves, weak)]
@@ -379,12 +369,7 @@ def checkpoint(fun: Callable = None, *, prevent_cse: bool = True, policy: Callab
             return fun(*args)
         fixed = {i % len(args): args[i] for i in static if -len(args) <= i < len(args)}
         dyn = [a for i, a in enumerate(args) if i not in fixed]
-        paths, in_def = _tree.flatten_with_path(dyn)
-        leaves, weak = [], []
-        for path, leaf in paths:
-            a, w = _leaf_array(leaf, f"checkpoint({name}): argument {_tree.keystr(path, 'args')}")
-            leaves.append(a)
-            weak.append(w)
+        leaves, weak, in_def = _carry_leaves(dyn, f"checkpoint({name}): argument", "args")
 
         def call(f, params):
             d = iter(_tree.unflatten(in_def, params))
