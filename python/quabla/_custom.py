@@ -22,7 +22,48 @@ def _describe(a) -> str:
     return f"{a.dtype.name}{list(a.shape)}"
 
 
-class custom_jvp:
+class _CustomRule:
+    """What custom_jvp and custom_vjp share: the wrapped function, nondiff_argnums, and
+    splitting a call's arguments into the static ones and the differentiable leaves."""
+
+    kind = "custom"
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        if not callable(fun):
+            raise TypeError(f"{self.kind}: expected a function, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(int(i) for i in nondiff_argnums)
+        self._in_rule = 0  # > 0 while this function's own rules are being traced
+
+    @property
+    def _name(self) -> str:
+        return getattr(self.fun, "__name__", "function")
+
+    def _merge(self, nondiff, diff):
+        """The full positional argument list from the nondiff and the differentiable ones."""
+        args, nd, d = [], list(nondiff), list(diff)
+        n = len(nd) + len(d)
+        static = {i % n for i in self.nondiff_argnums} if n else set()
+        for i in range(n):
+            args.append(nd.pop(0) if i in static else d.pop(0))
+        return args
+
+    def _split(self, args):
+        """(nondiff args, diff args, their leaf arrays, weak flags, treedef, float leaf positions)."""
+        name = self._name
+        for i in self.nondiff_argnums:
+            if not -len(args) <= i < len(args):
+                raise ValueError(f"{self.kind}({name}): nondiff_argnums {i} is out of range for {len(args)} arguments")
+        static = {i % len(args) for i in self.nondiff_argnums}
+        nondiff = [a for i, a in enumerate(args) if i in static]
+        diff = [a for i, a in enumerate(args) if i not in static]
+        leaves, weak, in_def = _carry_leaves(diff, f"{self.kind}({name}): argument", "args")
+        floats = [k for k, a in enumerate(leaves) if a.dtype in _FLOATS]
+        return nondiff, diff, leaves, weak, in_def, floats
+
+
+class custom_jvp(_CustomRule):
     """custom_jvp(fun, nondiff_argnums=()): fun with a user-defined JVP rule.
 
     ``@f.defjvp`` registers ``rule(primals, tangents) -> (primal_out, tangent_out)`` (with
@@ -31,18 +72,11 @@ class custom_jvp:
     its output structure, shapes and dtypes are checked against fun's.
     """
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        if not callable(fun):
-            raise TypeError(f"custom_jvp: expected a function, got {type(fun).__name__}")
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(int(i) for i in nondiff_argnums)
-        self.jvp = None
-        self._in_rule = 0  # > 0 while this function's own rule is being traced
+    kind = "custom_jvp"
 
-    @property
-    def _name(self) -> str:
-        return getattr(self.fun, "__name__", "function")
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        super().__init__(fun, nondiff_argnums)
+        self.jvp = None
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
         if not callable(jvp):
@@ -74,13 +108,6 @@ class custom_jvp:
         self.jvp = rule
         return rule
 
-    def _merge(self, nondiff, diff):
-        """The full positional argument list from the nondiff and the differentiable ones."""
-        args, nd, d = [], list(nondiff), list(diff)
-        for i in range(len(nd) + len(d)):
-            args.append(nd.pop(0) if i in self.nondiff_argnums else d.pop(0))
-        return args
-
     def __call__(self, *args: Any):
         name = self._name
         if self._in_rule:
@@ -90,14 +117,8 @@ class custom_jvp:
             return self.fun(*args)
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-        for i in self.nondiff_argnums:
-            if not -len(args) <= i < len(args):
-                raise ValueError(f"custom_jvp({name}): nondiff_argnums {i} is out of range for {len(args)} arguments")
-        nondiff = [a for i, a in enumerate(args) if i in self.nondiff_argnums]
-        diff = [a for i, a in enumerate(args) if i not in self.nondiff_argnums]
-        leaves, weak, in_def = _carry_leaves(diff, f"custom_jvp({name}): argument", "args")
+        nondiff, diff, leaves, weak, in_def, floats = self._split(args)
         nl = len(leaves)
-        floats = [k for k, a in enumerate(leaves) if a.dtype in _FLOATS]
 
         def call_fun(fun, params):
             return fun(*self._merge(nondiff, _tree.unflatten(in_def, params)))
@@ -174,7 +195,7 @@ def _weak_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-class custom_vjp:
+class custom_vjp(_CustomRule):
     """custom_vjp(fun, nondiff_argnums=()): fun with a user-defined VJP.
 
     ``f.defvjp(fwd, bwd)``: ``fwd(*args) -> (out, residuals)`` (residuals any pytree of
@@ -183,18 +204,12 @@ class custom_vjp:
     them. Reverse mode (grad, vjp, jacrev) uses the rule; forward mode raises, as in JAX.
     """
 
+    kind = "custom_vjp"
+
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        if not callable(fun):
-            raise TypeError(f"custom_vjp: expected a function, got {type(fun).__name__}")
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(int(i) for i in nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.fwd = None
         self.bwd = None
-        self._in_rule = 0
-
-    _name = custom_jvp._name
-    _merge = custom_jvp._merge
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False):
         for f, what in ((fwd, "fwd"), (bwd, "bwd")):
@@ -210,15 +225,9 @@ class custom_vjp:
             return self.fun(*args)
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-        for i in self.nondiff_argnums:
-            if not -len(args) <= i < len(args):
-                raise ValueError(f"custom_vjp({name}): nondiff_argnums {i} is out of range for {len(args)} arguments")
-        nondiff = [a for i, a in enumerate(args) if i in self.nondiff_argnums]
-        diff = [a for i, a in enumerate(args) if i not in self.nondiff_argnums]
+        nondiff, diff, leaves, weak, in_def, floats = self._split(args)
         arg_trees = [_tree.flatten(a) for a in diff]
-        leaves, weak, in_def = _carry_leaves(diff, f"custom_vjp({name}): argument", "args")
         nl = len(leaves)
-        floats = [k for k, a in enumerate(leaves) if a.dtype in _FLOATS]
         specs = [_spec(a, w) for a, w in zip(leaves, weak)]
 
         def call_fun(fun, params):

@@ -12,6 +12,7 @@ import operator
 
 from . import _core
 from ._core import Array
+from ._numpy_extra import _axis, moveaxis
 
 _static_getitem = _core.Array.__getitem__
 
@@ -51,12 +52,15 @@ def _as_index_array(item):
 def _needs_dynamic(index):
     items = index if isinstance(index, tuple) else (index,)
     for it in items:
-        if isinstance(it, (Array, list)) or (hasattr(it, "__array__") and not isinstance(it, (int, float))
-                                              and getattr(it, "ndim", 0) != 0):
-            return True
-        if isinstance(it, Array):
+        if isinstance(it, (Array, list)) or (hasattr(it, "__array__") and getattr(it, "ndim", 0) != 0):
             return True
     return False
+
+
+def _is_int_scalar(it) -> bool:
+    """A Python or NumPy integer (not a bool, not an array of any rank)."""
+    return (hasattr(it, "__index__") and not isinstance(it, (bool, Array))
+            and getattr(it, "ndim", 0) == 0 and getattr(getattr(it, "dtype", None), "kind", "i") != "b")
 
 
 def _expand(x, index):
@@ -64,8 +68,7 @@ def _expand(x, index):
     items = list(index) if isinstance(index, tuple) else [index]
     parsed = []
     for it in items:
-        if isinstance(it, (int,)) and not isinstance(it, bool) or (hasattr(it, "__index__") and not isinstance(
-                it, (Array, bool)) and getattr(it, "ndim", 0) == 0 and not isinstance(it, float)):
+        if _is_int_scalar(it):
             parsed.append(("int", operator.index(it)))
             continue
         arr = _as_index_array(it)
@@ -114,8 +117,7 @@ def _resolve(x, index):
     positions = [p for p, _ in adv]
     adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
     sizes = [y.shape[p] for p in positions]
-    arrays = [a if isinstance(a, Array) else _core.asarray(a, dtype=_core.int64) for _, a in adv]
-    arrays = [_core.asarray(a, dtype=_core.int64) if not isinstance(a, Array) else a for a in arrays]
+    arrays = [a for _, a in adv]
     target = positions[0] if adjacent else 0
     rest = [d for d in range(y.ndim) if d not in positions]
     perm = rest[:target] + positions + rest[target:]
@@ -312,13 +314,6 @@ def _int_array(x, fname):
     return a
 
 
-def _normalize_axis(axis, ndim, fname):
-    axis = operator.index(axis)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{fname}: axis {axis} is out of bounds for an array of dimension {ndim}")
-    return axis % ndim
-
-
 def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False, indices_are_sorted=False):
     """jnp.take: elements of `a` at integer `indices` along `axis` (flattened when None).
 
@@ -328,7 +323,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
     if axis is None:
         a = _core.reshape(a, (-1,))
         axis = 0
-    axis = _normalize_axis(axis, a.ndim, "take")
+    axis = _axis(axis, a.ndim, "take")
     idx = _int_array(indices, "take")
     n = a.shape[axis]
     if mode == "wrap":
@@ -350,7 +345,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     if idx.ndim != arr.ndim:
         raise ValueError(f"take_along_axis: indices and arr must have the same number of dimensions, "
                          f"got {idx.ndim} and {arr.ndim}")
-    axis = _normalize_axis(axis, arr.ndim, "take_along_axis")
+    axis = _axis(axis, arr.ndim, "take_along_axis")
     # Every other axis indexes with an iota broadcast against the indices (NumPy's rule).
     out_shape = []
     for d in range(arr.ndim):
@@ -443,16 +438,6 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
 
 # ---- sorting and selection
 
-def _to_last(x, axis):
-    return x if axis in (-1, x.ndim - 1) else _core.moveaxis(x, axis, -1) if hasattr(_core, "moveaxis") else None
-
-
-def _moveaxis(x, src, dst):
-    from ._numpy_extra import moveaxis
-
-    return moveaxis(x, src, dst)
-
-
 def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     """jnp.argsort: the stable sorting permutation along `axis` (NaN last)."""
     a = a if isinstance(a, Array) else _core.asarray(a)
@@ -463,11 +448,11 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
         axis = -1
     if a.ndim == 0:
         raise ValueError("argsort: needs an array of rank >= 1")
-    axis = _normalize_axis(axis, a.ndim, "argsort")
+    axis = _axis(axis, a.ndim, "argsort")
     last = axis == a.ndim - 1
-    x = a if last else _moveaxis(a, axis, -1)
+    x = a if last else moveaxis(a, axis, -1)
     r = _core._argsort(x, bool(descending))
-    return r if last else _moveaxis(r, -1, axis)
+    return r if last else moveaxis(r, -1, axis)
 
 
 def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
@@ -492,7 +477,7 @@ def _arg_extremum(a, axis, keepdims, largest, fname):
         flat = False
     if a.size == 0:
         raise ValueError(f"attempt to get {fname} of an empty sequence")
-    axis = _normalize_axis(axis, a.ndim, fname)
+    axis = _axis(axis, a.ndim, fname)
     if a.dtype == _core.bool_:
         a = _core.astype(a, _core.int32)
     m = _core.max(a, axis=axis, keepdims=True) if largest else _core.min(a, axis=axis, keepdims=True)

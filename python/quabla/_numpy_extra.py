@@ -5,6 +5,7 @@ differentiable, batchable ops, differentiates, vmaps and jits like the ops it is
 """
 from __future__ import annotations
 
+import operator
 from typing import Sequence, Union
 
 from . import _core
@@ -20,8 +21,9 @@ def _arr(x):
 
 
 def _axis(axis: int, ndim: int, name: str) -> int:
-    if isinstance(axis, bool) or not isinstance(axis, int):
+    if isinstance(axis, bool) or not hasattr(axis, "__index__") or isinstance(axis, _core.Array):
         raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}")
+    axis = operator.index(axis)  # NumPy integers too
     if not -ndim <= axis < ndim:
         raise ValueError(f"{name}: axis {axis} is out of range for an array of rank {ndim}")
     return axis % ndim

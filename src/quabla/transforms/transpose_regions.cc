@@ -355,6 +355,59 @@ std::vector<V> without_linear_operands(Emit& e, const Node& n, const std::vector
   return e.b.emit(n.op, in, std::move(a), std::move(regions));
 }
 
+// The forward half of a node whose regions take its operands from `first` on (cond: after
+// the predicate, which is kept as is): the op over the non-linear operands, each region
+// restricted to the non-linear parameters and results. Returns, per output, the non-linear
+// ones (0 for the linear outputs).
+std::vector<V> emit_nonlinear_half(Emit& e, const Node& n, std::size_t first, const std::vector<bool>& lin,
+                                   const std::vector<bool>& lin_out, const std::vector<V>& x) {
+  std::vector<bool> keep_p, keep_r;
+  for (std::size_t i = first; i < lin.size(); ++i) keep_p.push_back(!lin[i]);
+  for (bool f : lin_out) keep_r.push_back(!f);
+  Regions regions;
+  for (const auto& r : n.regions) regions.push_back(std::make_shared<const Graph>(restrict_graph(*r, keep_p, keep_r)));
+  std::vector<V> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(first));
+  for (std::size_t i = first; i < x.size(); ++i)
+    if (!lin[i]) in.push_back(x[i]);
+  auto outs = e.b.emit(n.op, in, n.attrs, std::move(regions));
+  std::vector<V> nonlinear(n.outputs.size(), 0);
+  std::size_t k = 0;
+  for (std::size_t j = 0; j < lin_out.size(); ++j)
+    if (!lin_out[j]) nonlinear[j] = outs[k++];
+  return nonlinear;
+}
+
+// Its backward half: the op over the kept and non-linear operands and the linear outputs'
+// cotangents, each region transposed (recomputing what it needs from the non-linear
+// operands). Returns a cotangent per linear operand (nullopt elsewhere).
+std::vector<std::optional<V>> emit_transposed_half(Emit& e, const Graph& g, const Node& n, std::size_t first,
+                                                   const std::vector<bool>& lin, const std::vector<bool>& lin_out,
+                                                   const std::vector<V>& x,
+                                                   const std::vector<std::optional<V>>& ct_out, Attrs attrs) {
+  std::vector<bool> linear(lin.begin() + static_cast<std::ptrdiff_t>(first), lin.end());
+  Regions regions;
+  for (const auto& r : n.regions) regions.push_back(std::make_shared<const Graph>(transpose_only(*r, linear, lin_out)));
+  std::vector<V> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(first));
+  for (std::size_t i = first; i < x.size(); ++i)
+    if (!lin[i]) in.push_back(x[i]);
+  for (std::size_t j = 0; j < lin_out.size(); ++j) {
+    if (!lin_out[j] || !has_tangent(g.type(n.outputs[j]))) continue;
+    if (ct_out[j]) {
+      in.push_back(*ct_out[j]);
+    } else {
+      ValueType t = g.type(n.outputs[j]);
+      t.weak = false;
+      in.push_back(e.zeros(t));
+    }
+  }
+  auto cts = e.b.emit(n.op, in, std::move(attrs), std::move(regions));
+  std::vector<std::optional<V>> out(n.inputs.size());
+  std::size_t k = 0;
+  for (std::size_t i = first; i < lin.size(); ++i)
+    if (lin[i]) out[i] = cts[k++];
+  return out;
+}
+
 }  // namespace
 
 RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vector<bool>& lin,
@@ -368,22 +421,10 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
   switch (n.op) {
     case Op::CustomJvp: case Op::CustomVjp:
       throw InternalError("transpose: custom rule nodes are replaced by the JVP before any transpose");
-    case Op::Checkpoint: {
-      // The forward half computes only the non-linear outputs, from the non-linear operands;
-      // nothing inside the block is kept for the backward half.
-      std::vector<bool> keep_p, keep_r;
-      for (bool f : lin) keep_p.push_back(!f);
-      for (bool f : lin_out) keep_r.push_back(!f);
-      Regions regions{std::make_shared<const Graph>(restrict_graph(*n.regions[0], keep_p, keep_r))};
-      std::vector<V> in;
-      for (std::size_t i = 0; i < x.size(); ++i)
-        if (!lin[i]) in.push_back(x[i]);
-      auto outs = e.b.emit(Op::Checkpoint, in, n.attrs, std::move(regions));
-      std::size_t k = 0;
-      for (std::size_t j = 0; j < lin_out.size(); ++j)
-        if (!lin_out[j]) nonlinear_outs[j] = outs[k++];
+    case Op::Checkpoint:
+      // Nothing inside the block is kept: the backward half recomputes it.
+      nonlinear_outs = emit_nonlinear_half(e, n, 0, lin, lin_out, x);
       return {};
-    }
     case Op::CustomVjpLin:
       for (std::int64_t i = 0; i < n.attrs.num_consts; ++i)
         if (lin[static_cast<std::size_t>(i)]) throw InternalError("transpose: custom_vjp residuals are not linear");
@@ -393,21 +434,9 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
           "reverse-mode differentiation of qb.while_loop is not supported (a carry depends on the differentiated "
           "values and its trip count is only known at run time). Use qb.fori_loop(0, max_steps, body, init) with a bound on the steps, freezing the carry once done "
           "with qb.where(done, carry, new_carry); forward mode (qb.jvp, qb.jacfwd) does work through while_loop");
-    case Op::Cond: {
-      std::vector<bool> keep_p, keep_r;
-      for (std::size_t i = 1; i < lin.size(); ++i) keep_p.push_back(!lin[i]);
-      for (bool f : lin_out) keep_r.push_back(!f);
-      Regions regions;
-      for (const auto& r : n.regions) regions.push_back(std::make_shared<const Graph>(restrict_graph(*r, keep_p, keep_r)));
-      std::vector<V> in{x[0]};
-      for (std::size_t i = 1; i < x.size(); ++i)
-        if (!lin[i]) in.push_back(x[i]);
-      auto outs = e.b.emit(Op::Cond, in, n.attrs, std::move(regions));
-      std::size_t k = 0;
-      for (std::size_t j = 0; j < lin_out.size(); ++j)
-        if (!lin_out[j]) nonlinear_outs[j] = outs[k++];
+    case Op::Cond:
+      nonlinear_outs = emit_nonlinear_half(e, n, 1, lin, lin_out, x);
       return {};
-    }
     case Op::Scan: {
       auto parts = std::make_shared<const ScanParts>(n, lin, lin_out);
       const ScanParts& sp = *parts;
@@ -509,21 +538,10 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
   switch (n.op) {
     case Op::CustomJvp: case Op::CustomVjp:
       throw InternalError("transpose: custom rule nodes are replaced by the JVP before any transpose");
-    case Op::Checkpoint: {
+    case Op::Checkpoint:
       // The transposed body recomputes the block's intermediates from its non-linear
       // operands, inside its own region (so they are never merged with the forward pass's).
-      Regions regions{std::make_shared<const Graph>(transpose_only(*n.regions[0], lin, lin_out))};
-      std::vector<V> in;
-      for (std::size_t i = 0; i < x.size(); ++i)
-        if (!lin[i]) in.push_back(x[i]);
-      for (std::size_t j = 0; j < lin_out.size(); ++j)
-        if (lin_out[j] && has_tangent(g.type(n.outputs[j]))) in.push_back(ct_or_zero(j));
-      auto cts = e.b.emit(Op::Checkpoint, in, n.attrs, std::move(regions));
-      std::size_t k = 0;
-      for (std::size_t i = 0; i < lin.size(); ++i)
-        if (lin[i]) out[i] = cts[k++];
-      return out;
-    }
+      return emit_transposed_half(e, g, n, 0, lin, lin_out, x, ct_out, n.attrs);
     case Op::CustomVjpLin: {
       // bwd(residuals, output cotangents, operands) -> the argument tangents' cotangents.
       const auto nl = static_cast<std::size_t>(n.attrs.num_consts), nres = static_cast<std::size_t>(n.attrs.num_carry);
@@ -537,21 +555,8 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
     }
     case Op::While:
       throw InternalError("transpose: while_loop has no transpose");
-    case Op::Cond: {
-      std::vector<bool> linear(lin.begin() + 1, lin.end());
-      Regions regions;
-      for (const auto& r : n.regions) regions.push_back(std::make_shared<const Graph>(transpose_only(*r, linear, lin_out)));
-      std::vector<V> in{x[0]};
-      for (std::size_t i = 1; i < x.size(); ++i)
-        if (!lin[i]) in.push_back(x[i]);
-      for (std::size_t j = 0; j < lin_out.size(); ++j)
-        if (lin_out[j] && has_tangent(g.type(n.outputs[j]))) in.push_back(ct_or_zero(j));
-      auto cts = e.b.emit(Op::Cond, in, Attrs{}, std::move(regions));
-      std::size_t k = 0;
-      for (std::size_t i = 1; i < lin.size(); ++i)
-        if (lin[i]) out[i] = cts[k++];
-      return out;
-    }
+    case Op::Cond:
+      return emit_transposed_half(e, g, n, 1, lin, lin_out, x, ct_out, Attrs{});
     case Op::Scan: {
       const ScanParts& sp = *static_cast<const ScanParts*>(res.derived.get());
       const auto plan = sp.plan();
