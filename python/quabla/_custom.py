@@ -22,6 +22,72 @@ def _describe(a) -> str:
     return f"{a.dtype.name}{list(a.shape)}"
 
 
+class SymbolicZero:
+    """A tangent or cotangent known to be zero, passed to (and accepted from) custom rules
+    defined with ``symbolic_zeros=True`` (as jax.custom_derivatives.SymbolicZero). It is a
+    marker, not an array: test for it with ``isinstance`` or ``type(t) is SymbolicZero``,
+    and use ``t.instantiate()`` for an array of zeros."""
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def instantiate(self):
+        return _core.zeros(self.shape, dtype=self.dtype)
+
+    def __repr__(self) -> str:
+        return f"SymbolicZero({self.dtype.name}{list(self.shape)})"
+
+    def __array__(self, *_args, **_kwargs):
+        raise TypeError("a SymbolicZero is a marker for a zero tangent, not an array; call .instantiate() for zeros")
+
+    def _refuse(self, *_args, **_kwargs):
+        raise TypeError("a SymbolicZero is a marker for a zero tangent, not an array: test for it "
+                        "(isinstance(t, qb.custom_derivatives.SymbolicZero)) or call t.instantiate() for zeros")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __neg__ = __matmul__ = __rmatmul__ = __pow__ = __getitem__ = _refuse
+
+
+class CustomVJPPrimal:
+    """An argument of a custom_vjp ``fwd`` defined with ``symbolic_zeros=True``: its
+    ``value`` and whether it is ``perturbed`` (may carry a nonzero tangent)."""
+
+    __slots__ = ("value", "perturbed")
+
+    def __init__(self, value, perturbed: bool):
+        self.value = value
+        self.perturbed = bool(perturbed)
+
+    def __repr__(self) -> str:
+        return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
+
+
+def zero_from_primal(val, symbolic_zeros: bool = False):
+    """A zero tangent for each leaf of ``val``: SymbolicZero markers when symbolic_zeros,
+    else arrays of zeros."""
+    def one(x):
+        a = x if isinstance(x, _core.Array) else _core.asarray(x)
+        return SymbolicZero(a.shape, a.dtype) if symbolic_zeros else _core.zeros_like(a)
+    return _tree.map(one, val)
+
+
+def _instantiate(x, like):
+    """x, with a SymbolicZero leaf replaced by zeros shaped like `like`."""
+    return _core.zeros_like(like) if isinstance(x, SymbolicZero) else x
+
+
 class _CustomRule:
     """What custom_jvp and custom_vjp share: the wrapped function, nondiff_argnums, and
     splitting a call's arguments into the static ones and the differentiable leaves."""
@@ -77,14 +143,13 @@ class custom_jvp(_CustomRule):
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         super().__init__(fun, nondiff_argnums)
         self.jvp = None
+        self.symbolic_zeros = False
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
         if not callable(jvp):
             raise TypeError(f"custom_jvp({self._name}).defjvp: expected a function, got {type(jvp).__name__}")
-        if symbolic_zeros:
-            raise NotImplementedError("custom_jvp: symbolic_zeros=True is not supported; tangents of "
-                                      "undifferentiated arguments arrive as zeros")
         self.jvp = jvp
+        self.symbolic_zeros = bool(symbolic_zeros)
         return jvp
 
     def defjvps(self, *jvps: Callable):
@@ -106,6 +171,7 @@ class custom_jvp(_CustomRule):
             return out, total
 
         self.jvp = rule
+        self.symbolic_zeros = False
         return rule
 
     def __call__(self, *args: Any):
@@ -125,7 +191,13 @@ class custom_jvp(_CustomRule):
 
         def call_rule(rule, params):
             primals = _tree.unflatten(in_def, params[:nl])
-            tl = [_core.zeros_like(a) for a in params[:nl]]  # integer/bool args: zero tangents
+            # Integer and bool arguments have zero tangents: SymbolicZero markers when the
+            # rule asked for them, else arrays of zeros. A float argument's tangent is an
+            # array, zeros when it is not differentiated (the compiler folds them away).
+            if self.symbolic_zeros:
+                tl = [SymbolicZero(a.shape, a.dtype) for a in params[:nl]]
+            else:
+                tl = [_core.zeros_like(a) for a in params[:nl]]
             for j, k in enumerate(floats):
                 tl[k] = params[nl + j]
             tangents = _tree.unflatten(in_def, tl)
@@ -157,6 +229,7 @@ class custom_jvp(_CustomRule):
                 raise TypeError(f"custom_jvp({name}): the JVP rule's {which} has structure {bad}, but {name} "
                                 f"returns {out_def}")
             rp_arrays = [o if isinstance(o, _core.Array) else _core.asarray(o) for o in rp_leaves]
+            rt_leaves = [_instantiate(t, o) for t, o in zip(rt_leaves, out_arrays)]
             rt_arrays = [o if isinstance(o, _core.Array) else _core.asarray(o) for o in rt_leaves]
             rule_results = []
             for k, (o, p, t) in enumerate(zip(out_arrays, rp_arrays, rt_arrays)):
@@ -210,14 +283,14 @@ class custom_vjp(_CustomRule):
         super().__init__(fun, nondiff_argnums)
         self.fwd = None
         self.bwd = None
+        self.symbolic_zeros = False
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False):
         for f, what in ((fwd, "fwd"), (bwd, "bwd")):
             if not callable(f):
                 raise TypeError(f"custom_vjp({self._name}).defvjp: {what} must be a function, got {type(f).__name__}")
-        if symbolic_zeros:
-            raise NotImplementedError("custom_vjp: symbolic_zeros=True is not supported")
         self.fwd, self.bwd = fwd, bwd
+        self.symbolic_zeros = bool(symbolic_zeros)
 
     def __call__(self, *args: Any):
         name = self._name
@@ -233,12 +306,19 @@ class custom_vjp(_CustomRule):
         def call_fun(fun, params):
             return fun(*self._merge(nondiff, _tree.unflatten(in_def, params)))
 
+        def call_fwd(fwd, params):
+            if self.symbolic_zeros:
+                # Every float argument may be perturbed (which ones are is only known once a
+                # transform runs); integer and bool ones never are.
+                params = [CustomVJPPrimal(p, p.dtype in _FLOATS) for p in params]
+            return call_fun(fwd, params)
+
         regions = []
         try:
             regions.append(_Region(self.fun, "custom_vjp", call_fun, specs))
             self._in_rule += 1
             try:
-                regions.append(_Region(self.fwd, "custom_vjp fwd", call_fun, specs))
+                regions.append(_Region(self.fwd, "custom_vjp fwd", call_fwd, specs))
             finally:
                 self._in_rule -= 1
             primal, fwd = regions
@@ -317,7 +397,7 @@ class custom_vjp(_CustomRule):
                             f"differentiable arguments; return one per argument (None for zero)")
         flat = []
         for i, (ct, (arg_leaves, arg_def)) in enumerate(zip(bwd_out, arg_trees)):
-            if ct is None:
+            if ct is None or isinstance(ct, SymbolicZero):
                 flat.extend([None] * len(arg_leaves))
                 continue
             ct_leaves, ct_def = _tree.flatten(ct)
@@ -328,7 +408,7 @@ class custom_vjp(_CustomRule):
         out = []
         for k in floats:
             a, c = leaves[k], flat[k]
-            if c is None:
+            if c is None or isinstance(c, SymbolicZero):
                 out.append(_core.zeros_like(a))
                 continue
             c = c if isinstance(c, _core.Array) else _core.asarray(c, dtype=a.dtype)
@@ -350,6 +430,26 @@ class checkpoint_policies:
     def everything_saveable(*_args, **_kwargs):
         return True
 
+    @staticmethod
+    def dots_saveable(*_args, **_kwargs):
+        """Keep the results of matrix products (matmul, dot, einsum contractions); recompute
+        the rest."""
+        return True
+
+    @staticmethod
+    def dots_with_no_batch_dims_saveable(*_args, **_kwargs):
+        """Keep the results of matrix products whose operands have no batch axes (at most
+        two dimensions); recompute the rest."""
+        return True
+
+    checkpoint_dots = dots_saveable
+    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+
+
+# policy -> the checkpoint node's mode (0: save nothing; 1 and 2: the matrix products).
+_POLICY_MODES = {None: 0, checkpoint_policies.nothing_saveable: 0, checkpoint_policies.dots_saveable: 1,
+                 checkpoint_policies.dots_with_no_batch_dims_saveable: 2}
+
 
 def checkpoint(fun: Callable = None, *, prevent_cse: bool = True, policy: Callable = None,
                static_argnums: Sequence[int] = ()):
@@ -357,7 +457,9 @@ def checkpoint(fun: Callable = None, *, prevent_cse: bool = True, policy: Callab
     recomputes its intermediates in the backward pass (one checkpoint IR node).
 
     policy: None or ``checkpoint_policies.nothing_saveable`` (recompute everything),
-    ``checkpoint_policies.everything_saveable`` (an ordinary call: nothing recomputed).
+    ``dots_saveable`` (keep the matrix products' results, recompute the rest),
+    ``dots_with_no_batch_dims_saveable`` (the same for products without batch axes),
+    ``everything_saveable`` (an ordinary call: nothing recomputed).
     static_argnums are passed through as Python values. The recomputation runs in the
     node's own region, so it is never merged with the forward pass (prevent_cse is always
     in effect; the flag is accepted for JAX compatibility).
@@ -366,9 +468,12 @@ def checkpoint(fun: Callable = None, *, prevent_cse: bool = True, policy: Callab
         return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)
     if not callable(fun):
         raise TypeError(f"checkpoint: expected a function, got {type(fun).__name__}")
-    if policy not in (None, checkpoint_policies.nothing_saveable, checkpoint_policies.everything_saveable):
-        raise NotImplementedError("checkpoint: supported policies are checkpoint_policies.nothing_saveable and "
-                                  "everything_saveable")
+    if policy is not checkpoint_policies.everything_saveable and policy not in _POLICY_MODES:
+        raise NotImplementedError(
+            f"checkpoint: unsupported policy {getattr(policy, '__name__', policy)!r}; supported are "
+            "checkpoint_policies.nothing_saveable, dots_saveable, dots_with_no_batch_dims_saveable and "
+            "everything_saveable")
+    mode = _POLICY_MODES.get(policy, 0)
     static = tuple(int(i) for i in static_argnums)
     name = getattr(fun, "__name__", "function")
 
@@ -398,7 +503,7 @@ def checkpoint(fun: Callable = None, *, prevent_cse: bool = True, policy: Callab
         graph, captured, _ = region.finish(outs)
         nl = len(leaves)
         feed = list(range(nl)) + [nl + i for i in range(len(captured))]
-        results = _core.region_call("checkpoint", [(graph, feed)], leaves + captured)
+        results = _core.region_call("checkpoint", [(graph, feed)], leaves + captured, mode=mode)
         return _tree.unflatten(out_def, results)
 
     return wrapped

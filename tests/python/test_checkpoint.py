@@ -80,3 +80,62 @@ def test_stop_gradient_on_pytrees():
     g = qb.grad(lambda x: qb.sum(qb.stop_gradient({"w": x})["w"] * x))(qb.array([1.0, 2.0]))
     assert g.tolist() == [1.0, 2.0]
     assert qb.lax.stop_gradient is qb.stop_gradient
+
+
+def _count_matmuls(text):
+    return text.count("matmul(")
+
+
+@pytest.mark.parametrize("policy", ["dots_saveable", "dots_with_no_batch_dims_saveable", "checkpoint_dots"])
+def test_dots_policies_keep_the_products_and_recompute_the_rest(policy):
+    pol = getattr(qb.checkpoint_policies, policy)
+    params, x = _params(4, 32), qb.array(RNG.normal(size=(64, 32)))
+    plain = qb.jit(qb.grad(lambda p, x: _mlp_loss(p, x, _layer)))
+    nothing = qb.jit(qb.grad(lambda p, x: _mlp_loss(p, x, qb.checkpoint(_layer))))
+    dots = qb.jit(qb.grad(lambda p, x: _mlp_loss(p, x, qb.checkpoint(_layer, policy=pol))))
+    for (gw, gb), (cw, cb) in zip(plain(params, x), dots(params, x)):
+        np.testing.assert_array_equal(np.asarray(gw), np.asarray(cw))
+        np.testing.assert_array_equal(np.asarray(gb), np.asarray(cb))
+    # The products are stored (more memory than saving nothing) and not recomputed: the
+    # program has the forward products and the backward ones (2 per layer but the first's
+    # input gradient), nothing saves one fewer product per layer than it recomputes.
+    assert dots.lower(params, x).compile().stats()["peak_bytes"] > nothing.lower(params, x).compile().stats()["peak_bytes"]
+    text_dots, text_nothing = dots.lower(params, x).as_text(), nothing.lower(params, x).as_text()
+    assert "policy=" in text_dots and "policy=" not in text_nothing
+    assert _count_matmuls(text_nothing) - _count_matmuls(text_dots) == 4
+
+
+def test_dots_with_no_batch_dims_saves_only_unbatched_products():
+    w = qb.array(RNG.normal(size=(3, 4, 4)))
+    x = qb.array(RNG.normal(size=(3, 5, 4)))
+
+    def block(x, w):
+        return qb.sum(qb.tanh(x @ w))
+
+    ref = qb.grad(block, argnums=(0, 1))(x, w)
+    counts = {}
+    for name in ("dots_saveable", "dots_with_no_batch_dims_saveable"):
+        f = qb.jit(qb.grad(qb.checkpoint(block, policy=getattr(qb.checkpoint_policies, name)), argnums=(0, 1)))
+        for a, b in zip(ref, f(x, w)):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-14)
+        counts[name] = _count_matmuls(f.lower(x, w).as_text())
+    # The batched product is saved by dots_saveable only; the other recomputes it.
+    assert counts["dots_with_no_batch_dims_saveable"] == counts["dots_saveable"] + 1
+
+
+def test_dots_policy_under_vmap_jvp_and_second_order():
+    w = qb.array(RNG.normal(size=(3, 3)))
+    f = qb.checkpoint(lambda x: qb.sum(qb.sin(x @ w) * x), policy=qb.checkpoint_policies.dots_saveable)
+    g = lambda x: qb.sum(qb.sin(x @ w) * x)  # noqa: E731
+    x = qb.array(RNG.normal(size=(2, 3)))
+    np.testing.assert_allclose(np.asarray(qb.hessian(f)(x)), np.asarray(qb.hessian(g)(x)), rtol=1e-13, atol=1e-14)
+    xs = qb.array(RNG.normal(size=(4, 2, 3)))
+    np.testing.assert_allclose(np.asarray(qb.vmap(qb.grad(f))(xs)), np.asarray(qb.vmap(qb.grad(g))(xs)), rtol=1e-14)
+    t = qb.ones((2, 3))
+    np.testing.assert_allclose(float(qb.jvp(f, (x,), (t,))[1]), float(qb.jvp(g, (x,), (t,))[1]), rtol=1e-14)
+    # Differences in float64 against the gradient.
+    gx = np.asarray(qb.grad(f)(x))
+    e = np.zeros((2, 3))
+    e[1, 2] = 1e-6
+    fd = (float(f(x + qb.array(e))) - float(f(x - qb.array(e)))) / 2e-6
+    assert gx[1, 2] == pytest.approx(fd, rel=1e-7)

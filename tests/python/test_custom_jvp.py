@@ -172,3 +172,36 @@ def test_rule_errors_name_the_function_and_the_mismatch():
 def test_printed_program_shows_one_node():
     text = qb.jit(log1pexp).lower(qb.asarray(1.0)).as_text()
     assert "custom_jvp(" in text and "args=1" in text
+
+
+def test_symbolic_zeros_mark_integer_tangents_and_may_be_returned():
+    SymbolicZero = qb.custom_derivatives.SymbolicZero
+    seen = []
+
+    @qb.custom_jvp
+    def scale(x, y, n):
+        return x * y * n
+
+    def scale_jvp(primals, tangents):
+        x, y, n = primals
+        tx, ty, tn = tangents
+        seen.append(tuple(isinstance(t, SymbolicZero) for t in tangents))
+        out = x * y * n
+        if isinstance(tx, SymbolicZero) and isinstance(ty, SymbolicZero):
+            return out, SymbolicZero(out.shape, out.dtype)
+        return out, (tx * y + x * ty) * n
+
+    scale.defjvp(scale_jvp, symbolic_zeros=True)
+    x, y, n = qb.array([1.0, 2.0]), qb.array([3.0, 4.0]), qb.array([2, 3])
+    assert qb.grad(lambda x: qb.sum(scale(x, y, n)))(x).tolist() == [6.0, 12.0]
+    assert seen[-1] == (False, False, True)  # the integer argument's tangent is a marker
+    _, t = qb.jvp(lambda x, y: scale(x, y, n), (x, y), (qb.ones(2), qb.zeros(2)))
+    assert t.tolist() == [6.0, 12.0]
+    np.testing.assert_array_equal(np.asarray(qb.hessian(lambda x: qb.sum(scale(x, x, n)))(x)), [[4.0, 0.0], [0.0, 6.0]])
+    z = SymbolicZero((2, 3), qb.float32)
+    assert z.ndim == 2 and z.size == 6 and z.instantiate().tolist() == [[0.0] * 3] * 2
+    with pytest.raises(TypeError, match="marker"):
+        z + 1.0
+    zs = qb.custom_derivatives.zero_from_primal({"a": x, "b": n}, symbolic_zeros=True)
+    assert isinstance(zs["a"], SymbolicZero) and zs["b"].shape == (2,)
+    assert qb.custom_derivatives.zero_from_primal(x).tolist() == [0.0, 0.0]

@@ -152,3 +152,30 @@ def test_closing_over_a_differentiated_value_is_an_error():
 
     with pytest.raises(ValueError, match="closes over a value that is being differentiated"):
         qb.grad(loss)(qb.asarray(1.0))
+
+
+def test_symbolic_zeros_wrap_primals_and_accept_zero_cotangents():
+    cd = qb.custom_derivatives
+
+    @qb.custom_vjp
+    def g(x, y, n):
+        return qb.sin(x) * y * n
+
+    seen = []
+
+    def g_fwd(x, y, n):
+        seen.append([(type(a).__name__, a.perturbed) for a in (x, y, n)])
+        return g(x.value, y.value, n.value), (x.value, y.value, n.value)
+
+    def g_bwd(res, ct):
+        x, y, n = res
+        # y's cotangent deliberately dropped as a symbolic zero.
+        return qb.cos(x) * y * n * ct, cd.SymbolicZero(y.shape, y.dtype), None
+
+    g.defvjp(g_fwd, g_bwd, symbolic_zeros=True)
+    x, y, n = qb.array([1.0, 2.0]), qb.array([3.0, 4.0]), qb.array([2.0, 1.0])
+    np.testing.assert_allclose(np.asarray(qb.grad(lambda x: qb.sum(g(x, y, n)))(x)),
+                               np.cos([1.0, 2.0]) * [3.0, 4.0] * [2.0, 1.0], rtol=1e-15)
+    assert seen[-1] == [("CustomVJPPrimal", True)] * 3
+    assert qb.grad(lambda y: qb.sum(g(x, y, n)))(y).tolist() == [0.0, 0.0]
+    np.testing.assert_allclose(np.asarray(g(x, y, n)), np.sin([1.0, 2.0]) * [3.0, 4.0] * [2.0, 1.0], rtol=1e-15)

@@ -60,7 +60,10 @@ void print_attrs(std::ostream& os, const Node& n) {
          << (a.reverse ? " reverse" : "");
       break;
     case AttrKind::While: os << " consts=" << a.num_consts; break;
-    case AttrKind::Custom: os << " args=" << a.num_consts; break;
+    case AttrKind::Custom:
+      os << " args=" << a.num_consts;
+      if (a.mode) os << " policy=" << a.mode;
+      break;
   }
 }
 

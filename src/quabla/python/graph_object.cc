@@ -107,7 +107,7 @@ void bind_graph(nb::module_& m) {
   // Emitted into the trace of a traced operand, or compiled and run on concrete ones.
   m.def("region_call", [](const std::string& kind, const std::vector<std::pair<std::shared_ptr<GraphObject>, std::vector<std::int64_t>>>& regions,
                           const std::vector<Array>& inputs, std::int64_t length, std::int64_t start, bool reverse,
-                          std::int64_t num_consts, std::int64_t num_carry) {
+                          std::int64_t num_consts, std::int64_t num_carry, std::int64_t mode) {
     Op op;
     if (kind == "cond") op = Op::Cond;
     else if (kind == "scan") op = Op::Scan;
@@ -122,6 +122,7 @@ void bind_graph(nb::module_& m) {
     a.reverse = reverse;
     a.num_consts = num_consts;
     a.num_carry = num_carry;
+    a.mode = mode;  // checkpoint: its policy (0 saves nothing, 1 matrix products, 2 those without batch axes)
     // The node's region parameter types.
     std::vector<ValueType> rp;
     if (op == Op::Scan) rp.push_back(scan_index_type());
@@ -186,7 +187,7 @@ void bind_graph(nb::module_& m) {
     std::vector<Array> strong = inputs;
     return run_program(exe, strong);
   }, nb::arg("kind"), nb::arg("regions"), nb::arg("inputs"), nb::arg("length") = 0, nb::arg("start") = 0,
-     nb::arg("reverse") = false, nb::arg("num_consts") = 0, nb::arg("num_carry") = 0);
+     nb::arg("reverse") = false, nb::arg("num_consts") = 0, nb::arg("num_carry") = 0, nb::arg("mode") = 0);
 
   m.def("finish_graph", [](Trace& t, nb::handle results) {
     std::vector<Array> outs;

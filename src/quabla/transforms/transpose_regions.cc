@@ -379,17 +379,24 @@ std::vector<V> emit_nonlinear_half(Emit& e, const Node& n, std::size_t first, co
 
 // Its backward half: the op over the kept and non-linear operands and the linear outputs'
 // cotangents, each region transposed (recomputing what it needs from the non-linear
-// operands). Returns a cotangent per linear operand (nullopt elsewhere).
+// operands). Returns a cotangent per linear operand (nullopt elsewhere). `bodies`, when
+// given, replace the node's regions: bodies whose extra trailing parameters take the
+// `saved` values (what the forward half kept) instead of recomputing them.
 std::vector<std::optional<V>> emit_transposed_half(Emit& e, const Graph& g, const Node& n, std::size_t first,
                                                    const std::vector<bool>& lin, const std::vector<bool>& lin_out,
                                                    const std::vector<V>& x,
-                                                   const std::vector<std::optional<V>>& ct_out, Attrs attrs) {
+                                                   const std::vector<std::optional<V>>& ct_out, Attrs attrs,
+                                                   const Regions* bodies = nullptr,
+                                                   const std::vector<V>& saved = {}) {
   std::vector<bool> linear(lin.begin() + static_cast<std::ptrdiff_t>(first), lin.end());
+  linear.insert(linear.end(), saved.size(), false);
   Regions regions;
-  for (const auto& r : n.regions) regions.push_back(std::make_shared<const Graph>(transpose_only(*r, linear, lin_out)));
+  for (const auto& r : bodies ? *bodies : n.regions)
+    regions.push_back(std::make_shared<const Graph>(transpose_only(*r, linear, lin_out)));
   std::vector<V> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(first));
   for (std::size_t i = first; i < x.size(); ++i)
     if (!lin[i]) in.push_back(x[i]);
+  append(in, saved);
   for (std::size_t j = 0; j < lin_out.size(); ++j) {
     if (!lin_out[j] || !has_tangent(g.type(n.outputs[j]))) continue;
     if (ct_out[j]) {
@@ -408,6 +415,73 @@ std::vector<std::optional<V>> emit_transposed_half(Emit& e, const Graph& g, cons
   return out;
 }
 
+// Checkpoint policies (a checkpoint node's attrs.mode): which values of the block the
+// forward half keeps for the backward half, which otherwise recomputes everything.
+enum CheckpointPolicy : std::int64_t { kSaveNothing = 0, kSaveDots = 1, kSaveDotsWithoutBatchDims = 2 };
+
+// The values of a checkpoint body the policy saves: the outputs of its matrix products that
+// do not depend on the linear (tangent) parameters, so they hold primal values only.
+std::vector<V> saved_values(const Graph& body, const std::vector<bool>& linear, std::int64_t policy) {
+  if (policy == kSaveNothing) return {};
+  std::vector<bool> dep(body.values.size(), false);
+  for (std::size_t i = 0; i < body.params.size(); ++i) dep[body.params[i]] = linear[i];
+  std::vector<V> saved;
+  for (const Node& n : body.nodes) {
+    if (n.op == Op::Parameter) continue;
+    std::vector<bool> in;
+    bool any = false;
+    for (V v : n.inputs) {
+      in.push_back(dep[v]);
+      any = any || dep[v];
+    }
+    if (any) {
+      const auto out = output_dependence(n, in);
+      for (std::size_t k = 0; k < n.outputs.size(); ++k) dep[n.outputs[k]] = out[k];
+      continue;
+    }
+    if (n.op != Op::MatMul) continue;
+    const bool batched = body.type(n.inputs[0]).shape.size() > 2 || body.type(n.inputs[1]).shape.size() > 2;
+    if (policy == kSaveDots || !batched) saved.push_back(n.outputs[0]);
+  }
+  return saved;
+}
+
+// body with the saved values among its results (after its own).
+Graph with_saved_results(const Graph& body, const std::vector<V>& saved) {
+  Graph g = body;
+  g.results.insert(g.results.end(), saved.begin(), saved.end());
+  return g;
+}
+
+// body with one more parameter per saved value, read where the value was computed.
+Graph with_saved_params(const Graph& body, const std::vector<V>& saved) {
+  std::vector<ValueType> pt = param_types(body);
+  for (V v : saved) {
+    ValueType t = body.type(v);
+    t.weak = false;
+    pt.push_back(std::move(t));
+  }
+  std::vector<std::size_t> slot(body.values.size(), 0);  // 1 + index into saved
+  for (std::size_t k = 0; k < saved.size(); ++k) slot[saved[k]] = k + 1;
+  return eliminate_dead_code(make_graph(pt, [&](Builder& b, std::span<const V> ps) {
+    std::vector<V> map(body.values.size(), 0);
+    for (std::size_t i = 0; i < body.params.size(); ++i) map[body.params[i]] = ps[i];
+    for (const Node& n : body.nodes) {
+      if (n.op == Op::Parameter) continue;
+      if (n.outputs.size() == 1 && slot[n.outputs[0]]) {
+        map[n.outputs[0]] = ps[body.params.size() + slot[n.outputs[0]] - 1];
+        continue;
+      }
+      std::vector<V> in;
+      for (V v : n.inputs) in.push_back(map[v]);
+      b.copy_node(body, n, in, map);
+    }
+    std::vector<V> out;
+    for (V r : body.results) out.push_back(map[r]);
+    return out;
+  }));
+}
+
 }  // namespace
 
 RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vector<bool>& lin,
@@ -421,10 +495,31 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
   switch (n.op) {
     case Op::CustomJvp: case Op::CustomVjp:
       throw InternalError("transpose: custom rule nodes are replaced by the JVP before any transpose");
-    case Op::Checkpoint:
-      // Nothing inside the block is kept: the backward half recomputes it.
-      nonlinear_outs = emit_nonlinear_half(e, n, 0, lin, lin_out, x);
-      return {};
+    case Op::Checkpoint: {
+      // The block's outputs, plus the values its policy saves (none by default: the
+      // backward half recomputes the whole block).
+      const Graph& body = *n.regions[0];
+      const auto saved = saved_values(body, lin, n.attrs.mode);
+      if (saved.empty()) {
+        nonlinear_outs = emit_nonlinear_half(e, n, 0, lin, lin_out, x);
+        return {};
+      }
+      std::vector<bool> keep_p, keep_r;
+      for (bool f : lin) keep_p.push_back(!f);
+      for (bool f : lin_out) keep_r.push_back(!f);
+      keep_r.insert(keep_r.end(), saved.size(), true);
+      Regions regions{std::make_shared<const Graph>(restrict_graph(with_saved_results(body, saved), keep_p, keep_r))};
+      std::vector<V> in;
+      for (std::size_t i = 0; i < x.size(); ++i)
+        if (!lin[i]) in.push_back(x[i]);
+      const auto outs = e.b.emit(n.op, in, n.attrs, std::move(regions));
+      std::size_t k = 0;
+      for (std::size_t j = 0; j < lin_out.size(); ++j)
+        if (!lin_out[j]) nonlinear_outs[j] = outs[k++];
+      RegionResiduals res;
+      res.values.assign(outs.begin() + static_cast<std::ptrdiff_t>(k), outs.end());
+      return res;
+    }
     case Op::CustomVjpLin:
       for (std::int64_t i = 0; i < n.attrs.num_consts; ++i)
         if (lin[static_cast<std::size_t>(i)]) throw InternalError("transpose: custom_vjp residuals are not linear");
@@ -538,10 +633,15 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
   switch (n.op) {
     case Op::CustomJvp: case Op::CustomVjp:
       throw InternalError("transpose: custom rule nodes are replaced by the JVP before any transpose");
-    case Op::Checkpoint:
+    case Op::Checkpoint: {
       // The transposed body recomputes the block's intermediates from its non-linear
-      // operands, inside its own region (so they are never merged with the forward pass's).
-      return emit_transposed_half(e, g, n, 0, lin, lin_out, x, ct_out, n.attrs);
+      // operands (and the values its policy saved), inside its own region, so they are
+      // never merged with the forward pass's.
+      if (res.values.empty()) return emit_transposed_half(e, g, n, 0, lin, lin_out, x, ct_out, n.attrs);
+      const Graph& body = *n.regions[0];
+      const Regions cut{std::make_shared<const Graph>(with_saved_params(body, saved_values(body, lin, n.attrs.mode)))};
+      return emit_transposed_half(e, g, n, 0, lin, lin_out, x, ct_out, n.attrs, &cut, res.values);
+    }
     case Op::CustomVjpLin: {
       // bwd(residuals, output cotangents, operands) -> the argument tangents' cotangents.
       const auto nl = static_cast<std::size_t>(n.attrs.num_consts), nres = static_cast<std::size_t>(n.attrs.num_carry);
