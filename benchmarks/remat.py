@@ -1,8 +1,9 @@
 """Checkpointing workload (the custom-rules issue): the gradient of a 16-layer tanh MLP
-(width 256, batch 4096, float64) plain and with every layer checkpointed, Quabla
-(qb.checkpoint) beside JAX (jax.checkpoint), both under jit: time per gradient and the
-planned peak memory (Quabla: the compiled plan's stats()["peak_bytes"], outer plan only;
-JAX: the compiled executable's memory_analysis() temp + output bytes)."""
+(width 256, batch 4096, float64) plain, with every layer checkpointed, and nested (every
+layer checkpointed inside checkpointed groups of four layers), Quabla (qb.checkpoint)
+beside JAX (jax.checkpoint), both under jit: time per gradient and the planned peak memory
+(Quabla: the compiled plan's stats()["peak_bytes"], region bodies included; JAX: the
+compiled executable's memory_analysis() temp + output bytes)."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,15 +15,27 @@ from .harness import alternate, load_jax
 L, W, B = 16, 256, 4096
 
 
-def _loss(m, ck):
+GROUP = 4
+
+
+def _loss(m, ck, nested=False):
     def layer(h, w, b):
         return m.tanh(h @ w + b)
 
-    def loss(params, x):
-        h = x
-        f = ck(layer) if ck else layer
+    f = ck(layer) if ck else layer
+
+    def group(h, params):
         for w, b in params:
             h = f(h, w, b)
+        return h
+
+    def loss(params, x):
+        if nested:
+            h = x
+            for i in range(0, len(params), GROUP):
+                h = ck(group)(h, params[i:i + GROUP])
+        else:
+            h = group(x, params)
         return m.mean(h ** 2)
     return loss
 
@@ -36,12 +49,13 @@ def run(quick: bool = False):
     rounds = 3 if quick else 7
     pq = [(qb.array(w), qb.array(b)) for w, b in params_np]
     xq = qb.array(x_np)
-    for label, qck, jck in (("plain", None, None), ("checkpointed", qb.checkpoint, "jax")):
-        gq = qb.jit(qb.grad(_loss(qb, qck)))
+    for label, qck, jck, nested in (("plain", None, None, False), ("checkpointed", qb.checkpoint, "jax", False),
+                                    ("nested", qb.checkpoint, "jax", True)):
+        gq = qb.jit(qb.grad(_loss(qb, qck, nested)))
         impls = {"quabla": lambda: gq(pq, xq)}
         mem = {"quabla": gq.lower(pq, xq).compile().stats()["peak_bytes"] / 2 ** 20}
         if jax:
-            gj = jax.jit(jax.grad(_loss(jnp, jax.checkpoint if jck else None)))
+            gj = jax.jit(jax.grad(_loss(jnp, jax.checkpoint if jck else None, nested)))
             pj = [(jnp.asarray(w), jnp.asarray(b)) for w, b in params_np]
             xj = jnp.asarray(x_np)
             impls["jax"] = lambda: jax.block_until_ready(gj(pj, xj))

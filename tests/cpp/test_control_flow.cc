@@ -9,6 +9,7 @@
 #include "quabla/ir/errors.h"
 #include "quabla/ir/regions.h"
 #include "quabla/transforms/jvp.h"
+#include "quabla/transforms/simplify.h"
 #include "quabla/transforms/vjp.h"
 #include "quabla/transforms/vmap.h"
 #include "test_util.h"
@@ -149,6 +150,40 @@ TEST(ControlFlowExecute, CondRunsOnlyTheSelectedBranch) {
     const double v = read_buffer<double>(r[0], 1)[0];
     if (pred) EXPECT_EQ(v, 2.0);
     else EXPECT_TRUE(std::isnan(v));
+  }
+}
+
+TEST(ControlFlowStructure, DeadCodeDropsUnusedCondAndCheckpointOutputsAndTheirOperands) {
+  // Each branch returns (sin x, cos y); only the first output is used, so the node loses
+  // its second output and its operand y, and the branches lose cos.
+  auto branch = shared(make_graph({vt(DType::f64, {}), vt(DType::f64, {})}, [](Builder& b, std::span<const V> ps) {
+    return std::vector<V>{b.emit1(Op::Sin, {ps[0]}), b.emit1(Op::Cos, {ps[1]})};
+  }));
+  for (Op op : {Op::Cond, Op::Checkpoint}) {
+    Graph g = make_graph({vt(DType::bool_, {}), vt(DType::f64, {}), vt(DType::f64, {})},
+                         [&](Builder& b, std::span<const V> ps) {
+                           std::vector<V> in;
+                           if (op == Op::Cond) in.push_back(ps[0]);
+                           in.push_back(ps[1]);
+                           in.push_back(ps[2]);
+                           Regions rs{branch};
+                           if (op == Op::Cond) rs.push_back(branch);
+                           return std::vector<V>{b.emit(op, in, Attrs{}, rs)[0]};
+                         });
+    const Graph d = eliminate_dead_code(g);
+    verify(d);
+    ASSERT_EQ(d.params.size(), 3u);  // the program's own parameters stay
+    const Node* node = nullptr;
+    for (const Node& n : d.nodes)
+      if (n.op == op) node = &n;
+    ASSERT_NE(node, nullptr);
+    EXPECT_EQ(node->outputs.size(), 1u);
+    EXPECT_EQ(node->inputs.size(), op == Op::Cond ? 2u : 1u);
+    for (const auto& r : node->regions) {
+      EXPECT_EQ(r->params.size(), 1u);
+      EXPECT_EQ(r->results.size(), 1u);
+      EXPECT_EQ(print(*r).find("cos"), std::string::npos);
+    }
   }
 }
 

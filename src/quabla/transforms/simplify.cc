@@ -1,5 +1,6 @@
 #include "quabla/transforms/simplify.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -114,22 +115,92 @@ std::shared_ptr<const Literal> fold(const ValueType& result, Op op, const Attrs&
 
 }  // namespace
 
-Graph eliminate_dead_code(const Graph& g) {
+namespace {
+
+// Region nodes whose unused outputs (and the operands only those needed) can be dropped:
+// their regions map operands to parameters one to one and have no carries. Forward halves
+// of reverse mode leave such outputs behind (a nested checkpoint's zero tangents).
+bool prunable(Op op) { return op == Op::Checkpoint || op == Op::Cond; }
+
+// g with only the flagged results (all when keep_results is empty) and the nodes they need;
+// parameters stay unless keep_params is given (then exactly the flagged ones stay, which
+// must include every parameter the kept results use). param_used: per parameter, whether a
+// kept result needs it.
+Graph prune(const Graph& g, const std::vector<bool>& keep_results, const std::vector<bool>* keep_params,
+            std::vector<bool>* param_used) {
+  std::vector<bool> used(g.values.size(), false);
+  for (std::size_t j = 0; j < g.results.size(); ++j)
+    if (keep_results.empty() || keep_results[j]) used[g.results[j]] = true;
+  struct Pruned {
+    Regions regions;
+    std::vector<bool> keep_in, keep_out;
+  };
+  std::unordered_map<std::size_t, Pruned> pruned;
   std::vector<bool> live(g.nodes.size(), false);
-  for (auto v : g.results) live[g.producer[v]] = true;
   for (std::size_t i = g.nodes.size(); i-- > 0;) {
-    if (!live[i] && g.nodes[i].op != Op::Parameter) continue;
-    live[i] = true;  // parameters always stay: they are the program's signature
-    for (auto v : g.nodes[i].inputs) live[g.producer[v]] = true;
+    const Node& n = g.nodes[i];
+    if (n.op == Op::Parameter) continue;
+    bool any = false, all = true;
+    for (auto v : n.outputs) {
+      any = any || used[v];
+      all = all && used[v];
+    }
+    if (!any) continue;
+    live[i] = true;
+    if (prunable(n.op)) {
+      const std::size_t first = n.op == Op::Cond ? 1 : 0;
+      std::vector<bool> keep_out;
+      for (auto v : n.outputs) keep_out.push_back(used[v]);
+      std::vector<bool> needed(n.inputs.size() - first, false);
+      for (const auto& r : n.regions) {
+        std::vector<bool> pu;
+        prune(*r, keep_out, nullptr, &pu);
+        for (std::size_t k = 0; k < needed.size(); ++k) needed[k] = needed[k] || pu[k];
+      }
+      const bool every_input = std::all_of(needed.begin(), needed.end(), [](bool f) { return f; });
+      if (!all || !every_input) {
+        Pruned p;
+        for (const auto& r : n.regions) p.regions.push_back(std::make_shared<const Graph>(prune(*r, keep_out, &needed, nullptr)));
+        p.keep_in.assign(first, true);
+        p.keep_in.insert(p.keep_in.end(), needed.begin(), needed.end());
+        p.keep_out = std::move(keep_out);
+        for (std::size_t k = 0; k < n.inputs.size(); ++k)
+          if (p.keep_in[k]) used[n.inputs[k]] = true;
+        pruned.emplace(i, std::move(p));
+        continue;
+      }
+    }
+    for (auto v : n.inputs) used[v] = true;
+  }
+  if (param_used) {
+    param_used->clear();
+    for (auto p : g.params) param_used->push_back(used[p]);
   }
   Graph out;
   Builder b(out);
   std::vector<ValueId> map(g.values.size(), 0);
+  std::size_t param_index = 0;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!live[i]) continue;
     const Node& n = g.nodes[i];
     if (n.op == Op::Parameter) {
-      map[n.outputs[0]] = b.param(g.type(n.outputs[0]));
+      const bool keep = !keep_params || (*keep_params)[param_index];
+      ++param_index;
+      if (keep) map[n.outputs[0]] = b.param(g.type(n.outputs[0]));
+      continue;
+    }
+    if (!live[i]) continue;
+    if (auto it = pruned.find(i); it != pruned.end()) {
+      const Pruned& p = it->second;
+      std::vector<ValueId> ins;
+      for (std::size_t k = 0; k < n.inputs.size(); ++k)
+        if (p.keep_in[k]) ins.push_back(map[n.inputs[k]]);
+      auto outs = b.emit(n.op, ins, n.attrs, p.regions);
+      std::size_t m = 0;
+      for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+        if (!p.keep_out[k]) continue;
+        out.values[outs[m]].weak = g.type(n.outputs[k]).weak;
+        map[n.outputs[k]] = outs[m++];
+      }
       continue;
     }
     std::vector<ValueId> ins;
@@ -137,10 +208,15 @@ Graph eliminate_dead_code(const Graph& g) {
     b.copy_node(g, n, ins, map);
   }
   std::vector<ValueId> results;
-  for (auto v : g.results) results.push_back(map[v]);
+  for (std::size_t j = 0; j < g.results.size(); ++j)
+    if (keep_results.empty() || keep_results[j]) results.push_back(map[g.results[j]]);
   b.set_results(std::move(results));
   return out;
 }
+
+}  // namespace
+
+Graph eliminate_dead_code(const Graph& g) { return prune(g, {}, nullptr, nullptr); }
 
 Graph simplify(const Graph& input) {
   const Graph g = eliminate_dead_code(input);

@@ -8,7 +8,8 @@
 
 namespace qb {
 
-// Only the nodes the results depend on, in their order.
+// Only the nodes the results depend on, in their order; checkpoint and cond nodes also lose
+// the outputs nothing uses (and the operands only those needed).
 Graph eliminate_dead_code(const Graph& g);
 // All of the above; the result computes bitwise the same results as `g`.
 Graph simplify(const Graph& g);

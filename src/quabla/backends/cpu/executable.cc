@@ -227,6 +227,14 @@ void Executable::compute_stats() {
       stats_.peak_bytes = std::max(stats_.peak_bytes, live + s.fused->num_slots * FusedKernel::kSlotBytes);
     } else if (!(n.op == Op::Constant || n.op == Op::Reshape || s.virtual_broadcast || s.virtual_transpose)) {
       ++stats_.kernels;
+      // A region runs its own plan on top of what is live here: its peak, less its
+      // parameters (this plan's values, already counted).
+      for (const auto& r : s.regions) {
+        std::int64_t inner = r->stats().peak_bytes;
+        for (auto p : r->graph().params) inner -= num_elements(r->graph().type(p).shape) *
+                                                   static_cast<std::int64_t>(itemsize(r->graph().type(p).dtype));
+        stats_.peak_bytes = std::max(stats_.peak_bytes, live + inner);
+      }
       for (auto v : n.outputs) {
         owns[v] = true;
         ++stats_.buffers;

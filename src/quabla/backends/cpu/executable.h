@@ -15,7 +15,8 @@ namespace qb::cpu {
 struct PlanStats {
   int kernels = 0;               // kernel launches per run (views, constants and parameters excluded)
   int buffers = 0;               // buffers the plan allocates per run
-  std::int64_t peak_bytes = 0;   // most bytes live at once: arguments, intermediates and results
+  std::int64_t peak_bytes = 0;   // most bytes live at once: arguments, intermediates, results and
+                                 // what region bodies (loops, cond, checkpoint) hold while they run
   std::int64_t matmul_flops = 0; // 2 m k n per matrix product (batches included), per run
 };
 
