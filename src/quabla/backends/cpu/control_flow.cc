@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "quabla/backends/cpu/executable.h"
+#include "quabla/backends/cpu/scalar_loop.h"
 #include "quabla/ir/errors.h"
 #include "quabla/runtime/interrupt.h"
 
@@ -80,6 +81,33 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         ys.push_back(Buffer::allocate(bytes_of(t)));
         y_bytes.push_back(len ? bytes_of(t) / static_cast<std::size_t>(len) : 0);
       }
+      if (const ScalarBody* sb = s.scalar.empty() ? nullptr : s.scalar[0].get()) {
+        // Scalar form: carries stay in registers between steps.
+        auto st = sb->make_state();
+        for (std::size_t i = 0; i < nc; ++i) sb->load_param(1 + i, operand(i)->data(), st);
+        for (std::size_t k = 0; k < nk; ++k) sb->load_param(1 + nc + k, carry[k]->data(), st);
+        const std::uint32_t index_reg = sb->param_regs(0)[0];
+        const auto moves = sb->results_to_params(0, 1 + nc, nk);
+        InterruptPoller interrupt(kSmallStepsPerPoll);
+        for (std::int64_t step = 0; step < len; ++step) {
+          interrupt.poll();
+          const std::int64_t t = n.attrs.reverse ? len - 1 - step : step;
+          st.regs[index_reg].f64 = static_cast<double>(n.attrs.start + t);
+          for (std::size_t i = 0; i < nx; ++i)
+            sb->load_param(1 + nc + nk + i, operand(nc + nk + i)->data() + static_cast<std::size_t>(t) * x_bytes[i], st);
+          sb->run(st);
+          for (std::size_t j = 0; j < ny; ++j)
+            sb->store_result(nk + j, st, ys[j]->data() + static_cast<std::size_t>(t) * y_bytes[j]);
+          moves.apply(st);
+        }
+        for (std::size_t k = 0; k < nk; ++k) {
+          auto out = Buffer::allocate(bytes_of(g.type(n.outputs[k])));
+          sb->store_param(1 + nc + k, st, out->data());
+          env[n.outputs[k]] = std::move(out);
+        }
+        for (std::size_t j = 0; j < ny; ++j) env[n.outputs[nk + j]] = std::move(ys[j]);
+        return;
+      }
       const Executable& body = *s.regions[0];
       if (body.is_small()) {
         // No allocation per step: the body runs in one arena; carries alternate between two
@@ -144,6 +172,37 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
       for (std::size_t k = 0; k < nk; ++k) carry.push_back(operand(nc + k));
       const Executable& cond = *s.regions[0];
       const Executable& body = *s.regions[1];
+      if (s.scalar.size() == 2 && s.scalar[0] && s.scalar[1]) {
+        // Scalar forms: the carries live in the body's registers and are copied into the
+        // condition's before each test.
+        const ScalarBody &sc = *s.scalar[0], &sb = *s.scalar[1];
+        auto cst = sc.make_state(), bst = sb.make_state();
+        for (std::size_t i = 0; i < nc; ++i) {
+          sc.load_param(i, operand(i)->data(), cst);
+          sb.load_param(i, operand(i)->data(), bst);
+        }
+        for (std::size_t k = 0; k < nk; ++k) sb.load_param(nc + k, carry[k]->data(), bst);
+        const std::uint32_t pred = sc.result_regs(0)[0];
+        const auto moves = sb.results_to_params(0, nc, nk);
+        InterruptPoller interrupt(kSmallStepsPerPoll);
+        for (;;) {
+          interrupt.poll();
+          for (std::size_t k = 0; k < nk; ++k) {
+            const auto from = sb.param_regs(nc + k), to = sc.param_regs(nc + k);
+            for (std::size_t e = 0; e < from.size(); ++e) cst.regs[to[e]] = bst.regs[from[e]];
+          }
+          sc.run(cst);
+          if (!cst.regs[pred].b) break;
+          sb.run(bst);
+          moves.apply(bst);
+        }
+        for (std::size_t k = 0; k < nk; ++k) {
+          auto out = Buffer::allocate(bytes_of(g.type(n.outputs[k])));
+          sb.store_param(nc + k, bst, out->data());
+          env[n.outputs[k]] = std::move(out);
+        }
+        return;
+      }
       if (cond.is_small() && body.is_small()) {
         auto cond_arena = Buffer::allocate(cond.arena_bytes()), arena = Buffer::allocate(body.arena_bytes());
         AlternatingCarry c(g, n, carry);

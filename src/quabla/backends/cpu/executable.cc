@@ -4,6 +4,7 @@
 #include <array>
 
 #include "quabla/backends/cpu/kernels.h"
+#include "quabla/backends/cpu/scalar_loop.h"
 #include "quabla/ir/errors.h"
 
 namespace qb::cpu {
@@ -47,6 +48,9 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
     // Custom rules' regions are never run (the transforms inline them): only the body is compiled.
     const std::size_t compiled = n.op == Op::CustomJvp || n.op == Op::CustomVjp ? 1 : n.regions.size();
     for (std::size_t k = 0; k < compiled; ++k) s.regions.push_back(std::make_shared<const Executable>(n.regions[k]));
+    // Loop bodies over small values also get their scalar form (scalar_loop.h).
+    if (n.op == Op::Scan || n.op == Op::While)
+      for (const auto& r : n.regions) s.scalar.push_back(ScalarBody::compile(r));
     steps_.push_back(std::move(s));
   }
 
@@ -538,6 +542,39 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     }
   }
   throw InternalError("cpu::Executable: unknown op");
+}
+
+namespace {
+
+// Operands and outputs at given contiguous locations (the scalar loop's kernel calls).
+struct PackedFrame {
+  const Node& n;
+  std::span<const std::byte* const> ins;
+  std::span<std::byte* const> outs;
+
+  const std::byte* in(ValueId v) const {
+    for (std::size_t i = 0; i < n.inputs.size(); ++i)
+      if (n.inputs[i] == v) return ins[i];
+    throw InternalError("run_node_packed: unknown operand");
+  }
+  std::byte* out(ValueId v, std::size_t) {
+    for (std::size_t k = 0; k < n.outputs.size(); ++k)
+      if (n.outputs[k] == v) return outs[k];
+    throw InternalError("run_node_packed: unknown output");
+  }
+  void constant(ValueId, const BufferPtr&) { throw InternalError("run_node_packed: a constant"); }
+  void alias(ValueId, ValueId) { throw InternalError("run_node_packed: a view"); }
+  void region() { throw InternalError("run_node_packed: a region op"); }
+  std::byte* in_place(const Node&, const std::vector<bool>&, std::size_t) { return nullptr; }
+};
+
+}  // namespace
+
+void run_node_packed(const Graph& g, const Node& n, std::span<const std::byte* const> ins,
+                     std::span<std::byte* const> outs) {
+  static const std::vector<bool> kNoScalars(3, false);
+  PackedFrame f{n, ins, outs};
+  run_node(g, n, NodeFlags{kNoScalars, false, false, false}, f);
 }
 
 void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {

@@ -11,6 +11,8 @@
 
 namespace qb::cpu {
 
+class ScalarBody;  // scalar_loop.h
+
 // What a compiled plan does, for tests and users (`jit(f).lower(...).compile().stats()`).
 struct PlanStats {
   int kernels = 0;               // kernel launches per run (views, constants and parameters excluded)
@@ -69,6 +71,8 @@ class Executable {
     // transpose flag for that operand (trans_a / trans_b) instead of copying.
     bool virtual_transpose = false;
     bool trans_a = false, trans_b = false;
+    // Scan and while: per region, its scalar form when it has one (null otherwise).
+    std::vector<std::shared_ptr<const ScalarBody>> scalar{};
   };
   using Users = std::vector<std::vector<std::uint32_t>>;
   // The step of node i outside fused kernels (views, scalar operands, transposed operands).

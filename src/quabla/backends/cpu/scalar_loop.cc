@@ -1,0 +1,481 @@
+#include "quabla/backends/cpu/scalar_loop.h"
+
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "quabla/backends/cpu/scalar_math.h"
+#include "quabla/backends/cpu/vector_math.h"
+#include "quabla/ir/errors.h"
+
+namespace qb::cpu {
+
+// One instruction kind per (operation, dtype): one dispatch per instruction.
+#define QB_FLOAT_KINDS(X, P) X(P##Add) X(P##Sub) X(P##Mul) X(P##Div) X(P##Neg) X(P##Abs) X(P##Sqrt) \
+  X(P##Max) X(P##Min) X(P##Lt) X(P##Le) X(P##Gt) X(P##Ge) X(P##Eq) X(P##Ne) X(P##Vec)
+#define QB_INT_KINDS(X, P) X(P##Add) X(P##Sub) X(P##Mul) X(P##Max) X(P##Min) X(P##Lt) X(P##Le) X(P##Gt) \
+  X(P##Ge) X(P##Eq) X(P##Ne)
+#define QB_KINDS(X) QB_FLOAT_KINDS(X, F64) QB_FLOAT_KINDS(X, F32) QB_INT_KINDS(X, I64) QB_INT_KINDS(X, I32) \
+  X(BoolNot) X(BoolAnd) X(BoolOr) X(Select) X(F64ToF32) X(F32ToF64) X(Call) X(End)
+#define QB_ENUM(k) k,
+enum class ScalarBody::Kind : std::uint8_t { QB_KINDS(QB_ENUM) };
+#undef QB_ENUM
+
+struct ScalarBody::Instr {
+  Kind kind;
+  Op op;  // the transcendental function of F64Vec / F32Vec
+  std::uint32_t d, a, b, c;  // destination and operand registers (Call: a is the call index)
+};
+
+// An op run by its kernel: operands gathered from registers into scratch, outputs scattered
+// back.
+struct ScalarBody::KernelCall {
+  const Node* node;
+  std::vector<std::vector<std::uint32_t>> in_regs, out_regs;
+  std::vector<std::size_t> in_item, out_item, in_offset, out_offset;
+};
+
+ScalarBody::ScalarBody() = default;
+ScalarBody::~ScalarBody() = default;
+
+namespace {
+
+using Regs = std::vector<std::uint32_t>;
+
+std::vector<std::int64_t> strides_of(const Shape& s) {
+  std::vector<std::int64_t> st(s.size());
+  std::int64_t acc = 1;
+  for (std::size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+// The multi-index of flat position e in shape s.
+std::vector<std::int64_t> unravel(std::int64_t e, const Shape& s) {
+  std::vector<std::int64_t> idx(s.size());
+  for (std::size_t i = s.size(); i-- > 0;) {
+    idx[i] = s[i] ? e % s[i] : 0;
+    e = s[i] ? e / s[i] : 0;
+  }
+  return idx;
+}
+
+bool disabled_by_env() {
+  const char* v = std::getenv("QUABLA_LOOP_SCALAR");
+  return v && std::string_view(v) == "0";
+}
+
+}  // namespace
+
+class ScalarLowering {
+ public:
+  explicit ScalarLowering(ScalarBody& out) : b_(out), g_(*out.graph_), regs_(g_.values.size()) {}
+
+  bool lower() {
+    for (std::size_t v = 0; v < g_.values.size(); ++v) {
+      const auto n = num_elements(g_.type(static_cast<ValueId>(v)).shape);
+      if (n == 0 || n > ScalarBody::kMaxElements) return false;
+    }
+    for (const Node& n : g_.nodes)
+      if (has_regions(n.op)) return false;
+    for (const Node& n : g_.nodes) lower_node(n);
+    b_.code_.push_back(ScalarBody::Instr{Kind::End, Op::Parameter, 0, 0, 0, 0});
+    for (auto p : g_.params) {
+      b_.params_.push_back(regs_[p]);
+      b_.param_item_.push_back(itemsize(g_.type(p).dtype));
+    }
+    for (auto r : g_.results) {
+      b_.results_.push_back(regs_[r]);
+      b_.result_item_.push_back(itemsize(g_.type(r).dtype));
+    }
+    b_.num_regs_ = next_;
+    return true;
+  }
+
+ private:
+  using Kind = ScalarBody::Kind;
+
+  Regs fresh(std::int64_t n) {
+    Regs r;
+    for (std::int64_t i = 0; i < n; ++i) r.push_back(next_++);
+    return r;
+  }
+  const Regs& in(const Node& n, std::size_t i) const { return regs_[n.inputs[i]]; }
+  const ValueType& out_type(const Node& n) const { return g_.type(n.outputs[0]); }
+
+  // The registers of the output as a gather of operand 0's: out[e] = x[index(e)].
+  template <class Index>
+  void rename(const Node& n, Index index) {
+    const Regs& x = in(n, 0);
+    const Shape& os = out_type(n).shape;
+    Regs r;
+    for (std::int64_t e = 0; e < num_elements(os); ++e) r.push_back(x[static_cast<std::size_t>(index(unravel(e, os)))]);
+    regs_[n.outputs[0]] = std::move(r);
+  }
+
+  static std::int64_t dot(const std::vector<std::int64_t>& idx, const std::vector<std::int64_t>& st) {
+    std::int64_t f = 0;
+    for (std::size_t i = 0; i < idx.size(); ++i) f += idx[i] * st[i];
+    return f;
+  }
+
+  // Per element: `kind` over the operands' registers.
+  void per_element(const Node& n, Kind kind) {
+    const auto count = num_elements(out_type(n).shape);
+    Regs out = fresh(count);
+    for (std::int64_t e = 0; e < count; ++e) {
+      ScalarBody::Instr ins{kind, n.op, out[static_cast<std::size_t>(e)], 0, 0, 0};
+      const auto k = static_cast<std::size_t>(e);
+      if (n.inputs.size() > 0) ins.a = in(n, 0)[k];
+      if (n.inputs.size() > 1) ins.b = in(n, 1)[k];
+      if (n.inputs.size() > 2) ins.c = in(n, 2)[k];
+      b_.code_.push_back(ins);
+    }
+    regs_[n.outputs[0]] = std::move(out);
+  }
+
+  // The instruction kind of elementwise node n, or Call when it has none.
+  Kind kind_of(const Node& n) const {
+    const DType d = g_.type(n.inputs[n.op == Op::Select ? 1 : 0]).dtype;
+    const DType od = out_type(n).dtype;
+    if (n.op == Op::Select) return Kind::Select;
+    if (n.op == Op::Convert) {
+      if (d == DType::f64 && od == DType::f32) return Kind::F64ToF32;
+      if (d == DType::f32 && od == DType::f64) return Kind::F32ToF64;
+      return Kind::Call;
+    }
+    auto pick = [&](Kind f64, Kind f32, Kind i64, Kind i32) {
+      switch (d) {
+        case DType::f64: return f64;
+        case DType::f32: return f32;
+        case DType::i64: return i64;
+        case DType::i32: return i32;
+        case DType::bool_: break;
+      }
+      return Kind::Call;
+    };
+    switch (n.op) {
+      case Op::Add: return pick(Kind::F64Add, Kind::F32Add, Kind::I64Add, Kind::I32Add);
+      case Op::Sub: return pick(Kind::F64Sub, Kind::F32Sub, Kind::I64Sub, Kind::I32Sub);
+      case Op::Mul: return pick(Kind::F64Mul, Kind::F32Mul, Kind::I64Mul, Kind::I32Mul);
+      case Op::Max: return pick(Kind::F64Max, Kind::F32Max, Kind::I64Max, Kind::I32Max);
+      case Op::Min: return pick(Kind::F64Min, Kind::F32Min, Kind::I64Min, Kind::I32Min);
+      case Op::Lt: return pick(Kind::F64Lt, Kind::F32Lt, Kind::I64Lt, Kind::I32Lt);
+      case Op::Le: return pick(Kind::F64Le, Kind::F32Le, Kind::I64Le, Kind::I32Le);
+      case Op::Gt: return pick(Kind::F64Gt, Kind::F32Gt, Kind::I64Gt, Kind::I32Gt);
+      case Op::Ge: return pick(Kind::F64Ge, Kind::F32Ge, Kind::I64Ge, Kind::I32Ge);
+      case Op::Eq: return pick(Kind::F64Eq, Kind::F32Eq, Kind::I64Eq, Kind::I32Eq);
+      case Op::Ne: return pick(Kind::F64Ne, Kind::F32Ne, Kind::I64Ne, Kind::I32Ne);
+      case Op::Div: return pick(Kind::F64Div, Kind::F32Div, Kind::Call, Kind::Call);
+      case Op::Neg: return pick(Kind::F64Neg, Kind::F32Neg, Kind::Call, Kind::Call);
+      case Op::Abs: return pick(Kind::F64Abs, Kind::F32Abs, Kind::Call, Kind::Call);
+      case Op::Sqrt: return pick(Kind::F64Sqrt, Kind::F32Sqrt, Kind::Call, Kind::Call);
+      case Op::Not: return d == DType::bool_ ? Kind::BoolNot : Kind::Call;
+      case Op::And: return d == DType::bool_ ? Kind::BoolAnd : Kind::Call;
+      case Op::Or: return d == DType::bool_ ? Kind::BoolOr : Kind::Call;
+      default: break;
+    }
+    // The kernel computes these through libmvec when the build has it: the same call here.
+    if (has_vector_unary(n.op)) return pick(Kind::F64Vec, Kind::F32Vec, Kind::Call, Kind::Call);
+    return Kind::Call;
+  }
+
+  void kernel_call(const Node& n) {
+    ScalarBody::KernelCall c{&n, {}, {}, {}, {}, {}, {}};
+    auto place = [&](std::size_t bytes) {
+      const std::size_t off = b_.scratch_bytes_;
+      b_.scratch_bytes_ += (bytes + 7) / 8 * 8;
+      return off;
+    };
+    for (auto v : n.inputs) {
+      const ValueType& t = g_.type(v);
+      c.in_regs.push_back(regs_[v]);
+      c.in_item.push_back(itemsize(t.dtype));
+      c.in_offset.push_back(place(static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype)));
+    }
+    for (auto v : n.outputs) {
+      const ValueType& t = g_.type(v);
+      regs_[v] = fresh(num_elements(t.shape));
+      c.out_regs.push_back(regs_[v]);
+      c.out_item.push_back(itemsize(t.dtype));
+      c.out_offset.push_back(place(static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype)));
+    }
+    b_.code_.push_back(ScalarBody::Instr{Kind::Call, n.op, 0, static_cast<std::uint32_t>(b_.calls_.size()), 0, 0});
+    b_.calls_.push_back(std::move(c));
+  }
+
+  void lower_node(const Node& n) {
+    switch (n.op) {
+      case Op::Parameter:
+        regs_[n.outputs[0]] = fresh(num_elements(out_type(n).shape));
+        return;
+      case Op::Constant: {
+        const Literal& lit = *n.attrs.literal;
+        const std::size_t item = itemsize(lit.type.dtype);
+        Regs r = fresh(num_elements(out_type(n).shape));
+        for (std::size_t e = 0; e < r.size(); ++e) {
+          Reg x{};
+          std::memcpy(&x, lit.data->data() + e * item, item);
+          b_.constants_.emplace_back(r[e], x);
+        }
+        regs_[n.outputs[0]] = std::move(r);
+        return;
+      }
+      case Op::Reshape: case Op::StopGradient:
+        regs_[n.outputs[0]] = in(n, 0);
+        return;
+      case Op::BroadcastInDim: {
+        const Shape& xs = g_.type(n.inputs[0]).shape;
+        const auto xst = strides_of(xs);
+        rename(n, [&](const std::vector<std::int64_t>& o) {
+          std::int64_t f = 0;
+          for (std::size_t i = 0; i < xs.size(); ++i)
+            if (xs[i] != 1) f += o[static_cast<std::size_t>(n.attrs.dims[i])] * xst[i];
+          return f;
+        });
+        return;
+      }
+      case Op::Transpose: {
+        const auto xst = strides_of(g_.type(n.inputs[0]).shape);
+        rename(n, [&](const std::vector<std::int64_t>& o) {
+          std::int64_t f = 0;
+          for (std::size_t i = 0; i < o.size(); ++i) f += o[i] * xst[static_cast<std::size_t>(n.attrs.dims[i])];
+          return f;
+        });
+        return;
+      }
+      case Op::Slice: {
+        const auto xst = strides_of(g_.type(n.inputs[0]).shape);
+        rename(n, [&](const std::vector<std::int64_t>& o) {
+          std::int64_t f = 0;
+          for (std::size_t i = 0; i < o.size(); ++i) f += (n.attrs.starts[i] + o[i] * n.attrs.strides[i]) * xst[i];
+          return f;
+        });
+        return;
+      }
+      case Op::Reverse: {
+        const Shape& xs = g_.type(n.inputs[0]).shape;
+        const auto xst = strides_of(xs);
+        rename(n, [&](std::vector<std::int64_t> o) {
+          for (auto a : n.attrs.dims) o[static_cast<std::size_t>(a)] = xs[static_cast<std::size_t>(a)] - 1 - o[static_cast<std::size_t>(a)];
+          return dot(o, xst);
+        });
+        return;
+      }
+      case Op::Concat: {
+        const Shape& os = out_type(n).shape;
+        const auto axis = static_cast<std::size_t>(n.attrs.axis);
+        Regs r;
+        for (std::int64_t e = 0; e < num_elements(os); ++e) {
+          auto o = unravel(e, os);
+          std::size_t k = 0;
+          while (o[axis] >= g_.type(n.inputs[k]).shape[axis]) o[axis] -= g_.type(n.inputs[k++]).shape[axis];
+          r.push_back(in(n, k)[static_cast<std::size_t>(dot(o, strides_of(g_.type(n.inputs[k]).shape)))]);
+        }
+        regs_[n.outputs[0]] = std::move(r);
+        return;
+      }
+      case Op::Pad: {
+        // out = the pad value everywhere but at starts + i * (interior + 1), which holds x[i].
+        const Shape& xs = g_.type(n.inputs[0]).shape;
+        const Shape& os = out_type(n).shape;
+        const auto ost = strides_of(os);
+        Regs r(static_cast<std::size_t>(num_elements(os)), in(n, 1)[0]);
+        for (std::int64_t e = 0; e < num_elements(xs); ++e) {
+          const auto i = unravel(e, xs);
+          std::int64_t f = 0;
+          bool inside = true;
+          for (std::size_t a = 0; a < i.size(); ++a) {
+            const std::int64_t o = n.attrs.starts[a] + i[a] * (n.attrs.strides[a] + 1);
+            inside = inside && o >= 0 && o < os[a];
+            f += o * ost[a];
+          }
+          if (inside) r[static_cast<std::size_t>(f)] = in(n, 0)[static_cast<std::size_t>(e)];
+        }
+        regs_[n.outputs[0]] = std::move(r);
+        return;
+      }
+      case Op::Convert:
+        if (g_.type(n.inputs[0]).dtype == out_type(n).dtype) {
+          regs_[n.outputs[0]] = in(n, 0);
+          return;
+        }
+        break;
+      default:
+        break;
+    }
+    if (is_elementwise(n.op)) {
+      const Kind k = kind_of(n);
+      if (k != Kind::Call) return per_element(n, k);
+    }
+    kernel_call(n);
+  }
+
+  ScalarBody& b_;
+  const Graph& g_;
+  std::vector<Regs> regs_;
+  std::uint32_t next_ = 0;
+};
+
+std::shared_ptr<const ScalarBody> ScalarBody::compile(std::shared_ptr<const Graph> body) {
+  if (disabled_by_env()) return nullptr;
+  auto b = std::make_shared<ScalarBody>();
+  b->graph_ = std::move(body);
+  ScalarLowering lowering(*b);
+  if (!lowering.lower()) return nullptr;
+  return b;
+}
+
+ScalarBody::State ScalarBody::make_state() const {
+  State s;
+  s.regs.assign(num_regs_, Reg{});
+  for (const auto& [r, v] : constants_) s.regs[r] = v;
+  s.scratch.assign(scratch_bytes_, std::byte{0});
+  s.tmp.assign(num_regs_, Reg{});  // room for any set of moves
+  return s;
+}
+
+void ScalarBody::load_param(std::size_t i, const std::byte* src, State& s) const {
+  const std::size_t item = param_item_[i];
+  for (std::size_t e = 0; e < params_[i].size(); ++e) std::memcpy(&s.regs[params_[i][e]], src + e * item, item);
+}
+
+void ScalarBody::store_param(std::size_t i, const State& s, std::byte* dst) const {
+  const std::size_t item = param_item_[i];
+  for (std::size_t e = 0; e < params_[i].size(); ++e) std::memcpy(dst + e * item, &s.regs[params_[i][e]], item);
+}
+
+void ScalarBody::store_result(std::size_t j, const State& s, std::byte* dst) const {
+  const std::size_t item = result_item_[j];
+  for (std::size_t e = 0; e < results_[j].size(); ++e) std::memcpy(dst + e * item, &s.regs[results_[j][e]], item);
+}
+
+ScalarBody::Moves ScalarBody::results_to_params(std::size_t first_result, std::size_t first_param,
+                                                std::size_t count) const {
+  Moves m;
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto& from = results_[first_result + k];
+    const auto& to = params_[first_param + k];
+    for (std::size_t e = 0; e < from.size(); ++e) {
+      if (from[e] == to[e]) continue;
+      m.src.push_back(from[e]);
+      m.dst.push_back(to[e]);
+    }
+  }
+  return m;
+}
+
+void ScalarBody::call(const KernelCall& c, State& s) const {
+  Reg* r = s.regs.data();
+  std::byte* scratch = s.scratch.data();
+  std::array<const std::byte*, 8> ins_small{};
+  std::array<std::byte*, 8> outs_small{};
+  std::vector<const std::byte*> ins_big;
+  std::vector<std::byte*> outs_big;
+  const bool big = c.in_regs.size() > 8 || c.out_regs.size() > 8;
+  if (big) {
+    ins_big.resize(c.in_regs.size());
+    outs_big.resize(c.out_regs.size());
+  }
+  for (std::size_t k = 0; k < c.in_regs.size(); ++k) {
+    std::byte* p = scratch + c.in_offset[k];
+    for (std::size_t e = 0; e < c.in_regs[k].size(); ++e) std::memcpy(p + e * c.in_item[k], &r[c.in_regs[k][e]], c.in_item[k]);
+    (big ? ins_big[k] : ins_small[k]) = p;
+  }
+  for (std::size_t k = 0; k < c.out_regs.size(); ++k) (big ? outs_big[k] : outs_small[k]) = scratch + c.out_offset[k];
+  if (big) run_node_packed(*graph_, *c.node, ins_big, outs_big);
+  else run_node_packed(*graph_, *c.node, std::span<const std::byte* const>(ins_small.data(), c.in_regs.size()),
+                       std::span<std::byte* const>(outs_small.data(), c.out_regs.size()));
+  for (std::size_t k = 0; k < c.out_regs.size(); ++k) {
+    const std::byte* p = scratch + c.out_offset[k];
+    for (std::size_t e = 0; e < c.out_regs[k].size(); ++e) std::memcpy(&r[c.out_regs[k][e]], p + e * c.out_item[k], c.out_item[k]);
+  }
+}
+
+void ScalarBody::run(State& s) const {
+  // Threaded dispatch (GNU labels as values): each handler jumps straight to the next one,
+  // so the indirect branches are predicted per handler, not through one shared switch.
+  Reg* r = s.regs.data();
+  const Instr* ip = code_.data();
+#define QB_LABEL(k) &&L_##k,
+  static const void* const kLabels[] = {QB_KINDS(QB_LABEL)};
+#undef QB_LABEL
+#define QB_NEXT() goto *kLabels[static_cast<int>((++ip)->kind)]
+#define D r[ip->d]
+#define A r[ip->a]
+#define B r[ip->b]
+  goto *kLabels[static_cast<int>(ip->kind)];
+#define QB_FLOAT_HANDLERS(P, M)                                 \
+  L_##P##Add: D.M = A.M + B.M; QB_NEXT();                       \
+  L_##P##Sub: D.M = A.M - B.M; QB_NEXT();                       \
+  L_##P##Mul: D.M = A.M * B.M; QB_NEXT();                       \
+  L_##P##Div: D.M = A.M / B.M; QB_NEXT();                       \
+  L_##P##Neg: D.M = -A.M; QB_NEXT();                            \
+  L_##P##Abs: D.M = std::fabs(A.M); QB_NEXT();                  \
+  L_##P##Sqrt: D.M = std::sqrt(A.M); QB_NEXT();                 \
+  L_##P##Max: D.M = math::maximum(A.M, B.M); QB_NEXT();         \
+  L_##P##Min: D.M = math::minimum(A.M, B.M); QB_NEXT();         \
+  L_##P##Lt: D.b = A.M < B.M; QB_NEXT();                        \
+  L_##P##Le: D.b = A.M <= B.M; QB_NEXT();                       \
+  L_##P##Gt: D.b = A.M > B.M; QB_NEXT();                        \
+  L_##P##Ge: D.b = A.M >= B.M; QB_NEXT();                       \
+  L_##P##Eq: D.b = A.M == B.M; QB_NEXT();                       \
+  L_##P##Ne: D.b = A.M != B.M; QB_NEXT();
+  QB_FLOAT_HANDLERS(F64, f64)
+  QB_FLOAT_HANDLERS(F32, f32)
+#undef QB_FLOAT_HANDLERS
+L_F64Vec:
+  vector_unary_f64(ip->op, &A.f64, &D.f64, 1);
+  QB_NEXT();
+L_F32Vec:
+  vector_unary_f32(ip->op, &A.f32, &D.f32, 1);
+  QB_NEXT();
+#define QB_INT_HANDLERS(P, M, U)                                                                 \
+  L_##P##Add: D.M = static_cast<decltype(D.M)>(static_cast<U>(A.M) + static_cast<U>(B.M)); QB_NEXT(); \
+  L_##P##Sub: D.M = static_cast<decltype(D.M)>(static_cast<U>(A.M) - static_cast<U>(B.M)); QB_NEXT(); \
+  L_##P##Mul: D.M = static_cast<decltype(D.M)>(static_cast<U>(A.M) * static_cast<U>(B.M)); QB_NEXT(); \
+  L_##P##Max: D.M = A.M > B.M ? A.M : B.M; QB_NEXT();                                           \
+  L_##P##Min: D.M = A.M < B.M ? A.M : B.M; QB_NEXT();                                           \
+  L_##P##Lt: D.b = A.M < B.M; QB_NEXT();                                                        \
+  L_##P##Le: D.b = A.M <= B.M; QB_NEXT();                                                       \
+  L_##P##Gt: D.b = A.M > B.M; QB_NEXT();                                                        \
+  L_##P##Ge: D.b = A.M >= B.M; QB_NEXT();                                                       \
+  L_##P##Eq: D.b = A.M == B.M; QB_NEXT();                                                       \
+  L_##P##Ne: D.b = A.M != B.M; QB_NEXT();
+  QB_INT_HANDLERS(I64, i64, std::uint64_t)
+  QB_INT_HANDLERS(I32, i32, std::uint32_t)
+#undef QB_INT_HANDLERS
+L_BoolNot:
+  D.b = !A.b;
+  QB_NEXT();
+L_BoolAnd:
+  D.b = A.b && B.b;
+  QB_NEXT();
+L_BoolOr:
+  D.b = A.b || B.b;
+  QB_NEXT();
+L_Select:
+  D = A.b ? B : r[ip->c];
+  QB_NEXT();
+L_F64ToF32:
+  D.f32 = static_cast<float>(A.f64);
+  QB_NEXT();
+L_F32ToF64:
+  D.f64 = static_cast<double>(A.f32);
+  QB_NEXT();
+L_Call:
+  call(calls_[ip->a], s);
+  QB_NEXT();
+L_End:
+  return;
+#undef QB_NEXT
+#undef D
+#undef A
+#undef B
+}
+
+}  // namespace qb::cpu

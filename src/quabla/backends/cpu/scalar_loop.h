@@ -1,0 +1,95 @@
+// Small loop bodies as straight-line scalar code (tier 0 of the loop compiler).
+//
+// A loop body whose values are all small (at most kMaxElements elements each) and that has
+// no nested region is lowered once to instructions over a register file: every element of
+// every value is one register. Slices, reshapes, broadcasts, transposes, concatenations and
+// reversals only rename registers; float arithmetic, comparisons, selects, conversions
+// between f32 and f64 and the vectorised transcendental functions are one instruction per
+// element; any other op runs its ordinary kernel on its operands gathered from registers.
+// Every instruction computes what the kernel computes (the same IEEE operation, the same
+// libmvec call), so results are bitwise those of the kernel plan. The loop runners in
+// control_flow.cc keep carries in registers across steps.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "quabla/ir/graph.h"
+
+namespace qb::cpu {
+
+// One element of any dtype (the member of its dtype is the one read and written).
+union Reg {
+  double f64;
+  float f32;
+  std::int64_t i64;
+  std::int32_t i32;
+  std::uint8_t b;
+  std::uint64_t raw;
+};
+
+class ScalarBody {
+ public:
+  static constexpr std::int64_t kMaxElements = 64;
+
+  // The lowered body, or null when it does not qualify (a value too large, a region op, a
+  // zero-element value) or when QUABLA_LOOP_SCALAR=0.
+  static std::shared_ptr<const ScalarBody> compile(std::shared_ptr<const Graph> body);
+
+  // Per run: the registers (constants loaded) and the scratch of the kernel calls.
+  struct State {
+    std::vector<Reg> regs;
+    std::vector<std::byte> scratch;
+    std::vector<Reg> tmp;  // results_to_params' parallel assignment
+  };
+  State make_state() const;
+
+  void load_param(std::size_t i, const std::byte* src, State& s) const;
+  void store_param(std::size_t i, const State& s, std::byte* dst) const;
+  void store_result(std::size_t j, const State& s, std::byte* dst) const;
+  // Parameters first_param.. taking results first_result.. (count of them, same types): the
+  // register moves, applied as one parallel assignment (a result may be read from a
+  // parameter it replaces). Moves of a register onto itself are left out.
+  struct Moves {
+    std::vector<std::uint32_t> src, dst;
+    void apply(State& s) const {
+      for (std::size_t i = 0; i < src.size(); ++i) s.tmp[i] = s.regs[src[i]];
+      for (std::size_t i = 0; i < dst.size(); ++i) s.regs[dst[i]] = s.tmp[i];
+    }
+  };
+  Moves results_to_params(std::size_t first_result, std::size_t first_param, std::size_t count) const;
+  std::span<const std::uint32_t> param_regs(std::size_t i) const { return params_[i]; }
+  std::span<const std::uint32_t> result_regs(std::size_t j) const { return results_[j]; }
+
+  void run(State& s) const;
+
+  // Instruction kinds (public for the lowering in scalar_loop.cc).
+  enum class Kind : std::uint8_t;
+  struct Instr;
+  struct KernelCall;
+
+  ScalarBody();
+  ~ScalarBody();
+  ScalarBody(const ScalarBody&) = delete;
+  ScalarBody& operator=(const ScalarBody&) = delete;
+
+ private:
+  friend class ScalarLowering;
+  void call(const KernelCall& c, State& s) const;
+  std::shared_ptr<const Graph> graph_;
+  std::vector<Instr> code_;
+  std::vector<KernelCall> calls_;
+  std::vector<std::vector<std::uint32_t>> params_, results_;
+  std::vector<std::size_t> param_item_, result_item_;  // bytes per element
+  std::vector<std::pair<std::uint32_t, Reg>> constants_;
+  std::size_t num_regs_ = 0, scratch_bytes_ = 0;
+};
+
+// Runs node n's kernel with operand i at ins[i] and output k at outs[k] (contiguous,
+// row-major; executable.cc).
+void run_node_packed(const Graph& g, const Node& n, std::span<const std::byte* const> ins,
+                     std::span<std::byte* const> outs);
+
+}  // namespace qb::cpu
