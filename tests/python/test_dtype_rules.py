@@ -372,3 +372,12 @@ def test_rpow_and_array_exponent():
     x = qb.array(xn)
     check(2.0 ** x, np.power(np.float32(2.0), xn), rtol=4e-7)
     check(x ** x, np.power(xn, xn), rtol=4e-7)
+
+
+def test_dtypes_are_callable_like_jax_scalar_types():
+    # jnp.float32(x) casts; so does qb.float32(x), eagerly and under jit.
+    assert qb.float32(3).dtype == qb.float32 and float(qb.float32(3)) == 3.0
+    assert qb.int32([1.7, -2.9]).tolist() == [1, -2]
+    assert qb.bool_(0.0).tolist() is False
+    y = qb.jit(lambda x: qb.float64(x * 2))(qb.ones(2, dtype=qb.float32))
+    assert y.dtype == qb.float64 and y.tolist() == [2.0, 2.0]

@@ -66,7 +66,10 @@ void bind_dtypes(nb::module_& m) {
           return false;
         }
       })
-      .def("__hash__", [](const DTypeObject& d) { return static_cast<int>(d.dtype) + 7919; });
+      .def("__hash__", [](const DTypeObject& d) { return static_cast<int>(d.dtype) + 7919; })
+      // qb.float32(x): x as an array of this dtype (jnp.float32(x)).
+      .def("__call__", [](nb::handle self, nb::handle x) { return nb::module_::import_("quabla").attr("asarray")(x, self); },
+           nb::arg("x"));
   m.attr("float32") = DTypeObject{DType::f32};
   m.attr("float64") = DTypeObject{DType::f64};
   m.attr("bool_") = DTypeObject{DType::bool_};

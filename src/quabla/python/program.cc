@@ -76,6 +76,8 @@ void bind_program(nb::module_& m) {
         d["buffers"] = s.buffers;
         d["peak_bytes"] = s.peak_bytes;
         d["matmul_flops"] = s.matmul_flops;
+        d["loops"] = s.loops;
+        d["scalar_loops"] = s.scalar_loops;
         d["nodes"] = p.exe->graph().nodes.size();
         return d;
       });

@@ -233,7 +233,14 @@ void Executable::compute_stats() {
       ++stats_.kernels;
       // A region runs its own plan on top of what is live here: its peak, less its
       // parameters (this plan's values, already counted).
+      if (n.op == Op::Scan || n.op == Op::While) {
+        ++stats_.loops;
+        if (!s.scalar.empty() && std::all_of(s.scalar.begin(), s.scalar.end(), [](const auto& b) { return b != nullptr; }))
+          ++stats_.scalar_loops;
+      }
       for (const auto& r : s.regions) {
+        stats_.loops += r->stats().loops;
+        stats_.scalar_loops += r->stats().scalar_loops;
         std::int64_t inner = r->stats().peak_bytes;
         for (auto p : r->graph().params) inner -= num_elements(r->graph().type(p).shape) *
                                                    static_cast<std::int64_t>(itemsize(r->graph().type(p).dtype));

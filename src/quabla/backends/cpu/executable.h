@@ -20,6 +20,8 @@ struct PlanStats {
   std::int64_t peak_bytes = 0;   // most bytes live at once: arguments, intermediates, results and
                                  // what region bodies (loops, cond, checkpoint) hold while they run
   std::int64_t matmul_flops = 0; // 2 m k n per matrix product (batches included), per run
+  int loops = 0;                 // scan and while nodes, nested ones included
+  int scalar_loops = 0;          // of those, the ones whose bodies run as scalar code (scalar_loop.h)
 };
 
 class Executable {
