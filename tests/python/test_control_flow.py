@@ -142,9 +142,21 @@ def test_nested_loops_differentiate():
 
 
 @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(T=st.integers(0, 90), lo=st.integers(-5, 5), seed=st.integers(0, 2**16))
-def test_any_trip_count_and_lower_bound_gives_the_unrolled_gradient(T, lo, seed):
-    # Trip counts around the checkpoint block sizes (blocks of ceil(sqrt T) plus a tail).
+@given(T=st.integers(0, 90), lo=st.integers(-5, 5), seed=st.integers(0, 2**16), tape=st.sampled_from(["0", None]))
+def test_any_trip_count_and_lower_bound_gives_the_unrolled_gradient(T, lo, seed, tape):
+    # Trip counts around the checkpoint block sizes (blocks of ceil(sqrt T) plus a tail),
+    # with checkpoints forced (QUABLA_SCAN_TAPE_BYTES=0) or the default full tape.
+    if tape is None:
+        os.environ.pop("QUABLA_SCAN_TAPE_BYTES", None)
+    else:
+        os.environ["QUABLA_SCAN_TAPE_BYTES"] = tape
+    try:
+        _check_trip_count(T, lo, seed)
+    finally:
+        os.environ.pop("QUABLA_SCAN_TAPE_BYTES", None)
+
+
+def _check_trip_count(T, lo, seed):
     rng = np.random.default_rng(seed)
     x = qb.array(rng.uniform(-1, 1, 4))
     a = qb.array(rng.uniform(0.5, 1.5))

@@ -4,7 +4,8 @@
 // In a JVP graph a region node computes primal and tangent values together. Transposing it
 // splits it: the forward half runs the primal part only; the backward half runs the
 // transposed body. For a scan the transposed step needs the primal carry at each step.
-// Keeping all T of them (a full tape) costs T carries of memory; instead the forward half
+// When all T of them fit a budget (64 MiB; small-state loops such as ODE integrations) the
+// forward half keeps them (a tape) and nothing is recomputed. Otherwise the forward half
 // stores a checkpoint every B ~ sqrt(T) steps (an outer scan over blocks of an inner scan),
 // and the backward half, block by block in reverse, recomputes the block's carries from
 // its checkpoint and then runs the transposed body backwards over them: about sqrt(T)
@@ -13,6 +14,7 @@
 // ordinary scans, so the result is differentiable and batchable again.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 
 #include "quabla/ir/errors.h"
@@ -32,6 +34,18 @@ namespace {
 
 // Scans of at most this many steps are one block (recomputed whole in the backward pass).
 constexpr std::int64_t kSingleBlockSteps = 8;
+
+// A scan whose primal carries over all its steps take at most this many bytes keeps them
+// all (a tape) instead of sqrt(T) checkpoints: no recomputation. QUABLA_SCAN_TAPE_BYTES
+// overrides it (0: always checkpoint).
+std::int64_t tape_budget_bytes() {
+  constexpr std::int64_t kDefault = 64ll << 20;
+  const char* v = std::getenv("QUABLA_SCAN_TAPE_BYTES");
+  if (!v || !*v) return kDefault;
+  char* end = nullptr;
+  const long long b = std::strtoll(v, &end, 10);
+  return end && *end == '\0' && b >= 0 ? static_cast<std::int64_t>(b) : kDefault;
+}
 
 std::unique_ptr<bool[]> to_flags(const std::vector<bool>& v) {
   auto f = std::make_unique<bool[]>(v.size() + 1);
@@ -125,6 +139,7 @@ struct ScanParts {
   Graph primal;      // (i, C_n, K_n, X_n) -> (K_n', Y_n)
   Graph transposed;  // (i, C_n, K_n, X_n, ct K_l', ct Y_l) -> (ct C_l, ct K_l, ct X_l)
   std::size_t nk_n = 0, nk_l = 0, nc_l = 0, nx_l = 0;
+  std::int64_t tape_step_bytes = 0;  // the primal carries of one step
 
   ScanParts(const Node& node, const std::vector<bool>& lin, const std::vector<bool>& lin_out) : n(node) {
     const ScanLayout l = ScanLayout::of(n);
@@ -153,6 +168,11 @@ struct ScanParts {
     }
     primal = restrict_graph(body, keep_p, keep_r);
     transposed = transpose_only(body, mask, seed);
+    for (std::size_t k = 0; k < nk; ++k) {
+      if (lin_k[k]) continue;
+      const ValueType& t = body.type(body.params[1 + nc + k]);
+      tape_step_bytes += num_elements(t.shape) * static_cast<std::int64_t>(itemsize(t.dtype));
+    }
   }
 
   // A scan of `len` steps of a step graph over (consts..., base) whose body index is
@@ -206,6 +226,17 @@ struct ScanParts {
                 });
   }
 
+  // Forward over all steps keeping the carry entering each one: (K_end..., Y_n..., tape...).
+  std::vector<V> fwd_tape(Emit& e, std::int64_t len, const std::vector<V>& cn, V base, const std::vector<V>& kn,
+                          const std::vector<V>& xn) const {
+    return scan(e, len, n.attrs.reverse, cn, base, kn, xn,
+                [&](Builder& b, V idx, std::span<const V> c, std::span<const V> k, std::span<const V> x) {
+                  auto r = call_primal(b, idx, c, k, x);
+                  r.insert(r.end(), k.begin(), k.end());
+                  return r;
+                });
+  }
+
   // Backward over one block from its checkpoint: (ct K_l at the block start..., acc...,
   // ct X_l rows...).
   std::vector<V> bwd_block(Emit& e, const Graph& step_t, std::int64_t len, const std::vector<V>& cn, V base,
@@ -219,6 +250,13 @@ struct ScanParts {
                            return res;
                          });
     std::vector<V> tape(tape_out.begin() + static_cast<std::ptrdiff_t>(nk_n), tape_out.end());
+    return bwd_over_tape(e, step_t, len, cn, base, tape, xn, ctk, acc, cty);
+  }
+
+  // The transposed steps, backwards over the primal carries entering each step (the tape).
+  std::vector<V> bwd_over_tape(Emit& e, const Graph& step_t, std::int64_t len, const std::vector<V>& cn, V base,
+                               const std::vector<V>& tape, const std::vector<V>& xn, const std::vector<V>& ctk,
+                               const std::vector<V>& acc, const std::vector<V>& cty) const {
     std::vector<V> carry = ctk;
     append(carry, acc);
     std::vector<V> xs = tape;
@@ -300,14 +338,24 @@ struct ScanParts {
     });
   }
 
+  // How the forward half keeps what the backward half needs: a tail of steps (the whole
+  // loop when short or when `full`), recomputed from its checkpoint unless `full` (the
+  // forward half stores its tape), after `blocks` blocks of `block` steps, each recomputed
+  // from its checkpoint.
   struct Plan {
     std::int64_t block = 0, blocks = 0, tail = 0;
+    bool full = false;
   };
   Plan plan() const {
     Plan p;
     const std::int64_t len = n.attrs.length;
     if (len <= kSingleBlockSteps) {
       p.tail = len;
+      return p;
+    }
+    if (tape_step_bytes == 0 || len <= tape_budget_bytes() / tape_step_bytes) {
+      p.tail = len;
+      p.full = true;
       return p;
     }
     p.block = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(len))));
@@ -581,9 +629,17 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
       };
       auto run_tail = [&](std::vector<V>& carry) {
         if (plan.tail == 0 && plan.blocks > 0) return;
-        for (V v : carry) res.values.push_back(v);  // the tail's checkpoint
         std::vector<V> xt;
         for (V v : xn) xt.push_back(e.slice_rows(v, split, n.attrs.length));
+        if (plan.full) {  // the tape instead of the checkpoint
+          auto outs = sp.fwd_tape(e, plan.tail, cn, f64_const(e, static_cast<double>(n.attrs.start + split)), carry, xt);
+          const std::size_t nkn = carry.size(), nyn = outs.size() - 2 * nkn;
+          carry.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(nkn));
+          ys_tail.assign(outs.begin() + static_cast<std::ptrdiff_t>(nkn), outs.begin() + static_cast<std::ptrdiff_t>(nkn + nyn));
+          res.values.insert(res.values.end(), outs.begin() + static_cast<std::ptrdiff_t>(nkn + nyn), outs.end());
+          return;
+        }
+        for (V v : carry) res.values.push_back(v);  // the tail's checkpoint
         auto outs = sp.fwd_block(e, plan.tail, cn, f64_const(e, static_cast<double>(n.attrs.start + split)), carry, xt);
         carry.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(carry.size()));
         ys_tail.assign(outs.begin() + static_cast<std::ptrdiff_t>(carry.size()), outs.end());
@@ -692,8 +748,9 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
         std::vector<V> xt, cyt;
         for (V v : xn) xt.push_back(e.slice_rows(v, split, n.attrs.length));
         for (V v : cty) cyt.push_back(e.slice_rows(v, split, n.attrs.length));
-        auto o = sp.bwd_block(e, step_t, plan.tail, cn, f64_const(e, static_cast<double>(n.attrs.start + split)),
-                              tail_ckpt, xt, ctk, acc, cyt);
+        const V base = f64_const(e, static_cast<double>(n.attrs.start + split));
+        auto o = plan.full ? sp.bwd_over_tape(e, step_t, plan.tail, cn, base, tail_ckpt, xt, ctk, acc, cyt)
+                           : sp.bwd_block(e, step_t, plan.tail, cn, base, tail_ckpt, xt, ctk, acc, cyt);
         ctk.assign(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(ctk.size()));
         acc.assign(o.begin() + static_cast<std::ptrdiff_t>(ctk.size()),
                    o.begin() + static_cast<std::ptrdiff_t>(ctk.size() + acc.size()));

@@ -83,6 +83,7 @@ class ScalarLowering {
     for (const Node& n : g_.nodes)
       if (has_regions(n.op)) return false;
     for (const Node& n : g_.nodes) lower_node(n);
+    drop_dead_code();
     b_.code_.push_back(ScalarBody::Instr{Kind::End, Op::Parameter, 0, 0, 0, 0});
     for (auto p : g_.params) {
       b_.params_.push_back(regs_[p]);
@@ -182,6 +183,31 @@ class ScalarLowering {
     // The kernel computes these through libmvec when the build has it: the same call here.
     if (has_vector_unary(n.op)) return pick(Kind::F64Vec, Kind::F32Vec, Kind::Call, Kind::Call);
     return Kind::Call;
+  }
+
+  // Instructions whose register no result reaches (elements of a vector op that only
+  // some later slice reads) are left out. Kernel calls stay.
+  void drop_dead_code() {
+    std::vector<bool> live(next_, false);
+    for (auto r : g_.results)
+      for (auto reg : regs_[r]) live[reg] = true;
+    std::vector<bool> keep(b_.code_.size(), false);
+    for (std::size_t i = b_.code_.size(); i-- > 0;) {
+      const ScalarBody::Instr& in = b_.code_[i];
+      if (in.kind == Kind::Call) {
+        keep[i] = true;
+        for (const auto& regs : b_.calls_[in.a].in_regs)
+          for (auto reg : regs) live[reg] = true;
+        continue;
+      }
+      if (!live[in.d]) continue;
+      keep[i] = true;
+      live[in.a] = live[in.b] = live[in.c] = true;  // unused operand fields are register 0: harmless
+    }
+    std::vector<ScalarBody::Instr> code;
+    for (std::size_t i = 0; i < b_.code_.size(); ++i)
+      if (keep[i]) code.push_back(b_.code_[i]);
+    b_.code_ = std::move(code);
   }
 
   void kernel_call(const Node& n) {
