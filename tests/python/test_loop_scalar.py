@@ -1,9 +1,13 @@
-"""The scalar form of small loop bodies (tier 0 of the loop compiler): bitwise the results
-of the kernel plan (QUABLA_LOOP_SCALAR=0) on every kind of op, in f32 and f64, on loops
-with pytree carries, xs/ys, nested loops, while loops and their derivatives."""
+"""The loop compiler: small loop bodies as scalar code, interpreted (tier 0,
+QUABLA_LOOP_JIT=0) or compiled to native code (tier 1, QUABLA_LOOP_JIT=sync), give
+bitwise the results of the kernel plan (QUABLA_LOOP_SCALAR=0) on every kind of op, in f32
+and f64, on loops with pytree carries, xs/ys, nested loops, while loops and their
+derivatives (NaN payloads aside). Also the on-disk cache of compiled loops."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -15,22 +19,36 @@ import quabla as qb
 SPECIAL = [0.0, -0.0, 0.3, -1.7, 2.5, 1e-300, 1e300, -1e300, np.inf, -np.inf, np.nan, 0.999, 3e4]
 
 
-def _both(make, *args):
-    """(scalar result, kernel-plan result, stats of the scalar program) of qb.jit(make())."""
-    old = os.environ.pop("QUABLA_LOOP_SCALAR", None)
+_MODES = {  # environment per execution path
+    "tier1": {"QUABLA_LOOP_JIT": "sync"},                # native code, built at the first call
+    "tier0": {"QUABLA_LOOP_JIT": "0"},                   # the scalar interpreter
+    "kernels": {"QUABLA_LOOP_SCALAR": "0"},              # the kernel plan
+}
+
+
+def _run_mode(mode, make, *args):
+    keys = ("QUABLA_LOOP_JIT", "QUABLA_LOOP_SCALAR")
+    old = {k: os.environ.pop(k, None) for k in keys}
+    os.environ.update(_MODES[mode])
     try:
         f = qb.jit(make())
-        fast = f(*args)
-        stats = f.lower(*args).compile().stats()
-        os.environ["QUABLA_LOOP_SCALAR"] = "0"
-        g = qb.jit(make())
-        slow = g(*args)
-        assert g.lower(*args).compile().stats()["scalar_loops"] == 0
+        out = f(*args)
+        return out, f.lower(*args).compile().stats()
     finally:
-        if old is None:
-            os.environ.pop("QUABLA_LOOP_SCALAR", None)
-        else:
-            os.environ["QUABLA_LOOP_SCALAR"] = old
+        for k, v in old.items():
+            os.environ.pop(k, None)
+            if v is not None:
+                os.environ[k] = v
+
+
+def _both(make, *args):
+    """(native result, kernel-plan result, stats of the scalar program) of qb.jit(make());
+    the interpreter's result is checked bitwise against the native one here."""
+    fast, stats = _run_mode("tier1", make, *args)
+    interp, _ = _run_mode("tier0", make, *args)
+    slow, slow_stats = _run_mode("kernels", make, *args)
+    assert slow_stats["scalar_loops"] == 0
+    _assert_bitwise(fast, interp)
     return fast, slow, stats
 
 
@@ -40,6 +58,12 @@ def _assert_bitwise(a, b):
     for x, y in zip(la, lb):
         x, y = np.asarray(x), np.asarray(y)
         assert x.dtype == y.dtype and x.shape == y.shape
+        if x.dtype.kind == "f":
+            # NaN payloads and signs are not preserved (a compiler may commute a * b);
+            # every other value must match bit for bit, -0.0 included.
+            nx, ny = np.isnan(x), np.isnan(y)
+            assert (nx == ny).all(), (x, y)
+            x, y = np.where(nx, 0, x), np.where(ny, 0, y)
         assert x.tobytes() == y.tobytes(), (x, y)
 
 
@@ -201,3 +225,91 @@ def test_small_state_gradients_keep_a_tape_bitwise_equal_to_checkpoints():
     finally:
         os.environ.pop("QUABLA_SCAN_TAPE_BYTES", None)
     _assert_bitwise(g_tape, g_ck)
+
+
+# ---------------------------------------------------------------------------------------
+# The on-disk cache of compiled loops (each case in fresh processes).
+
+_SCRIPT = """
+import numpy as np, quabla as qb
+p = qb.array([10.0, 28.0, 8.0 / 3.0])
+def step(i, s):
+    x, y, z = s[0], s[1], s[2]
+    return s + 0.01 * qb.stack([p[0] * (y - x), x * (p[1] - z) - y, x * y - p[2] * z])
+print(np.asarray(qb.jit(lambda s: qb.fori_loop(0, 1000, step, s))(qb.array([1.0, 1.0, 1.0]))).tobytes().hex())
+"""
+
+
+def _spawn(**env):
+    full = dict(os.environ)
+    full["QUABLA_LOOP_JIT"] = "sync"
+    full.update(env)
+    return subprocess.Popen([sys.executable, "-c", _SCRIPT], env=full, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _result(proc):
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    return out.strip(), err
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return _result(_spawn(QUABLA_LOOP_JIT="0"))[0]
+
+
+def _entries(d):
+    return sorted(p.name for p in (d / "loops").iterdir()) if (d / "loops").exists() else []
+
+
+def test_cache_builds_once_then_reuses(tmp_path, reference):
+    out, err = _result(_spawn(QUABLA_CACHE_DIR=str(tmp_path), QUABLA_LOOP_JIT_DEBUG="1"))
+    assert out == reference and f"tier 1 loaded {tmp_path}" in err
+    entries = _entries(tmp_path)
+    assert len(entries) == 1 and entries[0].endswith(".so")  # no temporaries left behind
+    so = tmp_path / "loops" / entries[0]
+    stamp = so.stat().st_mtime_ns
+    assert _result(_spawn(QUABLA_CACHE_DIR=str(tmp_path)))[0] == reference
+    assert _entries(tmp_path) == entries and so.stat().st_mtime_ns == stamp
+
+
+def test_a_corrupt_entry_is_rebuilt(tmp_path, reference):
+    _result(_spawn(QUABLA_CACHE_DIR=str(tmp_path)))
+    so = tmp_path / "loops" / _entries(tmp_path)[0]
+    so.write_bytes(b"not a shared object")
+    assert _result(_spawn(QUABLA_CACHE_DIR=str(tmp_path)))[0] == reference
+    assert so.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_concurrent_writers(tmp_path, reference):
+    procs = [_spawn(QUABLA_CACHE_DIR=str(tmp_path)) for _ in range(3)]
+    assert [_result(p)[0] for p in procs] == [reference] * 3
+    entries = _entries(tmp_path)
+    assert len(entries) == 1 and entries[0].endswith(".so")
+
+
+def test_an_unwritable_cache_falls_back_to_a_private_directory(tmp_path, reference):
+    # A cache path under a regular file can never be created (this holds for root too);
+    # a read-only directory is the other case, where permissions apply.
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    out, err = _result(_spawn(QUABLA_CACHE_DIR=str(blocker / "cache"), QUABLA_LOOP_JIT_DEBUG="1"))
+    assert out == reference and "tier 1 loaded" in err and str(blocker) not in err
+    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+        (tmp_path / "ro" / "loops").mkdir(parents=True)
+        (tmp_path / "ro" / "loops").chmod(0o555)
+        try:
+            out, err = _result(_spawn(QUABLA_CACHE_DIR=str(tmp_path / "ro"), QUABLA_LOOP_JIT_DEBUG="1"))
+            assert out == reference and "tier 1 loaded" in err
+            assert _entries(tmp_path / "ro") == []
+        finally:
+            (tmp_path / "ro" / "loops").chmod(0o755)
+
+
+def test_without_a_compiler_loops_run_on_tier_0(tmp_path, reference):
+    out, err = _result(_spawn(QUABLA_CACHE_DIR=str(tmp_path), QUABLA_CC=str(tmp_path / "no-such-cc"),
+                              QUABLA_LOOP_JIT_DEBUG="1"))
+    assert out == reference
+    assert "tier 1 off: no working C compiler" in err
+    assert _entries(tmp_path) == []

@@ -1,6 +1,7 @@
 // Execution of the region ops on the CPU: the bodies are compiled plans run in a C++ loop,
 // never re-entering Python. Carries move from one iteration's results to the next one's
 // arguments, so a body may update a carry buffer in place once nothing else holds it.
+#include <algorithm>
 #include <cstring>
 
 #include "quabla/backends/cpu/executable.h"
@@ -88,8 +89,23 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         for (std::size_t k = 0; k < nk; ++k) sb->load_param(1 + nc + k, carry[k]->data(), st);
         const std::uint32_t index_reg = sb->param_regs(0)[0];
         const auto moves = sb->results_to_params(0, 1 + nc, nk);
+        const auto native = sb->native_scan(nc, nk);
+        if (native) {
+          // Tier 1: native code runs the steps, a chunk at a time between interrupt polls.
+          std::vector<const std::byte*> xp;
+          std::vector<std::byte*> yp;
+          for (std::size_t i = 0; i < nx; ++i) xp.push_back(operand(nc + nk + i)->data());
+          for (std::size_t j = 0; j < ny; ++j) yp.push_back(ys[j]->data());
+          constexpr std::int64_t kChunk = 1 << 16;
+          InterruptPoller interrupt(1);
+          for (std::int64_t first = 0; first < len; first += kChunk) {
+            interrupt.poll();
+            sb->run_native(native, st, first, std::min(len, first + kChunk), len, n.attrs.start, n.attrs.reverse,
+                           xp.data(), yp.data());
+          }
+        }
         InterruptPoller interrupt(kSmallStepsPerPoll);
-        for (std::int64_t step = 0; step < len; ++step) {
+        for (std::int64_t step = native ? len : 0; step < len; ++step) {  // tier 0 until tier 1 is built
           interrupt.poll();
           const std::int64_t t = n.attrs.reverse ? len - 1 - step : step;
           st.regs[index_reg].f64 = static_cast<double>(n.attrs.start + t);

@@ -6,36 +6,12 @@
 #include <cstring>
 #include <string_view>
 
+#include "quabla/backends/cpu/scalar_loop_ir.h"
 #include "quabla/backends/cpu/scalar_math.h"
 #include "quabla/backends/cpu/vector_math.h"
 #include "quabla/ir/errors.h"
 
 namespace qb::cpu {
-
-// One instruction kind per (operation, dtype): one dispatch per instruction.
-#define QB_FLOAT_KINDS(X, P) X(P##Add) X(P##Sub) X(P##Mul) X(P##Div) X(P##Neg) X(P##Abs) X(P##Sqrt) \
-  X(P##Max) X(P##Min) X(P##Lt) X(P##Le) X(P##Gt) X(P##Ge) X(P##Eq) X(P##Ne) X(P##Vec)
-#define QB_INT_KINDS(X, P) X(P##Add) X(P##Sub) X(P##Mul) X(P##Max) X(P##Min) X(P##Lt) X(P##Le) X(P##Gt) \
-  X(P##Ge) X(P##Eq) X(P##Ne)
-#define QB_KINDS(X) QB_FLOAT_KINDS(X, F64) QB_FLOAT_KINDS(X, F32) QB_INT_KINDS(X, I64) QB_INT_KINDS(X, I32) \
-  X(BoolNot) X(BoolAnd) X(BoolOr) X(Select) X(F64ToF32) X(F32ToF64) X(Call) X(End)
-#define QB_ENUM(k) k,
-enum class ScalarBody::Kind : std::uint8_t { QB_KINDS(QB_ENUM) };
-#undef QB_ENUM
-
-struct ScalarBody::Instr {
-  Kind kind;
-  Op op;  // the transcendental function of F64Vec / F32Vec
-  std::uint32_t d, a, b, c;  // destination and operand registers (Call: a is the call index)
-};
-
-// An op run by its kernel: operands gathered from registers into scratch, outputs scattered
-// back.
-struct ScalarBody::KernelCall {
-  const Node* node;
-  std::vector<std::vector<std::uint32_t>> in_regs, out_regs;
-  std::vector<std::size_t> in_item, out_item, in_offset, out_offset;
-};
 
 ScalarBody::ScalarBody() = default;
 ScalarBody::~ScalarBody() = default;
@@ -100,9 +76,12 @@ class ScalarLowering {
  private:
   using Kind = ScalarBody::Kind;
 
-  Regs fresh(std::int64_t n) {
+  Regs fresh(std::int64_t n, DType dtype) {
     Regs r;
-    for (std::int64_t i = 0; i < n; ++i) r.push_back(next_++);
+    for (std::int64_t i = 0; i < n; ++i) {
+      r.push_back(next_++);
+      b_.reg_dtype_.push_back(dtype);
+    }
     return r;
   }
   const Regs& in(const Node& n, std::size_t i) const { return regs_[n.inputs[i]]; }
@@ -127,7 +106,7 @@ class ScalarLowering {
   // Per element: `kind` over the operands' registers.
   void per_element(const Node& n, Kind kind) {
     const auto count = num_elements(out_type(n).shape);
-    Regs out = fresh(count);
+    Regs out = fresh(count, out_type(n).dtype);
     for (std::int64_t e = 0; e < count; ++e) {
       ScalarBody::Instr ins{kind, n.op, out[static_cast<std::size_t>(e)], 0, 0, 0};
       const auto k = static_cast<std::size_t>(e);
@@ -225,7 +204,7 @@ class ScalarLowering {
     }
     for (auto v : n.outputs) {
       const ValueType& t = g_.type(v);
-      regs_[v] = fresh(num_elements(t.shape));
+      regs_[v] = fresh(num_elements(t.shape), t.dtype);
       c.out_regs.push_back(regs_[v]);
       c.out_item.push_back(itemsize(t.dtype));
       c.out_offset.push_back(place(static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype)));
@@ -237,12 +216,12 @@ class ScalarLowering {
   void lower_node(const Node& n) {
     switch (n.op) {
       case Op::Parameter:
-        regs_[n.outputs[0]] = fresh(num_elements(out_type(n).shape));
+        regs_[n.outputs[0]] = fresh(num_elements(out_type(n).shape), out_type(n).dtype);
         return;
       case Op::Constant: {
         const Literal& lit = *n.attrs.literal;
         const std::size_t item = itemsize(lit.type.dtype);
-        Regs r = fresh(num_elements(out_type(n).shape));
+        Regs r = fresh(num_elements(out_type(n).shape), lit.type.dtype);
         for (std::size_t e = 0; e < r.size(); ++e) {
           Reg x{};
           std::memcpy(&x, lit.data->data() + e * item, item);

@@ -10,6 +10,7 @@
 // libmvec call), so results are bitwise those of the kernel plan. The loop runners in
 // control_flow.cc keep carries in registers across steps.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -30,7 +31,7 @@ union Reg {
   std::uint64_t raw;
 };
 
-class ScalarBody {
+class ScalarBody : public std::enable_shared_from_this<ScalarBody> {
  public:
   static constexpr std::int64_t kMaxElements = 64;
 
@@ -65,6 +66,19 @@ class ScalarBody {
 
   void run(State& s) const;
 
+  // Tier 1: the whole scan (steps [first, last) of len, carries in locals) as native code
+  // generated from these instructions (native_loop.cc). Registers are read from the state
+  // on entry and the carries written back on exit.
+  using NativeScan = void (*)(Reg* regs, const void* env, std::int64_t first, std::int64_t last, std::int64_t len,
+                              std::int64_t start, int reverse, const std::byte* const* xs, std::byte* const* ys);
+  // The native form of this body as a scan with nc consts and nk carries: null until it is
+  // built (in the background unless QUABLA_LOOP_JIT=sync; never when QUABLA_LOOP_JIT=0 or
+  // no C compiler works). The first call starts the build.
+  NativeScan native_scan(std::size_t nc, std::size_t nk) const;
+  // Runs fn over the state (kernel calls and libmvec functions reach back through it).
+  void run_native(NativeScan fn, State& s, std::int64_t first, std::int64_t last, std::int64_t len, std::int64_t start,
+                  bool reverse, const std::byte* const* xs, std::byte* const* ys) const;
+
   // Instruction kinds (public for the lowering in scalar_loop.cc).
   enum class Kind : std::uint8_t;
   struct Instr;
@@ -77,6 +91,8 @@ class ScalarBody {
 
  private:
   friend class ScalarLowering;
+  friend class NativeEmitter;
+  friend struct NativeAccess;
   void call(const KernelCall& c, State& s) const;
   std::shared_ptr<const Graph> graph_;
   std::vector<Instr> code_;
@@ -85,6 +101,9 @@ class ScalarBody {
   std::vector<std::size_t> param_item_, result_item_;  // bytes per element
   std::vector<std::pair<std::uint32_t, Reg>> constants_;
   std::size_t num_regs_ = 0, scratch_bytes_ = 0;
+  std::vector<DType> reg_dtype_;
+  mutable std::atomic<NativeScan> native_{nullptr};
+  mutable std::atomic<bool> native_started_{false};
 };
 
 // Runs node n's kernel with operand i at ins[i] and output k at outs[k] (contiguous,

@@ -1,0 +1,447 @@
+// Tier 1 of the loop compiler: a scan whose body has a scalar form (scalar_loop.h) becomes
+// one C function for the whole loop (registers as typed locals, carries kept in them from
+// step to step), compiled by the system C compiler with -O2 -ffp-contract=off (no fused
+// multiply-add, so every operation rounds as the kernels' do), loaded with dlopen and used
+// for later calls. libmvec functions and the ops that run as kernels are reached through a
+// table passed in, so results stay bitwise those of tier 0 and of the kernel plan.
+//
+// Shared objects are cached on disk under $QUABLA_CACHE_DIR (default
+// $XDG_CACHE_HOME/quabla or ~/.cache/quabla), keyed by a hash of the source, the compiler's
+// identity and the flags. Writes are atomic (a private temporary, then rename), so
+// concurrent processes are safe; an entry that fails to load is rebuilt; a cache directory
+// that cannot be written falls back to a private temporary directory. QUABLA_LOOP_JIT=0
+// disables tier 1; QUABLA_LOOP_JIT=sync builds at the first call instead of in the
+// background; QUABLA_CC names the compiler (default cc). Without a working compiler every
+// loop stays on tier 0 (QUABLA_LOOP_JIT_DEBUG=1 prints why, once).
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "quabla/backends/cpu/scalar_loop.h"
+#include "quabla/backends/cpu/scalar_loop_ir.h"
+#include "quabla/backends/cpu/vector_math.h"
+
+namespace qb::cpu {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// What the generated code calls back (the same layout as QbEnv in the C source).
+struct NativeEnv {
+  void (*call)(void* ctx, int index, Reg* regs);
+  void (*vec_f64)(int op, const double* x, double* y);
+  void (*vec_f32)(int op, const float* x, float* y);
+  void* ctx;
+};
+
+struct CallContext {
+  const ScalarBody* body;
+  ScalarBody::State* state;
+  std::exception_ptr error;  // a kernel that threw: rethrown once the native code returns
+};
+
+const char* c_type(DType d) {
+  switch (d) {
+    case DType::f64: return "double";
+    case DType::f32: return "float";
+    case DType::i64: return "int64_t";
+    case DType::i32: return "int32_t";
+    case DType::bool_: return "uint8_t";
+  }
+  return "double";
+}
+
+const char* member(DType d) {
+  switch (d) {
+    case DType::f64: return "f64";
+    case DType::f32: return "f32";
+    case DType::i64: return "i64";
+    case DType::i32: return "i32";
+    case DType::bool_: return "b";
+  }
+  return "f64";
+}
+
+bool debug() {
+  const char* v = std::getenv("QUABLA_LOOP_JIT_DEBUG");
+  return v && *v && std::string_view(v) != "0";
+}
+
+void say(const std::string& what) {
+  static std::once_flag once;
+  if (debug()) std::call_once(once, [&] { std::fprintf(stderr, "quabla: loop compiler tier 1 off: %s\n", what.c_str()); });
+}
+
+std::string jit_mode() {
+  const char* v = std::getenv("QUABLA_LOOP_JIT");
+  return v ? std::string(v) : std::string();
+}
+
+std::string compiler() {
+  const char* v = std::getenv("QUABLA_CC");
+  return v && *v ? std::string(v) : std::string("cc");
+}
+
+constexpr const char* kFlags = "-O2 -ffp-contract=off -fno-strict-aliasing -fPIC -shared -w";
+
+// Runs argv, quietly; true on exit status 0.
+bool run_quietly(const std::vector<std::string>& argv, std::string* output = nullptr) {
+  std::string cmd;
+  for (const auto& a : argv) {
+    cmd += "'";
+    for (char c : a) cmd += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd += "' ";
+  }
+  cmd += "2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return false;
+  char buf[512];
+  std::string out;
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  const int status = ::pclose(p);
+  if (output) *output = out;
+  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// The compiler's identity (its --version line), or empty when it does not run.
+// (Process-lifetime objects here are never destroyed: a background build may still run
+// while the process exits.)
+const std::string& compiler_identity() {
+  static std::once_flag once;
+  static const std::string* id = nullptr;
+  std::call_once(once, [] {
+    std::string out;
+    id = new std::string(run_quietly({compiler(), "--version"}, &out) ? out.substr(0, out.find('\n')) : std::string());
+  });
+  return *id;
+}
+
+std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+fs::path cache_dir() {
+  if (const char* v = std::getenv("QUABLA_CACHE_DIR"); v && *v) return fs::path(v);
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "quabla";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "quabla";
+  return fs::temp_directory_path() / "quabla-cache";
+}
+
+bool writable_dir(const fs::path& d) {
+  std::error_code ec;
+  fs::create_directories(d, ec);
+  return fs::is_directory(d, ec) && ::access(d.c_str(), W_OK) == 0;
+}
+
+// Temporaries ("<key>.<pid>-<n>-<t>.c/.so") that a process killed mid-build left behind,
+// once they are an hour old.
+void remove_stale_temporaries(const fs::path& dir) {
+  std::error_code ec;
+  const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (std::count(name.begin(), name.end(), '.') < 2) continue;  // "<key>.so" entries stay
+    std::error_code e2;
+    if (fs::last_write_time(it->path(), e2) < cutoff && !e2) fs::remove(it->path(), e2);
+  }
+}
+
+// A directory this process may write: the cache, else a private temporary one.
+fs::path output_dir() {
+  static std::mutex mu;
+  static std::string* last_env = nullptr;  // QUABLA_CACHE_DIR may change between builds
+  static fs::path* dir = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  const char* env = std::getenv("QUABLA_CACHE_DIR");
+  const std::string now = env ? env : "";
+  if (dir && last_env && *last_env == now) return *dir;
+  if (!last_env) last_env = new std::string();
+  *last_env = now;
+  if (!dir) dir = new fs::path();
+  const fs::path c = cache_dir() / "loops";
+  if (writable_dir(c)) {
+    *dir = c;
+    remove_stale_temporaries(c);
+    return *dir;
+  }
+  std::string tmpl = (fs::temp_directory_path() / "quabla-loops-XXXXXX").string();
+  *dir = ::mkdtemp(tmpl.data()) ? fs::path(tmpl) : fs::path();
+  return *dir;
+}
+
+using Fn = ScalarBody::NativeScan;
+
+Fn load(const fs::path& so) {
+  void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return nullptr;
+  void* f = ::dlsym(h, "qb_loop");
+  if (!f) {
+    ::dlclose(h);
+    return nullptr;
+  }
+  return reinterpret_cast<Fn>(f);  // the handle stays open for the life of the process
+}
+
+std::string unique_suffix() {
+  static std::atomic<unsigned> counter{0};
+  return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
+         std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
+}
+
+Fn announce(Fn f, const fs::path& so) {
+  if (f && debug()) std::fprintf(stderr, "quabla: loop compiler tier 1 loaded %s\n", so.c_str());
+  return f;
+}
+
+// The shared object for this source: from the cache, or built and cached.
+Fn build(const std::string& source) {
+  const std::string& id = compiler_identity();
+  if (id.empty()) {
+    say("no working C compiler (" + compiler() + "; set QUABLA_CC)");
+    return nullptr;
+  }
+  const fs::path dir = output_dir();
+  if (dir.empty()) {
+    say("no writable directory for compiled loops");
+    return nullptr;
+  }
+  char key[17];
+  std::snprintf(key, sizeof key, "%016llx",
+                static_cast<unsigned long long>(fnv1a(source + "\n" + id + "\n" + kFlags + "\n" + compiler())));
+  const fs::path so = dir / (std::string(key) + ".so");
+  std::error_code ec;
+  if (fs::exists(so, ec)) {
+    if (Fn f = load(so)) return announce(f, so);
+    fs::remove(so, ec);  // corrupt or foreign: rebuilt below
+  }
+  const std::string tmp = (dir / (std::string(key) + "." + unique_suffix())).string();
+  {
+    std::ofstream out(tmp + ".c");
+    out << source;
+    if (!out) {
+      say("cannot write " + tmp + ".c");
+      return nullptr;
+    }
+  }
+  std::vector<std::string> argv{compiler()};
+  std::istringstream flags(kFlags);
+  for (std::string f; flags >> f;) argv.push_back(f);
+  argv.insert(argv.end(), {tmp + ".c", "-o", tmp + ".so", "-lm"});
+  std::string log;
+  const bool ok = run_quietly(argv, &log);
+  fs::remove(tmp + ".c", ec);
+  if (!ok) {
+    say("the C compiler failed: " + log.substr(0, 400));
+    fs::remove(tmp + ".so", ec);
+    return nullptr;
+  }
+  fs::rename(tmp + ".so", so, ec);  // atomic: readers see the old entry or the new one
+  if (ec) return announce(load(tmp + ".so"), tmp + ".so");  // the rename failed: use ours where it is
+  return announce(load(so), so);
+}
+
+extern "C" void qb_native_vec_f64(int op, const double* x, double* y) { vector_unary_f64(static_cast<Op>(op), x, y, 1); }
+extern "C" void qb_native_vec_f32(int op, const float* x, float* y) { vector_unary_f32(static_cast<Op>(op), x, y, 1); }
+
+}  // namespace
+
+// Reaches the private parts of ScalarBody for the emitter and the call trampoline.
+struct NativeAccess {
+  static void call(const ScalarBody& b, int index, ScalarBody::State& s) { b.call(b.calls_[static_cast<std::size_t>(index)], s); }
+};
+
+namespace {
+
+extern "C" void qb_native_call(void* ctx, int index, Reg*) {
+  auto* c = static_cast<CallContext*>(ctx);
+  if (c->error) return;
+  try {
+    NativeAccess::call(*c->body, index, *c->state);
+  } catch (...) {
+    c->error = std::current_exception();
+  }
+}
+
+}  // namespace
+
+class NativeEmitter {
+ public:
+  NativeEmitter(const ScalarBody& b, std::size_t nc, std::size_t nk) : b_(b), nc_(nc), nk_(nk) {}
+
+  std::string source() {
+    std::ostringstream o;
+    o << "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
+         "typedef union { double f64; float f32; int64_t i64; int32_t i32; uint8_t b; uint64_t raw; } Reg;\n"
+         "typedef struct { void (*call)(void*, int, Reg*); void (*vec_f64)(int, const double*, double*);\n"
+         "  void (*vec_f32)(int, const float*, float*); void* ctx; } QbEnv;\n"
+         "static inline double qb_maxd(double a, double b) { if (a != a) return a; if (b != b) return b; return a > b ? a : b; }\n"
+         "static inline double qb_mind(double a, double b) { if (a != a) return a; if (b != b) return b; return a < b ? a : b; }\n"
+         "static inline float qb_maxf(float a, float b) { if (a != a) return a; if (b != b) return b; return a > b ? a : b; }\n"
+         "static inline float qb_minf(float a, float b) { if (a != a) return a; if (b != b) return b; return a < b ? a : b; }\n"
+         "void qb_loop(Reg* r, const QbEnv* env, int64_t first, int64_t last, int64_t len, int64_t start, int reverse,\n"
+         "             const unsigned char* const* xs, unsigned char* const* ys) {\n";
+    for (std::size_t i = 0; i < b_.num_regs_; ++i) {
+      const DType d = b_.reg_dtype_[i];
+      o << "  " << c_type(d) << " v" << i << " = r[" << i << "]." << member(d) << ";\n";
+    }
+    o << "  for (int64_t step = first; step < last; ++step) {\n"
+         "    const int64_t t = reverse ? len - 1 - step : step;\n";
+    o << "    v" << b_.params_[0][0] << " = (double)(start + t);\n";
+    const std::size_t nx = b_.params_.size() - 1 - nc_ - nk_;
+    for (std::size_t i = 0; i < nx; ++i) {
+      const auto& regs = b_.params_[1 + nc_ + nk_ + i];
+      const std::size_t item = b_.param_item_[1 + nc_ + nk_ + i];
+      for (std::size_t e = 0; e < regs.size(); ++e)
+        o << "    memcpy(&v" << regs[e] << ", xs[" << i << "] + (t * " << regs.size() << " + " << e << ") * " << item
+          << ", " << item << ");\n";
+    }
+    for (const auto& in : b_.code_) emit(o, in);
+    const std::size_t ny = b_.results_.size() - nk_;
+    for (std::size_t j = 0; j < ny; ++j) {
+      const auto& regs = b_.results_[nk_ + j];
+      const std::size_t item = b_.result_item_[nk_ + j];
+      for (std::size_t e = 0; e < regs.size(); ++e)
+        o << "    memcpy(ys[" << j << "] + (t * " << regs.size() << " + " << e << ") * " << item << ", &v" << regs[e]
+          << ", " << item << ");\n";
+    }
+    // Carries: one parallel assignment.
+    const auto moves = b_.results_to_params(0, 1 + nc_, nk_);
+    o << "    {\n";
+    for (std::size_t m = 0; m < moves.src.size(); ++m)
+      o << "      const " << c_type(b_.reg_dtype_[moves.src[m]]) << " t" << m << " = v" << moves.src[m] << ";\n";
+    for (std::size_t m = 0; m < moves.dst.size(); ++m) o << "      v" << moves.dst[m] << " = t" << m << ";\n";
+    o << "    }\n  }\n";
+    for (std::size_t k = 0; k < nk_; ++k)
+      for (auto reg : b_.params_[1 + nc_ + k]) o << "  r[" << reg << "]." << member(b_.reg_dtype_[reg]) << " = v" << reg << ";\n";
+    o << "}\n";
+    return o.str();
+  }
+
+ private:
+  using Kind = ScalarBody::Kind;
+
+  // "v<r>", built by appending (GCC 12 misreports "v" + std::string under -Wrestrict).
+  static std::string reg_name(std::uint32_t r) {
+    std::string s(1, 'v');
+    s.append(std::to_string(r));
+    return s;
+  }
+
+  void emit(std::ostringstream& o, const ScalarBody::Instr& in) {
+    const std::string d = reg_name(in.d), a = reg_name(in.a), b = reg_name(in.b), c = reg_name(in.c);
+    auto line = [&](const std::string& rhs) { o << "    " << d << " = " << rhs << ";\n"; };
+    auto wrap = [&](const char* u, const char* s, const char* op) {
+      line(std::string("(") + s + ")((" + u + ")" + a + " " + op + " (" + u + ")" + b + ")");
+    };
+    switch (in.kind) {
+#define QB_FLOAT_EMIT(P, T, SUF)                                      \
+  case Kind::P##Add: return line(a + " + " + b);                      \
+  case Kind::P##Sub: return line(a + " - " + b);                      \
+  case Kind::P##Mul: return line(a + " * " + b);                      \
+  case Kind::P##Div: return line(a + " / " + b);                      \
+  case Kind::P##Neg: return line("-" + a);                            \
+  case Kind::P##Abs: return line("fabs" SUF "(" + a + ")");           \
+  case Kind::P##Sqrt: return line("sqrt" SUF "(" + a + ")");          \
+  case Kind::P##Max: return line("qb_max" T "(" + a + ", " + b + ")"); \
+  case Kind::P##Min: return line("qb_min" T "(" + a + ", " + b + ")"); \
+  case Kind::P##Lt: return line(a + " < " + b);                       \
+  case Kind::P##Le: return line(a + " <= " + b);                      \
+  case Kind::P##Gt: return line(a + " > " + b);                       \
+  case Kind::P##Ge: return line(a + " >= " + b);                      \
+  case Kind::P##Eq: return line(a + " == " + b);                      \
+  case Kind::P##Ne: return line(a + " != " + b);
+      QB_FLOAT_EMIT(F64, "d", "")
+      QB_FLOAT_EMIT(F32, "f", "f")
+#undef QB_FLOAT_EMIT
+      case Kind::F64Vec:
+        o << "    env->vec_f64(" << static_cast<int>(in.op) << ", &" << a << ", &" << d << ");\n";
+        return;
+      case Kind::F32Vec:
+        o << "    env->vec_f32(" << static_cast<int>(in.op) << ", &" << a << ", &" << d << ");\n";
+        return;
+#define QB_INT_EMIT(P, U, S)                                   \
+  case Kind::P##Add: return wrap(U, S, "+");                   \
+  case Kind::P##Sub: return wrap(U, S, "-");                   \
+  case Kind::P##Mul: return wrap(U, S, "*");                   \
+  case Kind::P##Max: return line(a + " > " + b + " ? " + a + " : " + b); \
+  case Kind::P##Min: return line(a + " < " + b + " ? " + a + " : " + b); \
+  case Kind::P##Lt: return line(a + " < " + b);                \
+  case Kind::P##Le: return line(a + " <= " + b);               \
+  case Kind::P##Gt: return line(a + " > " + b);                \
+  case Kind::P##Ge: return line(a + " >= " + b);               \
+  case Kind::P##Eq: return line(a + " == " + b);               \
+  case Kind::P##Ne: return line(a + " != " + b);
+      QB_INT_EMIT(I64, "uint64_t", "int64_t")
+      QB_INT_EMIT(I32, "uint32_t", "int32_t")
+#undef QB_INT_EMIT
+      case Kind::BoolNot: return line("!" + a);
+      case Kind::BoolAnd: return line(a + " && " + b);
+      case Kind::BoolOr: return line(a + " || " + b);
+      case Kind::Select: return line(a + " ? " + b + " : " + c);
+      case Kind::F64ToF32: return line("(float)" + a);
+      case Kind::F32ToF64: return line("(double)" + a);
+      case Kind::Call: {
+        const auto& call = b_.calls_[in.a];
+        for (const auto& regs : call.in_regs)
+          for (auto reg : regs) o << "    r[" << reg << "]." << member(b_.reg_dtype_[reg]) << " = v" << reg << ";\n";
+        o << "    env->call(env->ctx, " << in.a << ", r);\n";
+        for (const auto& regs : call.out_regs)
+          for (auto reg : regs) o << "    v" << reg << " = r[" << reg << "]." << member(b_.reg_dtype_[reg]) << ";\n";
+        return;
+      }
+      case Kind::End:
+        return;
+    }
+  }
+
+  const ScalarBody& b_;
+  std::size_t nc_, nk_;
+};
+
+ScalarBody::NativeScan ScalarBody::native_scan(std::size_t nc, std::size_t nk) const {
+  if (Fn f = native_.load(std::memory_order_acquire)) return f;
+  if (native_started_.exchange(true)) return nullptr;
+  const std::string mode = jit_mode();
+  if (mode == "0") return nullptr;
+  std::string source = NativeEmitter(*this, nc, nk).source();
+  if (mode == "sync") {
+    native_.store(build(source), std::memory_order_release);
+    return native_.load(std::memory_order_acquire);
+  }
+  // The body is immutable; the thread holds it alive until it is done.
+  std::thread([self = shared_from_this(), src = std::move(source)]() {
+    self->native_.store(build(src), std::memory_order_release);
+  }).detach();
+  return nullptr;
+}
+
+void ScalarBody::run_native(NativeScan fn, State& s, std::int64_t first, std::int64_t last, std::int64_t len,
+                            std::int64_t start, bool reverse, const std::byte* const* xs, std::byte* const* ys) const {
+  CallContext ctx{this, &s, nullptr};
+  const NativeEnv env{qb_native_call, qb_native_vec_f64, qb_native_vec_f32, &ctx};
+  fn(s.regs.data(), &env, first, last, len, start, reverse ? 1 : 0, xs, ys);
+  if (ctx.error) std::rethrow_exception(ctx.error);
+}
+
+}  // namespace qb::cpu

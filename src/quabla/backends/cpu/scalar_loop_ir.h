@@ -1,0 +1,37 @@
+// The instructions of the scalar loop code (scalar_loop.h), shared by the interpreter
+// (scalar_loop.cc) and the C emitter (native_loop.cc).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "quabla/backends/cpu/scalar_loop.h"
+
+namespace qb::cpu {
+
+// One instruction kind per (operation, dtype): one dispatch per instruction.
+#define QB_FLOAT_KINDS(X, P) X(P##Add) X(P##Sub) X(P##Mul) X(P##Div) X(P##Neg) X(P##Abs) X(P##Sqrt) \
+  X(P##Max) X(P##Min) X(P##Lt) X(P##Le) X(P##Gt) X(P##Ge) X(P##Eq) X(P##Ne) X(P##Vec)
+#define QB_INT_KINDS(X, P) X(P##Add) X(P##Sub) X(P##Mul) X(P##Max) X(P##Min) X(P##Lt) X(P##Le) X(P##Gt) \
+  X(P##Ge) X(P##Eq) X(P##Ne)
+#define QB_KINDS(X) QB_FLOAT_KINDS(X, F64) QB_FLOAT_KINDS(X, F32) QB_INT_KINDS(X, I64) QB_INT_KINDS(X, I32) \
+  X(BoolNot) X(BoolAnd) X(BoolOr) X(Select) X(F64ToF32) X(F32ToF64) X(Call) X(End)
+#define QB_ENUM(k) k,
+enum class ScalarBody::Kind : std::uint8_t { QB_KINDS(QB_ENUM) };
+#undef QB_ENUM
+
+struct ScalarBody::Instr {
+  Kind kind;
+  Op op;  // the transcendental function of F64Vec / F32Vec
+  std::uint32_t d, a, b, c;  // destination and operand registers (Call: a is the call index)
+};
+
+// An op run by its kernel: operands gathered from registers into scratch, outputs scattered
+// back.
+struct ScalarBody::KernelCall {
+  const Node* node;
+  std::vector<std::vector<std::uint32_t>> in_regs, out_regs;
+  std::vector<std::size_t> in_item, out_item, in_offset, out_offset;
+};
+
+}  // namespace qb::cpu
