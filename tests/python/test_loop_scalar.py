@@ -313,3 +313,15 @@ def test_without_a_compiler_loops_run_on_tier_0(tmp_path, reference):
     assert out == reference
     assert "tier 1 off: no working C compiler" in err
     assert _entries(tmp_path) == []
+
+
+def test_while_loops_on_every_tier():
+    def make():
+        return lambda x: qb.while_loop(lambda c: (c[1] < 500.0) & (c[0] > -10.0),
+                                       lambda c: (qb.sin(c[0]) * 0.9 + qb.sqrt(c[1] + 1.0) * 1e-3, c[1] + 1.0),
+                                       (x, qb.asarray(0.0)))
+
+    fast, slow, stats = _both(make, qb.array([0.3, -0.7]))
+    assert stats["scalar_loops"] == 1
+    _assert_bitwise(fast, slow)
+    assert float(fast[1]) == 500.0

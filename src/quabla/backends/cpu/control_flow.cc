@@ -200,6 +200,21 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         for (std::size_t k = 0; k < nk; ++k) sb.load_param(nc + k, carry[k]->data(), bst);
         const std::uint32_t pred = sc.result_regs(0)[0];
         const auto moves = sb.results_to_params(0, nc, nk);
+        if (const auto native = sb.native_while(sc, nc)) {
+          // Tier 1: native code runs the iterations, a chunk at a time between interrupt polls.
+          constexpr std::int64_t kChunk = 1 << 16;
+          InterruptPoller interrupt(1);
+          for (;;) {
+            interrupt.poll();
+            if (sb.run_native_while(native, sc, cst, bst, kChunk)) break;
+          }
+          for (std::size_t k = 0; k < nk; ++k) {
+            auto out = Buffer::allocate(bytes_of(g.type(n.outputs[k])));
+            sb.store_param(nc + k, bst, out->data());
+            env[n.outputs[k]] = std::move(out);
+          }
+          return;
+        }
         InterruptPoller interrupt(kSmallStepsPerPoll);
         for (;;) {
           interrupt.poll();

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -190,7 +191,7 @@ fs::path output_dir() {
   return *dir;
 }
 
-using Fn = ScalarBody::NativeScan;
+using Fn = void*;
 
 Fn load(const fs::path& so) {
   void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -200,7 +201,7 @@ Fn load(const fs::path& so) {
     ::dlclose(h);
     return nullptr;
   }
-  return reinterpret_cast<Fn>(f);  // the handle stays open for the life of the process
+  return f;  // the handle stays open for the life of the process
 }
 
 std::string unique_suffix() {
@@ -287,10 +288,72 @@ extern "C" void qb_native_call(void* ctx, int index, Reg*) {
 
 class NativeEmitter {
  public:
-  NativeEmitter(const ScalarBody& b, std::size_t nc, std::size_t nk) : b_(b), nc_(nc), nk_(nk) {}
+  explicit NativeEmitter(const ScalarBody& b) : b_(&b) {}
 
-  std::string source() {
+  // The scan: steps [first, last) of len; consts, carries and xs as in the scan's body.
+  std::string scan_source(std::size_t nc, std::size_t nk) {
     std::ostringstream o;
+    prelude(o);
+    o << "void qb_loop(Reg* r, const QbEnv* env, int64_t first, int64_t last, int64_t len, int64_t start, int reverse,\n"
+         "             const unsigned char* const* xs, unsigned char* const* ys) {\n";
+    locals(o, *b_, 'v', "r");
+    o << "  for (int64_t step = first; step < last; ++step) {\n"
+         "    const int64_t t = reverse ? len - 1 - step : step;\n";
+    o << "    v" << b_->params_[0][0] << " = (double)(start + t);\n";
+    const std::size_t nx = b_->params_.size() - 1 - nc - nk;
+    for (std::size_t i = 0; i < nx; ++i) {
+      const auto& regs = b_->params_[1 + nc + nk + i];
+      const std::size_t item = b_->param_item_[1 + nc + nk + i];
+      for (std::size_t e = 0; e < regs.size(); ++e)
+        o << "    memcpy(&v" << regs[e] << ", xs[" << i << "] + (t * " << regs.size() << " + " << e << ") * " << item
+          << ", " << item << ");\n";
+    }
+    code(o, *b_, 'v', "env", "r");
+    const std::size_t ny = b_->results_.size() - nk;
+    for (std::size_t j = 0; j < ny; ++j) {
+      const auto& regs = b_->results_[nk + j];
+      const std::size_t item = b_->result_item_[nk + j];
+      for (std::size_t e = 0; e < regs.size(); ++e)
+        o << "    memcpy(ys[" << j << "] + (t * " << regs.size() << " + " << e << ") * " << item << ", &v" << regs[e]
+          << ", " << item << ");\n";
+    }
+    carry_moves(o, *b_, 1 + nc, nk);
+    o << "  }\n";
+    store_carries(o, *b_, 1 + nc, nk, 'v', "r");
+    o << "}\n";
+    return o.str();
+  }
+
+  // The while loop with condition `cond` (registers prefixed c, in rc) over this body
+  // (prefixed v, in rb): at most max_steps iterations; returns 1 once the condition is
+  // false, 0 when max_steps ran out first (the caller polls for Ctrl-C and calls again).
+  std::string while_source(const ScalarBody& cond, std::size_t nc) {
+    const std::size_t nk = b_->params_.size() - nc;
+    std::ostringstream o;
+    prelude(o);
+    o << "int qb_loop(Reg* rc, Reg* rb, const QbEnv* envc, const QbEnv* envb, int64_t max_steps) {\n";
+    locals(o, cond, 'c', "rc");
+    locals(o, *b_, 'v', "rb");
+    o << "  int done = 0;\n  for (int64_t step = 0; step < max_steps; ++step) {\n";
+    for (std::size_t k = 0; k < nk; ++k) {
+      const auto& from = b_->params_[nc + k];
+      const auto& to = cond.params_[nc + k];
+      for (std::size_t e = 0; e < from.size(); ++e) o << "    c" << to[e] << " = v" << from[e] << ";\n";
+    }
+    code(o, cond, 'c', "envc", "rc");
+    o << "    if (!c" << cond.results_[0][0] << ") { done = 1; break; }\n";
+    code(o, *b_, 'v', "envb", "rb");
+    carry_moves(o, *b_, nc, nk);
+    o << "  }\n";
+    store_carries(o, *b_, nc, nk, 'v', "rb");
+    o << "  return done;\n}\n";
+    return o.str();
+  }
+
+ private:
+  using Kind = ScalarBody::Kind;
+
+  static void prelude(std::ostringstream& o) {
     o << "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
          "typedef union { double f64; float f32; int64_t i64; int32_t i32; uint8_t b; uint64_t raw; } Reg;\n"
          "typedef struct { void (*call)(void*, int, Reg*); void (*vec_f64)(int, const double*, double*);\n"
@@ -298,52 +361,45 @@ class NativeEmitter {
          "static inline double qb_maxd(double a, double b) { if (a != a) return a; if (b != b) return b; return a > b ? a : b; }\n"
          "static inline double qb_mind(double a, double b) { if (a != a) return a; if (b != b) return b; return a < b ? a : b; }\n"
          "static inline float qb_maxf(float a, float b) { if (a != a) return a; if (b != b) return b; return a > b ? a : b; }\n"
-         "static inline float qb_minf(float a, float b) { if (a != a) return a; if (b != b) return b; return a < b ? a : b; }\n"
-         "void qb_loop(Reg* r, const QbEnv* env, int64_t first, int64_t last, int64_t len, int64_t start, int reverse,\n"
-         "             const unsigned char* const* xs, unsigned char* const* ys) {\n";
-    for (std::size_t i = 0; i < b_.num_regs_; ++i) {
-      const DType d = b_.reg_dtype_[i];
-      o << "  " << c_type(d) << " v" << i << " = r[" << i << "]." << member(d) << ";\n";
-    }
-    o << "  for (int64_t step = first; step < last; ++step) {\n"
-         "    const int64_t t = reverse ? len - 1 - step : step;\n";
-    o << "    v" << b_.params_[0][0] << " = (double)(start + t);\n";
-    const std::size_t nx = b_.params_.size() - 1 - nc_ - nk_;
-    for (std::size_t i = 0; i < nx; ++i) {
-      const auto& regs = b_.params_[1 + nc_ + nk_ + i];
-      const std::size_t item = b_.param_item_[1 + nc_ + nk_ + i];
-      for (std::size_t e = 0; e < regs.size(); ++e)
-        o << "    memcpy(&v" << regs[e] << ", xs[" << i << "] + (t * " << regs.size() << " + " << e << ") * " << item
-          << ", " << item << ");\n";
-    }
-    for (const auto& in : b_.code_) emit(o, in);
-    const std::size_t ny = b_.results_.size() - nk_;
-    for (std::size_t j = 0; j < ny; ++j) {
-      const auto& regs = b_.results_[nk_ + j];
-      const std::size_t item = b_.result_item_[nk_ + j];
-      for (std::size_t e = 0; e < regs.size(); ++e)
-        o << "    memcpy(ys[" << j << "] + (t * " << regs.size() << " + " << e << ") * " << item << ", &v" << regs[e]
-          << ", " << item << ");\n";
-    }
-    // Carries: one parallel assignment.
-    const auto moves = b_.results_to_params(0, 1 + nc_, nk_);
-    o << "    {\n";
-    for (std::size_t m = 0; m < moves.src.size(); ++m)
-      o << "      const " << c_type(b_.reg_dtype_[moves.src[m]]) << " t" << m << " = v" << moves.src[m] << ";\n";
-    for (std::size_t m = 0; m < moves.dst.size(); ++m) o << "      v" << moves.dst[m] << " = t" << m << ";\n";
-    o << "    }\n  }\n";
-    for (std::size_t k = 0; k < nk_; ++k)
-      for (auto reg : b_.params_[1 + nc_ + k]) o << "  r[" << reg << "]." << member(b_.reg_dtype_[reg]) << " = v" << reg << ";\n";
-    o << "}\n";
-    return o.str();
+         "static inline float qb_minf(float a, float b) { if (a != a) return a; if (b != b) return b; return a < b ? a : b; }\n";
   }
 
- private:
-  using Kind = ScalarBody::Kind;
+  // Every register as a typed local, loaded from the register file.
+  static void locals(std::ostringstream& o, const ScalarBody& b, char prefix, const char* regs) {
+    for (std::size_t i = 0; i < b.num_regs_; ++i) {
+      const DType d = b.reg_dtype_[i];
+      o << "  " << c_type(d) << " " << prefix << i << " = " << regs << "[" << i << "]." << member(d) << ";\n";
+    }
+  }
+
+  // Carries: one parallel assignment.
+  static void carry_moves(std::ostringstream& o, const ScalarBody& b, std::size_t first_param, std::size_t nk) {
+    const auto moves = b.results_to_params(0, first_param, nk);
+    o << "    {\n";
+    for (std::size_t m = 0; m < moves.src.size(); ++m)
+      o << "      const " << c_type(b.reg_dtype_[moves.src[m]]) << " t" << m << " = v" << moves.src[m] << ";\n";
+    for (std::size_t m = 0; m < moves.dst.size(); ++m) o << "      v" << moves.dst[m] << " = t" << m << ";\n";
+    o << "    }\n";
+  }
+
+  static void store_carries(std::ostringstream& o, const ScalarBody& b, std::size_t first_param, std::size_t nk,
+                            char prefix, const char* regs) {
+    for (std::size_t k = 0; k < nk; ++k)
+      for (auto reg : b.params_[first_param + k])
+        o << "  " << regs << "[" << reg << "]." << member(b.reg_dtype_[reg]) << " = " << prefix << reg << ";\n";
+  }
+
+  void code(std::ostringstream& o, const ScalarBody& b, char prefix, const char* env, const char* regs) {
+    cur_ = &b;
+    prefix_ = prefix;
+    env_ = env;
+    regs_ = regs;
+    for (const auto& in : b.code_) emit(o, in);
+  }
 
   // "v<r>", built by appending (GCC 12 misreports "v" + std::string under -Wrestrict).
-  static std::string reg_name(std::uint32_t r) {
-    std::string s(1, 'v');
+  std::string reg_name(std::uint32_t r) const {
+    std::string s(1, prefix_);
     s.append(std::to_string(r));
     return s;
   }
@@ -375,10 +431,10 @@ class NativeEmitter {
       QB_FLOAT_EMIT(F32, "f", "f")
 #undef QB_FLOAT_EMIT
       case Kind::F64Vec:
-        o << "    env->vec_f64(" << static_cast<int>(in.op) << ", &" << a << ", &" << d << ");\n";
+        o << "    " << env_ << "->vec_f64(" << static_cast<int>(in.op) << ", &" << a << ", &" << d << ");\n";
         return;
       case Kind::F32Vec:
-        o << "    env->vec_f32(" << static_cast<int>(in.op) << ", &" << a << ", &" << d << ");\n";
+        o << "    " << env_ << "->vec_f32(" << static_cast<int>(in.op) << ", &" << a << ", &" << d << ");\n";
         return;
 #define QB_INT_EMIT(P, U, S)                                   \
   case Kind::P##Add: return wrap(U, S, "+");                   \
@@ -402,12 +458,14 @@ class NativeEmitter {
       case Kind::F64ToF32: return line("(float)" + a);
       case Kind::F32ToF64: return line("(double)" + a);
       case Kind::Call: {
-        const auto& call = b_.calls_[in.a];
+        const auto& call = cur_->calls_[in.a];
         for (const auto& regs : call.in_regs)
-          for (auto reg : regs) o << "    r[" << reg << "]." << member(b_.reg_dtype_[reg]) << " = v" << reg << ";\n";
-        o << "    env->call(env->ctx, " << in.a << ", r);\n";
+          for (auto reg : regs)
+            o << "    " << regs_ << "[" << reg << "]." << member(cur_->reg_dtype_[reg]) << " = " << reg_name(reg) << ";\n";
+        o << "    " << env_ << "->call(" << env_ << "->ctx, " << in.a << ", " << regs_ << ");\n";
         for (const auto& regs : call.out_regs)
-          for (auto reg : regs) o << "    v" << reg << " = r[" << reg << "]." << member(b_.reg_dtype_[reg]) << ";\n";
+          for (auto reg : regs)
+            o << "    " << reg_name(reg) << " = " << regs_ << "[" << reg << "]." << member(cur_->reg_dtype_[reg]) << ";\n";
         return;
       }
       case Kind::End:
@@ -415,25 +473,49 @@ class NativeEmitter {
     }
   }
 
-  const ScalarBody& b_;
-  std::size_t nc_, nk_;
+  const ScalarBody* b_;
+  const ScalarBody* cur_ = nullptr;
+  char prefix_ = 'v';
+  const char* env_ = "env";
+  const char* regs_ = "r";
 };
 
-ScalarBody::NativeScan ScalarBody::native_scan(std::size_t nc, std::size_t nk) const {
-  if (Fn f = native_.load(std::memory_order_acquire)) return f;
+void* ScalarBody::native_function(const std::function<std::string()>& source,
+                                  std::shared_ptr<const ScalarBody> also_keep) const {
+  if (void* f = native_.load(std::memory_order_acquire)) return f;
   if (native_started_.exchange(true)) return nullptr;
   const std::string mode = jit_mode();
   if (mode == "0") return nullptr;
-  std::string source = NativeEmitter(*this, nc, nk).source();
+  std::string src = source();
   if (mode == "sync") {
-    native_.store(build(source), std::memory_order_release);
+    native_.store(build(src), std::memory_order_release);
     return native_.load(std::memory_order_acquire);
   }
-  // The body is immutable; the thread holds it alive until it is done.
-  std::thread([self = shared_from_this(), src = std::move(source)]() {
+  // The bodies are immutable; the thread holds them alive until it is done.
+  std::thread([self = shared_from_this(), also_keep, src = std::move(src)]() {
     self->native_.store(build(src), std::memory_order_release);
   }).detach();
   return nullptr;
+}
+
+ScalarBody::NativeScan ScalarBody::native_scan(std::size_t nc, std::size_t nk) const {
+  return reinterpret_cast<NativeScan>(native_function([&] { return NativeEmitter(*this).scan_source(nc, nk); }, nullptr));
+}
+
+ScalarBody::NativeWhile ScalarBody::native_while(const ScalarBody& cond, std::size_t nc) const {
+  return reinterpret_cast<NativeWhile>(
+      native_function([&] { return NativeEmitter(*this).while_source(cond, nc); }, cond.shared_from_this()));
+}
+
+bool ScalarBody::run_native_while(NativeWhile fn, const ScalarBody& cond, State& cs, State& bs,
+                                  std::int64_t max_steps) const {
+  CallContext cctx{&cond, &cs, nullptr}, bctx{this, &bs, nullptr};
+  const NativeEnv cenv{qb_native_call, qb_native_vec_f64, qb_native_vec_f32, &cctx};
+  const NativeEnv benv{qb_native_call, qb_native_vec_f64, qb_native_vec_f32, &bctx};
+  const int done = fn(cs.regs.data(), bs.regs.data(), &cenv, &benv, max_steps);
+  if (cctx.error) std::rethrow_exception(cctx.error);
+  if (bctx.error) std::rethrow_exception(bctx.error);
+  return done != 0;
 }
 
 void ScalarBody::run_native(NativeScan fn, State& s, std::int64_t first, std::int64_t last, std::int64_t len,

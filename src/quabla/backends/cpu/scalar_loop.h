@@ -13,7 +13,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -79,6 +81,15 @@ class ScalarBody : public std::enable_shared_from_this<ScalarBody> {
   void run_native(NativeScan fn, State& s, std::int64_t first, std::int64_t last, std::int64_t len, std::int64_t start,
                   bool reverse, const std::byte* const* xs, std::byte* const* ys) const;
 
+  // The same for a while loop with this body, the condition `cond` and nc consts (the
+  // other parameters are carries): at most max_steps iterations per call.
+  using NativeWhile = int (*)(Reg* cond_regs, Reg* body_regs, const void* cond_env, const void* body_env,
+                              std::int64_t max_steps);
+  NativeWhile native_while(const ScalarBody& cond, std::size_t nc) const;
+  // True once the condition is false; false when max_steps ran out first.
+  bool run_native_while(NativeWhile fn, const ScalarBody& cond, State& cond_state, State& body_state,
+                        std::int64_t max_steps) const;
+
   // Instruction kinds (public for the lowering in scalar_loop.cc).
   enum class Kind : std::uint8_t;
   struct Instr;
@@ -102,7 +113,10 @@ class ScalarBody : public std::enable_shared_from_this<ScalarBody> {
   std::vector<std::pair<std::uint32_t, Reg>> constants_;
   std::size_t num_regs_ = 0, scratch_bytes_ = 0;
   std::vector<DType> reg_dtype_;
-  mutable std::atomic<NativeScan> native_{nullptr};
+  // Builds (once) the native function of `source` (in the background unless
+  // QUABLA_LOOP_JIT=sync) and returns it once built; also_keep lives as long as the build.
+  void* native_function(const std::function<std::string()>& source, std::shared_ptr<const ScalarBody> also_keep) const;
+  mutable std::atomic<void*> native_{nullptr};
   mutable std::atomic<bool> native_started_{false};
 };
 
