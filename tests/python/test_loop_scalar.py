@@ -317,7 +317,7 @@ def test_without_a_compiler_loops_run_on_tier_0(tmp_path, reference):
 
 def test_while_loops_on_every_tier():
     def make():
-        return lambda x: qb.while_loop(lambda c: (c[1] < 500.0) & (c[0] > -10.0),
+        return lambda x: qb.while_loop(lambda c: (c[1] < 500.0) & qb.all(c[0] > -10.0),
                                        lambda c: (qb.sin(c[0]) * 0.9 + qb.sqrt(c[1] + 1.0) * 1e-3, c[1] + 1.0),
                                        (x, qb.asarray(0.0)))
 
