@@ -411,6 +411,13 @@ class NativeEmitter {
       line(std::string("(") + s + ")((" + u + ")" + a + " " + op + " (" + u + ")" + b + ")");
     };
     switch (in.kind) {
+#define QB_COMPARE_EMIT(P)                         \
+  case Kind::P##Lt: return line(a + " < " + b);    \
+  case Kind::P##Le: return line(a + " <= " + b);   \
+  case Kind::P##Gt: return line(a + " > " + b);    \
+  case Kind::P##Ge: return line(a + " >= " + b);   \
+  case Kind::P##Eq: return line(a + " == " + b);   \
+  case Kind::P##Ne: return line(a + " != " + b);
 #define QB_FLOAT_EMIT(P, T, SUF)                                      \
   case Kind::P##Add: return line(a + " + " + b);                      \
   case Kind::P##Sub: return line(a + " - " + b);                      \
@@ -421,12 +428,7 @@ class NativeEmitter {
   case Kind::P##Sqrt: return line("sqrt" SUF "(" + a + ")");          \
   case Kind::P##Max: return line("qb_max" T "(" + a + ", " + b + ")"); \
   case Kind::P##Min: return line("qb_min" T "(" + a + ", " + b + ")"); \
-  case Kind::P##Lt: return line(a + " < " + b);                       \
-  case Kind::P##Le: return line(a + " <= " + b);                      \
-  case Kind::P##Gt: return line(a + " > " + b);                       \
-  case Kind::P##Ge: return line(a + " >= " + b);                      \
-  case Kind::P##Eq: return line(a + " == " + b);                      \
-  case Kind::P##Ne: return line(a + " != " + b);
+  QB_COMPARE_EMIT(P)
       QB_FLOAT_EMIT(F64, "d", "")
       QB_FLOAT_EMIT(F32, "f", "f")
 #undef QB_FLOAT_EMIT
@@ -442,15 +444,11 @@ class NativeEmitter {
   case Kind::P##Mul: return wrap(U, S, "*");                   \
   case Kind::P##Max: return line(a + " > " + b + " ? " + a + " : " + b); \
   case Kind::P##Min: return line(a + " < " + b + " ? " + a + " : " + b); \
-  case Kind::P##Lt: return line(a + " < " + b);                \
-  case Kind::P##Le: return line(a + " <= " + b);               \
-  case Kind::P##Gt: return line(a + " > " + b);                \
-  case Kind::P##Ge: return line(a + " >= " + b);               \
-  case Kind::P##Eq: return line(a + " == " + b);               \
-  case Kind::P##Ne: return line(a + " != " + b);
+  QB_COMPARE_EMIT(P)
       QB_INT_EMIT(I64, "uint64_t", "int64_t")
       QB_INT_EMIT(I32, "uint32_t", "int32_t")
 #undef QB_INT_EMIT
+#undef QB_COMPARE_EMIT
       case Kind::BoolNot: return line("!" + a);
       case Kind::BoolAnd: return line(a + " && " + b);
       case Kind::BoolOr: return line(a + " || " + b);

@@ -87,13 +87,13 @@ class ScalarLowering {
   const Regs& in(const Node& n, std::size_t i) const { return regs_[n.inputs[i]]; }
   const ValueType& out_type(const Node& n) const { return g_.type(n.outputs[0]); }
 
-  // The registers of the output as a gather of operand 0's: out[e] = x[index(e)].
-  template <class Index>
-  void rename(const Node& n, Index index) {
+  // The output's registers as a gather of operand 0's: out[e] = x[base + index(e) . coef].
+  void affine_rename(const Node& n, std::int64_t base, const std::vector<std::int64_t>& coef) {
     const Regs& x = in(n, 0);
     const Shape& os = out_type(n).shape;
     Regs r;
-    for (std::int64_t e = 0; e < num_elements(os); ++e) r.push_back(x[static_cast<std::size_t>(index(unravel(e, os)))]);
+    for (std::int64_t e = 0; e < num_elements(os); ++e)
+      r.push_back(x[static_cast<std::size_t>(base + dot(unravel(e, os), coef))]);
     regs_[n.outputs[0]] = std::move(r);
   }
 
@@ -233,43 +233,42 @@ class ScalarLowering {
       case Op::Reshape: case Op::StopGradient:
         regs_[n.outputs[0]] = in(n, 0);
         return;
+      // Broadcast, transpose, slice and reverse read operand element
+      // base + sum_j out_index[j] * coef[j].
       case Op::BroadcastInDim: {
         const Shape& xs = g_.type(n.inputs[0]).shape;
         const auto xst = strides_of(xs);
-        rename(n, [&](const std::vector<std::int64_t>& o) {
-          std::int64_t f = 0;
-          for (std::size_t i = 0; i < xs.size(); ++i)
-            if (xs[i] != 1) f += o[static_cast<std::size_t>(n.attrs.dims[i])] * xst[i];
-          return f;
-        });
-        return;
+        std::vector<std::int64_t> coef(out_type(n).shape.size(), 0);
+        for (std::size_t i = 0; i < xs.size(); ++i)
+          if (xs[i] != 1) coef[static_cast<std::size_t>(n.attrs.dims[i])] = xst[i];
+        return affine_rename(n, 0, coef);
       }
       case Op::Transpose: {
         const auto xst = strides_of(g_.type(n.inputs[0]).shape);
-        rename(n, [&](const std::vector<std::int64_t>& o) {
-          std::int64_t f = 0;
-          for (std::size_t i = 0; i < o.size(); ++i) f += o[i] * xst[static_cast<std::size_t>(n.attrs.dims[i])];
-          return f;
-        });
-        return;
+        std::vector<std::int64_t> coef;
+        for (auto d : n.attrs.dims) coef.push_back(xst[static_cast<std::size_t>(d)]);
+        return affine_rename(n, 0, coef);
       }
       case Op::Slice: {
         const auto xst = strides_of(g_.type(n.inputs[0]).shape);
-        rename(n, [&](const std::vector<std::int64_t>& o) {
-          std::int64_t f = 0;
-          for (std::size_t i = 0; i < o.size(); ++i) f += (n.attrs.starts[i] + o[i] * n.attrs.strides[i]) * xst[i];
-          return f;
-        });
-        return;
+        std::int64_t base = 0;
+        std::vector<std::int64_t> coef;
+        for (std::size_t i = 0; i < xst.size(); ++i) {
+          base += n.attrs.starts[i] * xst[i];
+          coef.push_back(n.attrs.strides[i] * xst[i]);
+        }
+        return affine_rename(n, base, coef);
       }
       case Op::Reverse: {
         const Shape& xs = g_.type(n.inputs[0]).shape;
-        const auto xst = strides_of(xs);
-        rename(n, [&](std::vector<std::int64_t> o) {
-          for (auto a : n.attrs.dims) o[static_cast<std::size_t>(a)] = xs[static_cast<std::size_t>(a)] - 1 - o[static_cast<std::size_t>(a)];
-          return dot(o, xst);
-        });
-        return;
+        auto coef = strides_of(xs);
+        std::int64_t base = 0;
+        for (auto a : n.attrs.dims) {
+          const auto k = static_cast<std::size_t>(a);
+          base += (xs[k] - 1) * coef[k];
+          coef[k] = -coef[k];
+        }
+        return affine_rename(n, base, coef);
       }
       case Op::Concat: {
         const Shape& os = out_type(n).shape;
@@ -414,6 +413,13 @@ void ScalarBody::run(State& s) const {
 #define A r[ip->a]
 #define B r[ip->b]
   goto *kLabels[static_cast<int>(ip->kind)];
+#define QB_COMPARE_HANDLERS(P, M)       \
+  L_##P##Lt: D.b = A.M < B.M; QB_NEXT();  \
+  L_##P##Le: D.b = A.M <= B.M; QB_NEXT(); \
+  L_##P##Gt: D.b = A.M > B.M; QB_NEXT();  \
+  L_##P##Ge: D.b = A.M >= B.M; QB_NEXT(); \
+  L_##P##Eq: D.b = A.M == B.M; QB_NEXT(); \
+  L_##P##Ne: D.b = A.M != B.M; QB_NEXT();
 #define QB_FLOAT_HANDLERS(P, M)                                 \
   L_##P##Add: D.M = A.M + B.M; QB_NEXT();                       \
   L_##P##Sub: D.M = A.M - B.M; QB_NEXT();                       \
@@ -424,12 +430,7 @@ void ScalarBody::run(State& s) const {
   L_##P##Sqrt: D.M = std::sqrt(A.M); QB_NEXT();                 \
   L_##P##Max: D.M = math::maximum(A.M, B.M); QB_NEXT();         \
   L_##P##Min: D.M = math::minimum(A.M, B.M); QB_NEXT();         \
-  L_##P##Lt: D.b = A.M < B.M; QB_NEXT();                        \
-  L_##P##Le: D.b = A.M <= B.M; QB_NEXT();                       \
-  L_##P##Gt: D.b = A.M > B.M; QB_NEXT();                        \
-  L_##P##Ge: D.b = A.M >= B.M; QB_NEXT();                       \
-  L_##P##Eq: D.b = A.M == B.M; QB_NEXT();                       \
-  L_##P##Ne: D.b = A.M != B.M; QB_NEXT();
+  QB_COMPARE_HANDLERS(P, M)
   QB_FLOAT_HANDLERS(F64, f64)
   QB_FLOAT_HANDLERS(F32, f32)
 #undef QB_FLOAT_HANDLERS
@@ -445,15 +446,11 @@ L_F32Vec:
   L_##P##Mul: D.M = static_cast<decltype(D.M)>(static_cast<U>(A.M) * static_cast<U>(B.M)); QB_NEXT(); \
   L_##P##Max: D.M = A.M > B.M ? A.M : B.M; QB_NEXT();                                           \
   L_##P##Min: D.M = A.M < B.M ? A.M : B.M; QB_NEXT();                                           \
-  L_##P##Lt: D.b = A.M < B.M; QB_NEXT();                                                        \
-  L_##P##Le: D.b = A.M <= B.M; QB_NEXT();                                                       \
-  L_##P##Gt: D.b = A.M > B.M; QB_NEXT();                                                        \
-  L_##P##Ge: D.b = A.M >= B.M; QB_NEXT();                                                       \
-  L_##P##Eq: D.b = A.M == B.M; QB_NEXT();                                                       \
-  L_##P##Ne: D.b = A.M != B.M; QB_NEXT();
+  QB_COMPARE_HANDLERS(P, M)
   QB_INT_HANDLERS(I64, i64, std::uint64_t)
   QB_INT_HANDLERS(I32, i32, std::uint32_t)
 #undef QB_INT_HANDLERS
+#undef QB_COMPARE_HANDLERS
 L_BoolNot:
   D.b = !A.b;
   QB_NEXT();
