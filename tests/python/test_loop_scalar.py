@@ -325,3 +325,35 @@ def test_while_loops_on_every_tier():
     assert stats["scalar_loops"] == 1
     _assert_bitwise(fast, slow)
     assert float(fast[1]) == 500.0
+
+
+def test_bodies_mixing_small_and_large_values():
+    # A 200-element state updated by kernels beside scalar bookkeeping: the large values
+    # live in scratch buffers, their ops run their kernels, the small ones are scalar code.
+    def make():
+        def body(c, x):
+            big, t, n = c
+            dt = 0.01 * qb.exp(-t) + x * 1e-3
+            big = big + dt * qb.sin(big)          # large
+            m = qb.max(qb.abs(big))               # large -> small
+            n = n + qb.where(m > 1.5, 1.0, 0.0)   # small
+            return (big, t + dt, n), (m, big[:3] * t)
+        return lambda c, xs: qb.scan(body, c, xs)
+
+    c = (qb.array(np.linspace(-1.0, 1.0, 200)), qb.asarray(0.0), qb.asarray(0.0))
+    xs = qb.array(np.linspace(0.0, 1.0, 300))
+    fast, slow, stats = _both(make, c, xs)
+    assert stats["scalar_loops"] == 1
+    _assert_bitwise(fast, slow)
+
+    def make_while():
+        def body(c):
+            v, i, a = c
+            a = a * 0.5 + qb.sin(i) * qb.cos(a) - qb.sqrt(i + 1.0) * 1e-2
+            return qb.tanh(v * 1.01 + a), i + 1.0, a
+
+        return lambda v: qb.while_loop(lambda c: c[1] < 40.0, body, (v, qb.asarray(0.0), qb.asarray(0.2)))
+
+    fast, slow, stats = _both(make_while, qb.array(np.linspace(-2.0, 2.0, 100)))
+    assert stats["scalar_loops"] == 1
+    _assert_bitwise(fast, slow)

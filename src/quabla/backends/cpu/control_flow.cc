@@ -221,6 +221,8 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
           for (std::size_t k = 0; k < nk; ++k) {
             const auto from = sb.param_regs(nc + k), to = sc.param_regs(nc + k);
             for (std::size_t e = 0; e < from.size(); ++e) cst.regs[to[e]] = bst.regs[from[e]];
+            if (const auto& slot = sb.param_slot(nc + k); slot.big)
+              std::memcpy(cst.scratch.data() + sc.param_slot(nc + k).offset, bst.scratch.data() + slot.offset, slot.bytes);
           }
           sc.run(cst);
           if (!cst.regs[pred].b) break;

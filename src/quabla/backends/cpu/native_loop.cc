@@ -49,6 +49,8 @@ struct NativeEnv {
   void (*vec_f64)(int op, const double* x, double* y);
   void (*vec_f32)(int op, const float* x, float* y);
   void* ctx;
+  std::byte* scratch;  // the state's large values
+  std::byte* big_tmp;  // and the temporaries of their carry moves
 };
 
 struct CallContext {
@@ -304,6 +306,9 @@ class NativeEmitter {
     for (std::size_t i = 0; i < nx; ++i) {
       const auto& regs = b_->params_[1 + nc + nk + i];
       const std::size_t item = b_->param_item_[1 + nc + nk + i];
+      if (const auto& slot = b_->param_slot_[1 + nc + nk + i]; slot.big)
+        o << "    memcpy(env->scratch + " << slot.offset << ", xs[" << i << "] + t * " << slot.bytes << ", " << slot.bytes
+          << ");\n";
       for (std::size_t e = 0; e < regs.size(); ++e)
         o << "    memcpy(&v" << regs[e] << ", xs[" << i << "] + (t * " << regs.size() << " + " << e << ") * " << item
           << ", " << item << ");\n";
@@ -313,11 +318,14 @@ class NativeEmitter {
     for (std::size_t j = 0; j < ny; ++j) {
       const auto& regs = b_->results_[nk + j];
       const std::size_t item = b_->result_item_[nk + j];
+      if (const auto& slot = b_->result_slot_[nk + j]; slot.big)
+        o << "    memcpy(ys[" << j << "] + t * " << slot.bytes << ", env->scratch + " << slot.offset << ", " << slot.bytes
+          << ");\n";
       for (std::size_t e = 0; e < regs.size(); ++e)
         o << "    memcpy(ys[" << j << "] + (t * " << regs.size() << " + " << e << ") * " << item << ", &v" << regs[e]
           << ", " << item << ");\n";
     }
-    carry_moves(o, *b_, 1 + nc, nk);
+    carry_moves(o, *b_, 1 + nc, nk, "env");
     o << "  }\n";
     store_carries(o, *b_, 1 + nc, nk, 'v', "r");
     o << "}\n";
@@ -339,11 +347,14 @@ class NativeEmitter {
       const auto& from = b_->params_[nc + k];
       const auto& to = cond.params_[nc + k];
       for (std::size_t e = 0; e < from.size(); ++e) o << "    c" << to[e] << " = v" << from[e] << ";\n";
+      if (const auto& slot = b_->param_slot_[nc + k]; slot.big)
+        o << "    memcpy(envc->scratch + " << cond.param_slot_[nc + k].offset << ", envb->scratch + " << slot.offset
+          << ", " << slot.bytes << ");\n";
     }
     code(o, cond, 'c', "envc", "rc");
     o << "    if (!c" << cond.results_[0][0] << ") { done = 1; break; }\n";
     code(o, *b_, 'v', "envb", "rb");
-    carry_moves(o, *b_, nc, nk);
+    carry_moves(o, *b_, nc, nk, "envb");
     o << "  }\n";
     store_carries(o, *b_, nc, nk, 'v', "rb");
     o << "  return done;\n}\n";
@@ -357,7 +368,7 @@ class NativeEmitter {
     o << "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
          "typedef union { double f64; float f32; int64_t i64; int32_t i32; uint8_t b; uint64_t raw; } Reg;\n"
          "typedef struct { void (*call)(void*, int, Reg*); void (*vec_f64)(int, const double*, double*);\n"
-         "  void (*vec_f32)(int, const float*, float*); void* ctx; } QbEnv;\n"
+         "  void (*vec_f32)(int, const float*, float*); void* ctx; unsigned char* scratch; unsigned char* big_tmp; } QbEnv;\n"
          "static inline double qb_maxd(double a, double b) { if (a != a) return a; if (b != b) return b; return a > b ? a : b; }\n"
          "static inline double qb_mind(double a, double b) { if (a != a) return a; if (b != b) return b; return a < b ? a : b; }\n"
          "static inline float qb_maxf(float a, float b) { if (a != a) return a; if (b != b) return b; return a > b ? a : b; }\n"
@@ -373,12 +384,19 @@ class NativeEmitter {
   }
 
   // Carries: one parallel assignment.
-  static void carry_moves(std::ostringstream& o, const ScalarBody& b, std::size_t first_param, std::size_t nk) {
+  static void carry_moves(std::ostringstream& o, const ScalarBody& b, std::size_t first_param, std::size_t nk,
+                          const char* env) {
     const auto moves = b.results_to_params(0, first_param, nk);
     o << "    {\n";
     for (std::size_t m = 0; m < moves.src.size(); ++m)
       o << "      const " << c_type(b.reg_dtype_[moves.src[m]]) << " t" << m << " = v" << moves.src[m] << ";\n";
     for (std::size_t m = 0; m < moves.dst.size(); ++m) o << "      v" << moves.dst[m] << " = t" << m << ";\n";
+    for (const auto& m : moves.big)
+      o << "      memcpy(" << env << "->big_tmp + " << m.tmp << ", " << env << "->scratch + " << m.src << ", " << m.bytes
+        << ");\n";
+    for (const auto& m : moves.big)
+      o << "      memcpy(" << env << "->scratch + " << m.dst << ", " << env << "->big_tmp + " << m.tmp << ", " << m.bytes
+        << ");\n";
     o << "    }\n";
   }
 
@@ -508,8 +526,8 @@ ScalarBody::NativeWhile ScalarBody::native_while(const ScalarBody& cond, std::si
 bool ScalarBody::run_native_while(NativeWhile fn, const ScalarBody& cond, State& cs, State& bs,
                                   std::int64_t max_steps) const {
   CallContext cctx{&cond, &cs, nullptr}, bctx{this, &bs, nullptr};
-  const NativeEnv cenv{qb_native_call, qb_native_vec_f64, qb_native_vec_f32, &cctx};
-  const NativeEnv benv{qb_native_call, qb_native_vec_f64, qb_native_vec_f32, &bctx};
+  const NativeEnv cenv{qb_native_call, qb_native_vec_f64, qb_native_vec_f32, &cctx, cs.scratch.data(), cs.big_tmp.data()};
+  const NativeEnv benv{qb_native_call, qb_native_vec_f64, qb_native_vec_f32, &bctx, bs.scratch.data(), bs.big_tmp.data()};
   const int done = fn(cs.regs.data(), bs.regs.data(), &cenv, &benv, max_steps);
   if (cctx.error) std::rethrow_exception(cctx.error);
   if (bctx.error) std::rethrow_exception(bctx.error);
@@ -519,7 +537,7 @@ bool ScalarBody::run_native_while(NativeWhile fn, const ScalarBody& cond, State&
 void ScalarBody::run_native(NativeScan fn, State& s, std::int64_t first, std::int64_t last, std::int64_t len,
                             std::int64_t start, bool reverse, const std::byte* const* xs, std::byte* const* ys) const {
   CallContext ctx{this, &s, nullptr};
-  const NativeEnv env{qb_native_call, qb_native_vec_f64, qb_native_vec_f32, &ctx};
+  const NativeEnv env{qb_native_call, qb_native_vec_f64, qb_native_vec_f32, &ctx, s.scratch.data(), s.big_tmp.data()};
   fn(s.regs.data(), &env, first, last, len, start, reverse ? 1 : 0, xs, ys);
   if (ctx.error) std::rethrow_exception(ctx.error);
 }

@@ -49,25 +49,34 @@ bool disabled_by_env() {
 
 class ScalarLowering {
  public:
-  explicit ScalarLowering(ScalarBody& out) : b_(out), g_(*out.graph_), regs_(g_.values.size()) {}
+  explicit ScalarLowering(ScalarBody& out)
+      : b_(out), g_(*out.graph_), regs_(g_.values.size()), slot_(g_.values.size()) {}
 
   bool lower() {
-    for (std::size_t v = 0; v < g_.values.size(); ++v) {
-      const auto n = num_elements(g_.type(static_cast<ValueId>(v)).shape);
-      if (n == 0 || n > ScalarBody::kMaxElements) return false;
-    }
-    for (const Node& n : g_.nodes)
+    for (std::size_t v = 0; v < g_.values.size(); ++v)
+      if (num_elements(g_.type(static_cast<ValueId>(v)).shape) == 0) return false;
+    // Ops on large values run their kernels either way; the scalar form pays off when
+    // most of the work is on small values.
+    int on_big = 0, on_small = 0;
+    for (const Node& n : g_.nodes) {
       if (has_regions(n.op)) return false;
+      if (n.op == Op::Parameter || n.op == Op::Constant) continue;
+      (touches_big(n) ? on_big : on_small) += 1;
+    }
+    if (on_big > on_small) return false;
     for (const Node& n : g_.nodes) lower_node(n);
     drop_dead_code();
     b_.code_.push_back(ScalarBody::Instr{Kind::End, Op::Parameter, 0, 0, 0, 0});
     for (auto p : g_.params) {
       b_.params_.push_back(regs_[p]);
       b_.param_item_.push_back(itemsize(g_.type(p).dtype));
+      b_.param_slot_.push_back(slot_[p]);
+      if (slot_[p].big) b_.big_param_bytes_ += slot_[p].bytes;
     }
     for (auto r : g_.results) {
       b_.results_.push_back(regs_[r]);
       b_.result_item_.push_back(itemsize(g_.type(r).dtype));
+      b_.result_slot_.push_back(slot_[r]);
     }
     b_.num_regs_ = next_;
     return true;
@@ -75,6 +84,26 @@ class ScalarLowering {
 
  private:
   using Kind = ScalarBody::Kind;
+
+  bool big(ValueId v) const { return num_elements(g_.type(v).shape) > ScalarBody::kMaxElements; }
+  bool touches_big(const Node& n) const {
+    for (auto v : n.inputs)
+      if (big(v)) return true;
+    for (auto v : n.outputs)
+      if (big(v)) return true;
+    return false;
+  }
+  std::size_t bytes_of(ValueId v) const {
+    return static_cast<std::size_t>(num_elements(g_.type(v).shape)) * itemsize(g_.type(v).dtype);
+  }
+  // A region of scratch, 8-byte aligned.
+  std::size_t place(std::size_t bytes) {
+    const std::size_t off = b_.scratch_bytes_;
+    b_.scratch_bytes_ += (bytes + 7) / 8 * 8;
+    return off;
+  }
+  // A large value's own buffer in scratch.
+  void allocate_big(ValueId v) { slot_[v] = ScalarBody::Slot{true, place(bytes_of(v)), bytes_of(v)}; }
 
   Regs fresh(std::int64_t n, DType dtype) {
     Regs r;
@@ -191,34 +220,46 @@ class ScalarLowering {
 
   void kernel_call(const Node& n) {
     ScalarBody::KernelCall c{&n, {}, {}, {}, {}, {}, {}};
-    auto place = [&](std::size_t bytes) {
-      const std::size_t off = b_.scratch_bytes_;
-      b_.scratch_bytes_ += (bytes + 7) / 8 * 8;
-      return off;
-    };
     for (auto v : n.inputs) {
       const ValueType& t = g_.type(v);
-      c.in_regs.push_back(regs_[v]);
+      c.in_regs.push_back(regs_[v]);  // empty for a large value: read where it lives
       c.in_item.push_back(itemsize(t.dtype));
-      c.in_offset.push_back(place(static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype)));
+      c.in_offset.push_back(slot_[v].big ? slot_[v].offset : place(bytes_of(v)));
     }
     for (auto v : n.outputs) {
       const ValueType& t = g_.type(v);
-      regs_[v] = fresh(num_elements(t.shape), t.dtype);
+      if (big(v)) allocate_big(v);
+      else regs_[v] = fresh(num_elements(t.shape), t.dtype);
       c.out_regs.push_back(regs_[v]);
       c.out_item.push_back(itemsize(t.dtype));
-      c.out_offset.push_back(place(static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype)));
+      c.out_offset.push_back(slot_[v].big ? slot_[v].offset : place(bytes_of(v)));
     }
     b_.code_.push_back(ScalarBody::Instr{Kind::Call, n.op, 0, static_cast<std::uint32_t>(b_.calls_.size()), 0, 0});
     b_.calls_.push_back(std::move(c));
   }
 
   void lower_node(const Node& n) {
+    if (n.op != Op::Parameter && n.op != Op::Constant && touches_big(n)) {
+      // A view of a large value is the value itself; anything else runs its kernel.
+      const bool same_bytes = n.op == Op::Reshape || n.op == Op::StopGradient ||
+                              (n.op == Op::Convert && g_.type(n.inputs[0]).dtype == out_type(n).dtype);
+      if (same_bytes && slot_[n.inputs[0]].big) {
+        slot_[n.outputs[0]] = slot_[n.inputs[0]];
+        return;
+      }
+      return kernel_call(n);
+    }
     switch (n.op) {
       case Op::Parameter:
-        regs_[n.outputs[0]] = fresh(num_elements(out_type(n).shape), out_type(n).dtype);
+        if (big(n.outputs[0])) allocate_big(n.outputs[0]);
+        else regs_[n.outputs[0]] = fresh(num_elements(out_type(n).shape), out_type(n).dtype);
         return;
       case Op::Constant: {
+        if (big(n.outputs[0])) {
+          allocate_big(n.outputs[0]);
+          b_.big_constants_.emplace_back(slot_[n.outputs[0]].offset, n.attrs.literal->data);
+          return;
+        }
         const Literal& lit = *n.attrs.literal;
         const std::size_t item = itemsize(lit.type.dtype);
         Regs r = fresh(num_elements(out_type(n).shape), lit.type.dtype);
@@ -322,6 +363,7 @@ class ScalarLowering {
   ScalarBody& b_;
   const Graph& g_;
   std::vector<Regs> regs_;
+  std::vector<ScalarBody::Slot> slot_;
   std::uint32_t next_ = 0;
 };
 
@@ -339,29 +381,60 @@ ScalarBody::State ScalarBody::make_state() const {
   s.regs.assign(num_regs_, Reg{});
   for (const auto& [r, v] : constants_) s.regs[r] = v;
   s.scratch.assign(scratch_bytes_, std::byte{0});
+  for (const auto& [offset, data] : big_constants_) std::memcpy(s.scratch.data() + offset, data->data(), data->nbytes());
   s.tmp.assign(num_regs_, Reg{});  // room for any set of moves
+  s.big_tmp.assign(big_param_bytes_, std::byte{0});
   return s;
 }
 
 void ScalarBody::load_param(std::size_t i, const std::byte* src, State& s) const {
+  if (param_slot_[i].big) {
+    std::memcpy(s.scratch.data() + param_slot_[i].offset, src, param_slot_[i].bytes);
+    return;
+  }
   const std::size_t item = param_item_[i];
   for (std::size_t e = 0; e < params_[i].size(); ++e) std::memcpy(&s.regs[params_[i][e]], src + e * item, item);
 }
 
 void ScalarBody::store_param(std::size_t i, const State& s, std::byte* dst) const {
+  if (param_slot_[i].big) {
+    std::memcpy(dst, s.scratch.data() + param_slot_[i].offset, param_slot_[i].bytes);
+    return;
+  }
   const std::size_t item = param_item_[i];
   for (std::size_t e = 0; e < params_[i].size(); ++e) std::memcpy(dst + e * item, &s.regs[params_[i][e]], item);
 }
 
 void ScalarBody::store_result(std::size_t j, const State& s, std::byte* dst) const {
+  if (result_slot_[j].big) {
+    std::memcpy(dst, s.scratch.data() + result_slot_[j].offset, result_slot_[j].bytes);
+    return;
+  }
   const std::size_t item = result_item_[j];
   for (std::size_t e = 0; e < results_[j].size(); ++e) std::memcpy(dst + e * item, &s.regs[results_[j][e]], item);
+}
+
+void ScalarBody::Moves::apply(State& s) const {
+  for (std::size_t i = 0; i < src.size(); ++i) s.tmp[i] = s.regs[src[i]];
+  for (std::size_t i = 0; i < dst.size(); ++i) s.regs[dst[i]] = s.tmp[i];
+  for (const auto& m : big) std::memcpy(s.big_tmp.data() + m.tmp, s.scratch.data() + m.src, m.bytes);
+  for (const auto& m : big) std::memcpy(s.scratch.data() + m.dst, s.big_tmp.data() + m.tmp, m.bytes);
 }
 
 ScalarBody::Moves ScalarBody::results_to_params(std::size_t first_result, std::size_t first_param,
                                                 std::size_t count) const {
   Moves m;
+  std::size_t tmp = 0;
   for (std::size_t k = 0; k < count; ++k) {
+    const Slot& rs = result_slot_[first_result + k];
+    const Slot& ps = param_slot_[first_param + k];
+    if (ps.big) {
+      if (rs.offset != ps.offset) {
+        m.big.push_back(BigMove{rs.offset, ps.offset, ps.bytes, tmp});
+        tmp += ps.bytes;
+      }
+      continue;
+    }
     const auto& from = results_[first_result + k];
     const auto& to = params_[first_param + k];
     for (std::size_t e = 0; e < from.size(); ++e) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "quabla/ir/graph.h"
+#include "quabla/runtime/buffer.h"
 
 namespace qb::cpu {
 
@@ -37,15 +38,24 @@ class ScalarBody : public std::enable_shared_from_this<ScalarBody> {
  public:
   static constexpr std::int64_t kMaxElements = 64;
 
-  // The lowered body, or null when it does not qualify (a value too large, a region op, a
-  // zero-element value) or when QUABLA_LOOP_SCALAR=0.
+  // The lowered body, or null when it does not qualify (a region op, a zero-element value,
+  // more ops on large values than on small ones) or when QUABLA_LOOP_SCALAR=0. Values over
+  // kMaxElements elements live in scratch buffers and every op that reads or writes one
+  // runs its kernel.
   static std::shared_ptr<const ScalarBody> compile(std::shared_ptr<const Graph> body);
 
-  // Per run: the registers (constants loaded) and the scratch of the kernel calls.
+  // Per run: the registers (constants loaded), the scratch (large values and the staging
+  // areas of kernel calls) and the temporaries of results_to_params.
   struct State {
     std::vector<Reg> regs;
     std::vector<std::byte> scratch;
-    std::vector<Reg> tmp;  // results_to_params' parallel assignment
+    std::vector<Reg> tmp;
+    std::vector<std::byte> big_tmp;
+  };
+  // Where a parameter or result lives: registers, or (large) `bytes` at `offset` of scratch.
+  struct Slot {
+    bool big = false;
+    std::size_t offset = 0, bytes = 0;
   };
   State make_state() const;
 
@@ -55,16 +65,19 @@ class ScalarBody : public std::enable_shared_from_this<ScalarBody> {
   // Parameters first_param.. taking results first_result.. (count of them, same types): the
   // register moves, applied as one parallel assignment (a result may be read from a
   // parameter it replaces). Moves of a register onto itself are left out.
+  struct BigMove {
+    std::size_t src, dst, bytes, tmp;  // scratch offsets; tmp: offset in big_tmp
+  };
   struct Moves {
     std::vector<std::uint32_t> src, dst;
-    void apply(State& s) const {
-      for (std::size_t i = 0; i < src.size(); ++i) s.tmp[i] = s.regs[src[i]];
-      for (std::size_t i = 0; i < dst.size(); ++i) s.regs[dst[i]] = s.tmp[i];
-    }
+    std::vector<BigMove> big;
+    void apply(State& s) const;
   };
   Moves results_to_params(std::size_t first_result, std::size_t first_param, std::size_t count) const;
   std::span<const std::uint32_t> param_regs(std::size_t i) const { return params_[i]; }
   std::span<const std::uint32_t> result_regs(std::size_t j) const { return results_[j]; }
+  const Slot& param_slot(std::size_t i) const { return param_slot_[i]; }
+  const Slot& result_slot(std::size_t j) const { return result_slot_[j]; }
 
   void run(State& s) const;
 
@@ -110,8 +123,10 @@ class ScalarBody : public std::enable_shared_from_this<ScalarBody> {
   std::vector<KernelCall> calls_;
   std::vector<std::vector<std::uint32_t>> params_, results_;
   std::vector<std::size_t> param_item_, result_item_;  // bytes per element
+  std::vector<Slot> param_slot_, result_slot_;
   std::vector<std::pair<std::uint32_t, Reg>> constants_;
-  std::size_t num_regs_ = 0, scratch_bytes_ = 0;
+  std::vector<std::pair<std::size_t, BufferPtr>> big_constants_;  // scratch offset, literal bytes
+  std::size_t num_regs_ = 0, scratch_bytes_ = 0, big_param_bytes_ = 0;
   std::vector<DType> reg_dtype_;
   // Builds (once) the native function of `source` (in the background unless
   // QUABLA_LOOP_JIT=sync) and returns it once built; also_keep lives as long as the build.

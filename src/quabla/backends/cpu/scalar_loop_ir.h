@@ -28,6 +28,8 @@ struct ScalarBody::Instr {
 
 // An op run by its kernel: operands gathered from registers into scratch, outputs scattered
 // back.
+// A large operand or output has no registers (empty in_regs / out_regs entry): its offset
+// is its own buffer in scratch, read or written in place.
 struct ScalarBody::KernelCall {
   const Node* node;
   std::vector<std::vector<std::uint32_t>> in_regs, out_regs;
