@@ -29,7 +29,7 @@ echo "== C++ core under ASan + UBSan: ctest in $build"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1 \
   .venv/bin/ctest --test-dir "$build" --output-on-failure -j2 --timeout 600
 
-echo "== Hostile inputs, integer kernels, traced indexing and DLPack under ASan + UBSan"
+echo "== Hostile inputs, integer kernels, traced indexing, DLPack and the loop compiler under ASan + UBSan"
 # The sanitised extension beside the package's Python files; python -S skips the .pth
 # hook of the editable install (which would import the regular build), and site-packages
 # comes back through PYTHONPATH for pytest and NumPy.
@@ -41,5 +41,5 @@ site=$($VPY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 runtime="$(g++ -print-file-name=libasan.so):$(g++ -print-file-name=libubsan.so)"
 LD_PRELOAD="$runtime" PYTHONPATH="$PWD/$build/pkg:$site" \
   $VPY -S -m pytest tests/python/test_hostile_sizes.py tests/python/test_integers.py \
-  tests/python/test_traced_indexing.py tests/python/test_dlpack.py -q -p no:cacheprovider \
-  -k "not jax and not torch" "$@"
+  tests/python/test_traced_indexing.py tests/python/test_dlpack.py tests/python/test_loop_scalar.py \
+  -q -p no:cacheprovider -k "not jax and not torch and not subprocess_cache" "$@"

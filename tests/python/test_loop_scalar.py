@@ -263,7 +263,7 @@ def _entries(d):
     return sorted(p.name for p in (d / "loops").iterdir()) if (d / "loops").exists() else []
 
 
-def test_cache_builds_once_then_reuses(tmp_path, reference):
+def test_subprocess_cache_builds_once_then_reuses(tmp_path, reference):
     out, err = _result(_spawn(QUABLA_CACHE_DIR=str(tmp_path), QUABLA_LOOP_JIT_DEBUG="1"))
     assert out == reference and f"tier 1 loaded {tmp_path}" in err
     entries = _entries(tmp_path)
@@ -274,7 +274,7 @@ def test_cache_builds_once_then_reuses(tmp_path, reference):
     assert _entries(tmp_path) == entries and so.stat().st_mtime_ns == stamp
 
 
-def test_a_corrupt_entry_is_rebuilt(tmp_path, reference):
+def test_subprocess_cache_rebuilds_a_corrupt_entry(tmp_path, reference):
     _result(_spawn(QUABLA_CACHE_DIR=str(tmp_path)))
     so = tmp_path / "loops" / _entries(tmp_path)[0]
     so.write_bytes(b"not a shared object")
@@ -282,14 +282,14 @@ def test_a_corrupt_entry_is_rebuilt(tmp_path, reference):
     assert so.read_bytes()[:4] == b"\x7fELF"
 
 
-def test_concurrent_writers(tmp_path, reference):
+def test_subprocess_cache_concurrent_writers(tmp_path, reference):
     procs = [_spawn(QUABLA_CACHE_DIR=str(tmp_path)) for _ in range(3)]
     assert [_result(p)[0] for p in procs] == [reference] * 3
     entries = _entries(tmp_path)
     assert len(entries) == 1 and entries[0].endswith(".so")
 
 
-def test_an_unwritable_cache_falls_back_to_a_private_directory(tmp_path, reference):
+def test_subprocess_cache_unwritable_falls_back_to_a_private_directory(tmp_path, reference):
     # A cache path under a regular file can never be created (this holds for root too);
     # a read-only directory is the other case, where permissions apply.
     blocker = tmp_path / "file"
@@ -307,7 +307,7 @@ def test_an_unwritable_cache_falls_back_to_a_private_directory(tmp_path, referen
             (tmp_path / "ro" / "loops").chmod(0o755)
 
 
-def test_without_a_compiler_loops_run_on_tier_0(tmp_path, reference):
+def test_subprocess_cache_without_a_compiler_loops_run_on_tier_0(tmp_path, reference):
     out, err = _result(_spawn(QUABLA_CACHE_DIR=str(tmp_path), QUABLA_CC=str(tmp_path / "no-such-cc"),
                               QUABLA_LOOP_JIT_DEBUG="1"))
     assert out == reference
