@@ -357,3 +357,29 @@ def test_bodies_mixing_small_and_large_values():
     fast, slow, stats = _both(make_while, qb.array(np.linspace(-2.0, 2.0, 100)))
     assert stats["scalar_loops"] == 1
     _assert_bitwise(fast, slow)
+
+
+def test_kernel_run_ops_and_renames_on_a_matrix_state():
+    # Ops that run their kernels from the scalar code (reductions over axes, cumsum, sort,
+    # searchsorted, scatter, gather, dynamic slices) and the renames on 2-D values
+    # (transpose, reverse, concat along axis 1, broadcasts), f32 and f64.
+    for dtype in ("float32", "float64"):
+        m0 = qb.array(np.linspace(-1.5, 2.0, 12).reshape(3, 4), dtype=dtype)
+        grid = qb.array(np.linspace(-2.0, 2.0, 9), dtype=dtype)
+
+        def make():
+            def body(m, i):
+                k = (i.astype(qb.int32) % 3)
+                r = (qb.sum(m, axis=0), qb.prod(m * 0.5, axis=1), qb.max(m, axis=1), qb.min(m), qb.any(m > 1.0),
+                     qb.all(m > -2.0, axis=0), qb.cumsum(m, axis=1), qb.sort(m, axis=1), qb.argsort(m[0]),
+                     qb.searchsorted(grid, m[1]), m.at[k, 1].set(7.0), m.at[:, k].add(1.0), m[k],
+                     qb.lax.dynamic_slice(m, (k, 0), (1, 2)), m.T[::-1], qb.concatenate([m, m[:, :1]], axis=1),
+                     qb.logaddexp(m, 0.3), qb.erf(m), qb.sigmoid(m) if hasattr(qb, "sigmoid") else m,
+                     qb.floor_divide(m, 0.7), qb.remainder(m, 0.7))
+                nm = qb.tanh((m @ m.T) @ m * 0.1 + qb.mean(m, axis=0))
+                return nm, r
+            return lambda m: qb.scan(body, m, qb.arange(6.0))
+
+        fast, slow, stats = _both(make, m0)
+        assert stats["scalar_loops"] == 1
+        _assert_bitwise(fast, slow)
