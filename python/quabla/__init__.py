@@ -47,6 +47,7 @@ from ._custom import custom_jvp, custom_vjp, checkpoint, remat, checkpoint_polic
 from . import custom_derivatives  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import random  # noqa: E402,F401
+from . import linalg  # noqa: E402,F401
 from .optim import Trainer  # noqa: E402,F401
 from .io import save, load  # noqa: E402,F401
 

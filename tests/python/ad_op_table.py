@@ -225,6 +225,13 @@ CASES = [
     Case("checkpoint", lambda x: qb.checkpoint(lambda z: qb.sin(z) * z)(x) * x + x, [(S, -2, 2)]),
     # Products
     Case("matmul", lambda x, y: x @ y + qb.reshape(x @ y[:, 0], (3, 1)) * (x[0] @ y), [(S, -2, 2), ((4, 2), -2, 2)]),
+    # Dense linear algebra on well-conditioned matrices built from the arguments.
+    Case("cholesky", lambda x: qb.linalg.cholesky(x @ x.T + 3.0 * qb.eye(3)), [((3, 3), -1, 1)]),
+    Case("triangular_solve", lambda x, y: qb.linalg.solve_triangular(x + 3.0 * qb.eye(3), y, lower=True)
+         + qb.linalg.solve_triangular(x + 3.0 * qb.eye(3), y, trans=1, unit_diagonal=True),
+         [((3, 3), -1, 1), ((3, 2), -2, 2)]),
+    Case("solve", lambda x, y: qb.linalg.solve(x + 3.0 * qb.eye(3), y), [((3, 3), -1, 1), ((3, 2), -2, 2)]),
+    Case("slogdet", lambda x: qb.linalg.slogdet(x + 3.0 * qb.eye(3))[1] * x, [((3, 3), -1, 1)]),
     # Control flow (regions). Both branches of cond are taken (one per call); under vmap the
     # predicates are per example. The while loop runs 2 or 3 steps depending on the data.
     Case("cond", lambda x: qb.cond(qb.max(x) > -5.0, lambda a: qb.sin(a) * a, lambda a: qb.cos(a) * 2.0, x)

@@ -94,6 +94,13 @@ std::vector<V> promote_broadcast_dtype_only(Builder& b, std::string_view fname, 
 V matmul(Builder& b, V x, V y);
 V dot(Builder& b, V x, V y);
 
+// ---- dense linear algebra (linalg.cc): float stacks of square matrices [..., n, n]; a
+// right-hand side is [..., n, k], or [n] (a vector, NumPy 2's rule); batch axes broadcast.
+V linalg_cholesky(Builder& b, V a);
+V linalg_triangular_solve(Builder& b, V a, V rhs, bool lower, bool transpose, bool unit_diagonal);
+V linalg_solve(Builder& b, V a, V rhs);
+V linalg_slogdet(Builder& b, V a);  // [..., 2]: sign, log|det|
+
 // ---- indexing: one entry per index item after the binding has resolved it
 struct IndexItem {
   enum Kind : std::uint8_t { Int, Slice, NewAxis, Ellipsis } kind;

@@ -266,6 +266,27 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       return {strong(x.dtype, s)};
     }
 
+    case Op::Cholesky: case Op::Slogdet: {
+      const auto& x = in[0];
+      const std::size_t r = x.shape.size();
+      if (!is_float(x.dtype) || r < 2 || x.shape[r - 1] != x.shape[r - 2]) {
+        fail(op, "operand " + x.str() + " is not a float [..., n, n] stack of square matrices");
+      }
+      if (op == Op::Cholesky) return {strong(x.dtype, x.shape)};
+      Shape s(x.shape.begin(), x.shape.end() - 2);
+      s.push_back(2);
+      return {strong(x.dtype, s)};
+    }
+    case Op::TriangularSolve: case Op::Solve: {
+      const auto& x = in[0];
+      const auto& y = in[1];
+      const std::size_t r = x.shape.size();
+      if (!is_float(x.dtype) || x.dtype != y.dtype || r < 2 || y.shape.size() != r || x.shape[r - 1] != x.shape[r - 2] ||
+          !std::equal(x.shape.begin(), x.shape.end() - 1, y.shape.begin())) {
+        fail(op, "operands " + x.str() + " and " + y.str() + " are not [..., n, n] and [..., n, k] of one float dtype");
+      }
+      return {strong(x.dtype, y.shape)};
+    }
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
       return infer_region_types(op, in, a, regions);
   }

@@ -54,6 +54,9 @@ void print_attrs(std::ostream& os, const Node& n) {
     }
     case AttrKind::Sort: os << " dtype=" << dtype_short_name(a.dtype) << (a.mode ? " mode=1" : ""); break;
     case AttrKind::Cumsum: os << " axis=" << a.axis << (a.reverse ? " reverse" : ""); break;
+    case AttrKind::TriSolve:
+      os << ((a.mode & 1) ? " lower" : " upper") << ((a.mode & 2) ? " transpose" : "") << ((a.mode & 4) ? " unit" : "");
+      break;
     case AttrKind::Cond: break;
     case AttrKind::Scan:
       os << " length=" << a.length << " start=" << a.start << " consts=" << a.num_consts << " carry=" << a.num_carry

@@ -420,6 +420,16 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   cls.def("__rpow__", [](nb::handle x, nb::handle y) {
     return call2("power", y, x, [](Builder& b, V a, V c) { return api::power(b, a, c); });
   });
+  // Dense linear algebra primitives (qb.linalg composes them: python/quabla/linalg.py).
+  m.def("linalg_cholesky", [](nb::handle a) { return call1("linalg_cholesky", a, &api::linalg_cholesky); });
+  m.def("linalg_slogdet", [](nb::handle a) { return call1("linalg_slogdet", a, &api::linalg_slogdet); });
+  m.def("linalg_solve", [](nb::handle a, nb::handle b) { return call2("linalg_solve", a, b, &api::linalg_solve); });
+  m.def("linalg_triangular_solve", [](nb::handle a, nb::handle b, bool lower, bool transpose, bool unit_diagonal) {
+    const std::string key = std::string("linalg_trisolve:") + (lower ? "l" : "u") + (transpose ? "t" : "n") + (unit_diagonal ? "1" : "0");
+    return call2(key, a, b, [=](Builder& bb, V x, V y) {
+      return api::linalg_triangular_solve(bb, x, y, lower, transpose, unit_diagonal);
+    });
+  }, nb::arg("a"), nb::arg("b"), nb::arg("lower"), nb::arg("transpose"), nb::arg("unit_diagonal"));
   cls.def("__matmul__", [](nb::handle x, nb::handle y) { return call2("matmul", x, y, &api::matmul); });
   cls.def("__rmatmul__", [](nb::handle x, nb::handle y) { return call2("matmul", y, x, &api::matmul); });
   cls.def("__neg__", [](nb::handle x) { return call1("negative", x, [](Builder& b, V a) { return api::unary(b, "negative", Op::Neg, a); }); });

@@ -12,6 +12,7 @@
 #include "quabla/ir/builder.h"
 #include "quabla/ir/errors.h"
 #include "quabla/transforms/emit.h"
+#include "quabla/transforms/linalg_rules.h"
 #include "quabla/transforms/region_rules.h"
 
 namespace qb {
@@ -388,6 +389,8 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       }
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
       throw InternalError("jvp: region ops have multi-output rules (jvp_regions.cc)");
+    case Op::Cholesky: case Op::TriangularSolve: case Op::Solve: case Op::Slogdet:
+      return jvp_linalg(e, n, x, t, y);
     case Op::MatMul: {
       T r;
       if (t[0]) r = e.op(Op::MatMul, {*t[0], x[1]});

@@ -11,6 +11,7 @@
 #include "quabla/ir/builder.h"
 #include "quabla/ir/errors.h"
 #include "quabla/transforms/emit.h"
+#include "quabla/transforms/linalg_rules.h"
 #include "quabla/transforms/jvp.h"
 #include "quabla/transforms/region_rules.h"
 #include "quabla/ir/regions.h"
@@ -162,6 +163,15 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
     case Op::ScatterAdd:
       give(0, c);
       if (lin[1]) give(1, e.op(Op::Gather, {c}, a));
+      return;
+    case Op::TriangularSolve:  // linear in b only: op(A)^-T c
+      if (lin[0]) not_linear(n.op);
+      return give(1, ad::triangular_solve(e, x[0], c, a.mode ^ 2));
+    case Op::Solve:  // linear in b only: A^-T c
+      if (lin[0]) not_linear(n.op);
+      return give(1, ad::solve(e, e.mT(x[0]), c));
+    case Op::Cholesky: case Op::Slogdet:
+      not_linear(n.op);
       return;
     case Op::MatMul:
       if (lin[0] && lin[1]) not_linear(n.op);

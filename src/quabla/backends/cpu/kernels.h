@@ -62,4 +62,14 @@ void searchsorted(DType dtype, const std::byte* sorted, std::int64_t rows, std::
 void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::int64_t batch,
             std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a = false, bool trans_b = false);
 
+// Dense linear algebra over a batch of row-major matrices (ops.def: cholesky,
+// triangular_solve, solve, slogdet; linalg.cc). a: [batch, n, n], b and out: [batch, n, k];
+// slogdet's out: [batch, 2] (sign, log|det|).
+void cholesky(DType dtype, const std::byte* in, std::int64_t batch, std::int64_t n, std::byte* out);
+void triangular_solve(DType dtype, const std::byte* a, const std::byte* b, std::int64_t batch, std::int64_t n,
+                      std::int64_t k, int mode, std::byte* out);
+void solve(DType dtype, const std::byte* a, const std::byte* b, std::int64_t batch, std::int64_t n, std::int64_t k,
+           std::byte* out);
+void slogdet(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out);
+
 }  // namespace qb::cpu

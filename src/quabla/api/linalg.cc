@@ -1,0 +1,92 @@
+// qb.linalg's primitives with their argument checks: float stacks of square matrices, a
+// right-hand side that is a stack of matrices or one vector, batch axes broadcast.
+#include <string>
+
+#include "quabla/api/functions.h"
+#include "quabla/ir/errors.h"
+
+namespace qb::api {
+
+namespace {
+
+// a as a float [..., n, n] stack (or a ValueError naming fname).
+void check_square(Builder& b, std::string_view fname, V a) {
+  const ValueType t = b.type(a);
+  if (!is_float(t.dtype)) {
+    throw ValueError(std::string(fname) + ": expected float32 or float64 matrices, got " + t.str() +
+                     "; convert with .astype(qb.float64)");
+  }
+  const auto& s = t.shape;
+  if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2]) {
+    throw ValueError(std::string(fname) + ": expected a square matrix or a stack of them [..., n, n], got shape " +
+                     shape_str(s));
+  }
+}
+
+// (a, rhs) with equal batch axes and rhs as [..., n, k]; vector tells whether rhs was [n].
+std::pair<V, V> batch_pair(Builder& b, std::string_view fname, V a, V rhs, bool& vector) {
+  check_square(b, fname, a);
+  const ValueType at = b.type(a), bt = b.type(rhs);
+  if (bt.dtype != at.dtype) {
+    if (!is_float(bt.dtype) && bt.dtype != DType::bool_ && !is_int(bt.dtype)) {
+      throw ValueError(std::string(fname) + ": unsupported right-hand side " + bt.str());
+    }
+    if (is_float(bt.dtype) && !bt.weak) {
+      throw ValueError(std::string(fname) + ": the matrix is " + at.str() + " and the right-hand side " + bt.str() +
+                       "; give both one float dtype");
+    }
+    rhs = astype(b, rhs, at.dtype);
+  }
+  const std::int64_t n = at.shape.back();
+  Shape rs = b.type(rhs).shape;
+  vector = rs.size() == 1;
+  if (vector) {
+    rhs = reshape(b, rhs, Shape{rs[0], 1});
+    rs = b.type(rhs).shape;
+  }
+  if (rs.size() < 2 || rs[rs.size() - 2] != n) {
+    throw ValueError(std::string(fname) + ": the right-hand side " + bt.str() + " does not match the matrix " + at.str() +
+                     " (expected [..., " + std::to_string(n) + ", k] or [" + std::to_string(n) + "])");
+  }
+  const Shape ab(at.shape.begin(), at.shape.end() - 2), rb(rs.begin(), rs.end() - 2);
+  const Shape batch = broadcast_shapes(ab, rb, fname);
+  Shape af = batch, rf = batch;
+  af.insert(af.end(), {n, n});
+  rf.insert(rf.end(), {n, rs.back()});
+  return {broadcast_to(b, a, af, fname), broadcast_to(b, rhs, rf, fname)};
+}
+
+V finish(Builder& b, V x, bool vector) {
+  if (!vector) return x;
+  Shape s = b.type(x).shape;
+  s.pop_back();
+  return reshape(b, x, s);
+}
+
+}  // namespace
+
+V linalg_cholesky(Builder& b, V a) {
+  check_square(b, "cholesky", a);
+  return b.emit1(Op::Cholesky, {a});
+}
+
+V linalg_triangular_solve(Builder& b, V a, V rhs, bool lower, bool transpose, bool unit_diagonal) {
+  bool vector = false;
+  auto [m, r] = batch_pair(b, "solve_triangular", a, rhs, vector);
+  Attrs at;
+  at.mode = (lower ? 1 : 0) | (transpose ? 2 : 0) | (unit_diagonal ? 4 : 0);
+  return finish(b, b.emit1(Op::TriangularSolve, {m, r}, std::move(at)), vector);
+}
+
+V linalg_solve(Builder& b, V a, V rhs) {
+  bool vector = false;
+  auto [m, r] = batch_pair(b, "solve", a, rhs, vector);
+  return finish(b, b.emit1(Op::Solve, {m, r}), vector);
+}
+
+V linalg_slogdet(Builder& b, V a) {
+  check_square(b, "slogdet", a);
+  return b.emit1(Op::Slogdet, {a});
+}
+
+}  // namespace qb::api

@@ -1,0 +1,107 @@
+#include "quabla/transforms/linalg_rules.h"
+
+#include <cstring>
+#include <memory>
+
+#include "quabla/ir/builder.h"
+#include "quabla/runtime/buffer.h"
+
+namespace qb::ad {
+
+namespace {
+
+constexpr std::int64_t kLower = 1, kTranspose = 2, kUnit = 4;
+
+// A constant n x n matrix f(i, j) broadcast to `like`'s [..., n, n] shape.
+template <class F>
+V matrix_mask(Emit& e, V like, F f) {
+  const ValueType t = e.type(like);
+  const std::int64_t n = t.shape.back();
+  const std::size_t item = itemsize(t.dtype);
+  auto buf = Buffer::allocate(static_cast<std::size_t>(n * n) * item);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double v = f(i, j);
+      std::byte* p = buf->data() + static_cast<std::size_t>(i * n + j) * item;
+      if (t.dtype == DType::f64) std::memcpy(p, &v, item);
+      else {
+        const float fv = static_cast<float>(v);
+        std::memcpy(p, &fv, item);
+      }
+    }
+  V c = e.b.constant(std::make_shared<Literal>(Literal{ValueType{t.dtype, Shape{n, n}, false}, buf}));
+  const auto r = static_cast<std::int64_t>(t.shape.size());
+  if (r == 2) return c;
+  return e.broadcast(c, t.shape, {r - 2, r - 1});
+}
+
+V matmul(Emit& e, V a, V b) { return e.op(Op::MatMul, {a, b}); }
+
+}  // namespace
+
+V triangular_solve(Emit& e, V a, V b, std::int64_t mode) {
+  Attrs at;
+  at.mode = mode;
+  return e.op(Op::TriangularSolve, {a, b}, std::move(at));
+}
+
+V solve(Emit& e, V a, V b) { return e.op(Op::Solve, {a, b}); }
+
+std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<std::optional<V>>& t,
+                            V y) {
+  switch (n.op) {
+    case Op::Cholesky: {
+      // dL = L phi(L^-1 dA L^-T), phi: the lower triangle with the diagonal halved.
+      const V l = y;
+      const V left = triangular_solve(e, l, *t[0], kLower);              // L^-1 dA
+      const V both = e.mT(triangular_solve(e, l, e.mT(left), kLower));   // L^-1 dA L^-T
+      const V phi = e.mul(both, matrix_mask(e, both, [](std::int64_t i, std::int64_t j) {
+                            return i > j ? 1.0 : (i == j ? 0.5 : 0.0);
+                          }));
+      return matmul(e, l, phi);
+    }
+    case Op::TriangularSolve: {
+      // X = op(A)^-1 B: dX = op(A)^-1 (dB - op(dA) X), dA masked to the triangle A is read from.
+      const std::int64_t mode = n.attrs.mode;
+      std::optional<V> rhs = t[1];
+      if (t[0]) {
+        const bool lower = mode & kLower, unit = mode & kUnit;
+        V da = e.mul(*t[0], matrix_mask(e, *t[0], [&](std::int64_t i, std::int64_t j) {
+                       if (unit && i == j) return 0.0;
+                       return (lower ? i >= j : i <= j) ? 1.0 : 0.0;
+                     }));
+        if (mode & kTranspose) da = e.mT(da);
+        const V term = matmul(e, da, y);
+        rhs = rhs ? e.sub(*rhs, term) : e.neg(term);
+      }
+      return triangular_solve(e, x[0], *rhs, mode);
+    }
+    case Op::Solve: {
+      // X = A^-1 B: dX = A^-1 (dB - dA X).
+      std::optional<V> rhs = t[1];
+      if (t[0]) {
+        const V term = matmul(e, *t[0], y);
+        rhs = rhs ? e.sub(*rhs, term) : e.neg(term);
+      }
+      return solve(e, x[0], *rhs);
+    }
+    case Op::Slogdet: {
+      // d log|det A| = trace(A^-1 dA); the sign's derivative is zero.
+      const V s = solve(e, x[0], *t[0]);
+      const auto r = static_cast<std::int64_t>(e.type(s).shape.size());
+      const V tr = e.reduce_sum(e.mul(s, matrix_mask(e, s, [](std::int64_t i, std::int64_t j) { return i == j ? 1.0 : 0.0; })),
+                                {r - 2, r - 1});
+      Shape one = e.type(tr).shape;
+      one.push_back(1);
+      const V d = e.reshape(tr, one);
+      Attrs cat;
+      cat.axis = static_cast<std::int64_t>(one.size()) - 1;
+      std::vector<V> parts{e.zeros(e.type(d)), d};
+      return e.b.emit(Op::Concat, parts, std::move(cat))[0];
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace qb::ad

@@ -1,0 +1,226 @@
+"""qb.linalg: values against NumPy/SciPy (residual bounds), batching and broadcasting in
+float32 and float64, derivatives (forward vs reverse, float64 central differences, second
+and third order) under jit and vmap, singular input, and argument errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import quabla as qb
+
+RNG = np.random.default_rng(7)
+EPS = {"float32": np.finfo(np.float32).eps, "float64": np.finfo(np.float64).eps}
+
+
+def _spd(shape, n, rng=RNG, cond=10.0):
+    a = rng.normal(size=shape + (n, n))
+    return a @ np.swapaxes(a, -1, -2) / n + np.eye(n) * (1.0 + 1.0 / cond)
+
+
+def _np(x):
+    return np.asarray(x)
+
+
+def _resid(a, x, b, dtype):
+    # ||A x - b|| / (||A|| ||x|| eps n), per matrix
+    n = a.shape[-1]
+    r = np.linalg.norm(a @ x - b, axis=(-2, -1))
+    return r / (np.linalg.norm(a, axis=(-2, -1)) * np.linalg.norm(x, axis=(-2, -1)) * EPS[dtype] * n)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("batch", [(), (3,), (2, 3)])
+def test_solve_values_batched_and_broadcast(dtype, batch):
+    n = 5
+    a = RNG.normal(size=batch + (n, n)).astype(dtype)
+    b = RNG.normal(size=batch + (n, 3)).astype(dtype)
+    x = _np(qb.linalg.solve(a, b))
+    assert x.dtype == dtype and x.shape == batch + (n, 3)
+    assert (_resid(a.astype(np.float64), x.astype(np.float64), b.astype(np.float64), dtype) < 50).all()
+    # a vector right-hand side, and batch axes broadcast (one matrix, many right-hand sides)
+    v = RNG.normal(size=(n,)).astype(dtype)
+    np.testing.assert_allclose(_np(qb.linalg.solve(a, v)), np.linalg.solve(a, v[..., None])[..., 0],
+                               rtol=1e-3 if dtype == "float32" else 1e-10, atol=1e-4 if dtype == "float32" else 1e-12)
+    many = RNG.normal(size=(4,) + batch + (n, 2)).astype(dtype)
+    got = _np(qb.linalg.solve(a, many))
+    assert got.shape == (4,) + batch + (n, 2)
+    np.testing.assert_allclose(got, np.linalg.solve(np.broadcast_to(a, many.shape[:-1] + (n,)), many),
+                               rtol=2e-3 if dtype == "float32" else 1e-9, atol=1e-3 if dtype == "float32" else 1e-11)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cholesky_reconstructs_and_matches_numpy(dtype):
+    a = _spd((2, 3), 6).astype(dtype)
+    l = _np(qb.linalg.cholesky(a))
+    assert l.dtype == dtype
+    np.testing.assert_array_equal(np.triu(l, 1), 0)
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(l @ np.swapaxes(l, -1, -2), a, rtol=tol, atol=tol)
+    np.testing.assert_allclose(l, np.linalg.cholesky(a), rtol=tol * 10, atol=tol * 10)
+    u = _np(qb.linalg.cholesky(a, upper=True))
+    np.testing.assert_allclose(u, np.swapaxes(l, -1, -2))
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("trans", [0, 1, "T"])
+@pytest.mark.parametrize("unit", [False, True])
+def test_solve_triangular_matches_scipy(lower, trans, unit):
+    n = 6
+    a = RNG.normal(size=(n, n)) + 4 * np.eye(n)
+    b = RNG.normal(size=(n, 3))
+    got = _np(qb.linalg.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit))
+    np.testing.assert_allclose(got, sla.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit),
+                               rtol=1e-12, atol=1e-13)
+    batched = _np(qb.linalg.solve_triangular(np.stack([a, a * 2]), b[:, 0], lower=lower))
+    np.testing.assert_allclose(batched[1], sla.solve_triangular(a * 2, b[:, 0], lower=lower), rtol=1e-12)
+
+
+def test_det_slogdet_inv_cho_and_compositions():
+    a = RNG.normal(size=(3, 5, 5))
+    s, l = qb.linalg.slogdet(a)
+    ns, nl = np.linalg.slogdet(a)
+    np.testing.assert_array_equal(_np(s), ns)
+    np.testing.assert_allclose(_np(l), nl, rtol=1e-13)
+    np.testing.assert_allclose(_np(qb.linalg.det(a)), np.linalg.det(a), rtol=1e-12)
+    inv = _np(qb.linalg.inv(a))
+    np.testing.assert_allclose(inv @ a, np.broadcast_to(np.eye(5), a.shape), atol=1e-12)
+    spd = _spd((), 5)
+    b = RNG.normal(size=(5, 2))
+    for lower in (True, False):
+        c = qb.linalg.cho_factor(spd, lower=lower)
+        np.testing.assert_allclose(_np(qb.linalg.cho_solve(c, b)), sla.cho_solve(sla.cho_factor(spd), b), rtol=1e-11)
+    for p in (-3, -1, 0, 1, 2, 5):
+        np.testing.assert_allclose(_np(qb.linalg.matrix_power(a[0], p)), np.linalg.matrix_power(a[0], p), rtol=1e-9,
+                                   atol=1e-12)
+    ms = [RNG.normal(size=s) for s in [(4,), (4, 6), (6, 2), (2, 3), (3,)]]
+    np.testing.assert_allclose(_np(qb.linalg.multi_dot(ms)), np.linalg.multi_dot(ms), rtol=1e-12)
+
+
+@pytest.mark.parametrize("ord", [None, "fro", 1, -1, np.inf, -np.inf])
+def test_matrix_norms(ord):
+    a = RNG.normal(size=(2, 4, 3))
+    np.testing.assert_allclose(_np(qb.linalg.norm(a, ord, axis=(1, 2))), np.linalg.norm(a, ord, axis=(1, 2)), rtol=1e-13)
+    np.testing.assert_allclose(_np(qb.linalg.norm(a, ord, axis=(1, 2), keepdims=True)),
+                               np.linalg.norm(a, ord, axis=(1, 2), keepdims=True), rtol=1e-13)
+
+
+@pytest.mark.parametrize("ord", [None, 1, 2, 3.5, np.inf, -np.inf, 0])
+def test_vector_norms(ord):
+    v = RNG.normal(size=(3, 7))
+    np.testing.assert_allclose(_np(qb.linalg.norm(v, ord, axis=1)), np.linalg.norm(v, ord, axis=1), rtol=1e-13)
+    np.testing.assert_allclose(float(qb.linalg.norm(v[0], ord)), np.linalg.norm(v[0], ord), rtol=1e-13)
+    with pytest.raises(NotImplementedError, match="SVD"):
+        qb.linalg.norm(v, 2, axis=(0, 1))
+
+
+def test_singular_and_indefinite_input_give_inf_or_nan_inside_jit():
+    z = np.zeros((3, 3))
+    s, l = qb.jit(qb.linalg.slogdet)(z)
+    assert float(s) == 0.0 and float(l) == -np.inf
+    assert float(qb.jit(qb.linalg.det)(z)) == 0.0
+    assert not np.isfinite(_np(qb.jit(qb.linalg.solve)(z, np.ones(3)))).all()
+    assert np.isnan(_np(qb.jit(qb.linalg.cholesky)(-np.eye(3)))).all()
+    # one bad matrix of a batch does not spoil the others
+    batch = np.stack([np.eye(3) * 2, -np.eye(3)])
+    out = _np(qb.linalg.cholesky(batch))
+    np.testing.assert_allclose(out[0], np.eye(3) * np.sqrt(2))
+    assert np.isnan(out[1]).all()
+
+
+def test_argument_errors_name_the_function_and_shapes():
+    with pytest.raises(ValueError, match=r"solve: expected a square matrix.*\[3, 4\]"):
+        qb.linalg.solve(np.ones((3, 4)), np.ones(3))
+    with pytest.raises(ValueError, match="cholesky: expected float32 or float64 matrices, got i32"):
+        qb.linalg.cholesky(qb.ones((2, 2), dtype=qb.int32))
+    with pytest.raises(ValueError, match="right-hand side"):
+        qb.linalg.solve(np.eye(3), np.ones(4))
+    with pytest.raises(ValueError):
+        qb.linalg.solve(np.ones((2, 3, 3)), np.ones((4, 3, 1)))  # batch axes that do not broadcast
+    with pytest.raises(ValueError, match="slogdet"):
+        qb.linalg.slogdet(np.ones(3))
+    with pytest.raises(ValueError, match="trans"):
+        qb.linalg.solve_triangular(np.eye(2), np.ones(2), trans=3)
+    with pytest.raises(TypeError, match="integer"):
+        qb.linalg.matrix_power(np.eye(2), 1.5)
+
+
+def _fd_check(f, x, rel=1e-6, n_dirs=2):
+    """reverse-mode gradient against float64 central differences along random directions."""
+    g = _np(qb.grad(f)(qb.array(x)))
+    for _ in range(n_dirs):
+        d = RNG.normal(size=x.shape)
+        h = 1e-6
+        fd = (float(f(qb.array(x + h * d))) - float(f(qb.array(x - h * d)))) / (2 * h)
+        assert np.sum(g * d) == pytest.approx(fd, rel=rel, abs=1e-8)
+
+
+def test_first_derivatives_against_differences_and_forward_mode():
+    a = RNG.normal(size=(4, 4)) + 3 * np.eye(4)
+    spd = _spd((), 4)
+    b = RNG.normal(size=(4, 2))
+    fns = {
+        "solve": (lambda m: qb.sum(qb.sin(qb.linalg.solve(m, b))), a),
+        "solve_rhs": (lambda v: qb.sum(qb.linalg.solve(a, v) ** 2), b),
+        "cholesky": (lambda m: qb.sum(qb.linalg.cholesky(m) ** 3), spd),
+        "tri": (lambda m: qb.sum(qb.linalg.solve_triangular(m, b, lower=True, trans=1) ** 2), a),
+        "tri_unit": (lambda m: qb.sum(qb.linalg.solve_triangular(m, b, unit_diagonal=True) ** 2), a),
+        "slogdet": (lambda m: qb.linalg.slogdet(m)[1], a),
+        "det": (lambda m: qb.linalg.det(m), a),
+        "inv": (lambda m: qb.sum(qb.linalg.inv(m) ** 2), a),
+        "cho_solve": (lambda m: qb.sum(qb.linalg.cho_solve(qb.linalg.cho_factor(m), b)), spd),
+    }
+    for name, (f, x) in fns.items():
+        _fd_check(f, x)
+        # forward mode agrees with reverse mode
+        d = RNG.normal(size=x.shape)
+        _, t = qb.jvp(f, (qb.array(x),), (qb.array(d),))
+        assert float(t) == pytest.approx(float(np.sum(_np(qb.grad(f)(qb.array(x))) * d)), rel=1e-10), name
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(1, 8), batch=st.sampled_from([(), (2,), (2, 1)]), seed=st.integers(0, 2 ** 16))
+def test_second_and_third_order_derivatives(n, batch, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=batch + (n, n)) + (n + 1) * np.eye(n)
+    spd = _spd(batch, n, rng)
+    b = rng.normal(size=batch + (n, 1))
+    cases = [
+        (lambda m: qb.sum(qb.linalg.solve(m, b) ** 2), a),
+        (lambda m: qb.sum(qb.linalg.cholesky(m) ** 2), spd),
+        (lambda m: qb.sum(qb.linalg.slogdet(m)[1]), a),
+    ]
+    for f, x in cases:
+        d1, d2 = rng.normal(size=x.shape), rng.normal(size=x.shape)
+        xq = qb.array(x)
+        # second order: hvp (forward over reverse) against differences of the gradient
+        def gdot(m):
+            return qb.sum(qb.grad(f)(m) * qb.array(d1))
+        h = 1e-5
+        fd2 = (float(gdot(qb.array(x + h * d2))) - float(gdot(qb.array(x - h * d2)))) / (2 * h)
+        _, jv = qb.jvp(gdot, (xq,), (qb.array(d2),))
+        assert float(jv) == pytest.approx(fd2, rel=1e-5, abs=1e-7)
+        # third order: d/de of the second directional derivative, forward vs differences
+        def second(m):
+            return qb.jvp(gdot, (m,), (qb.array(d2),))[1]
+        fd3 = (float(second(qb.array(x + h * d1))) - float(second(qb.array(x - h * d1)))) / (2 * h)
+        _, t3 = qb.jvp(second, (xq,), (qb.array(d1),))
+        assert float(t3) == pytest.approx(fd3, rel=1e-4, abs=1e-6)
+
+
+def test_vmap_jit_and_batched_gradients_agree_with_loops():
+    a = RNG.normal(size=(5, 3, 3)) + 2 * np.eye(3)
+    b = RNG.normal(size=(5, 3))
+    f = lambda m, v: qb.sum(qb.linalg.solve(m, v) ** 2) + qb.linalg.slogdet(m)[1]  # noqa: E731
+    per = np.stack([_np(qb.grad(f)(qb.array(a[i]), qb.array(b[i]))) for i in range(5)])
+    np.testing.assert_allclose(_np(qb.vmap(qb.grad(f))(a, b)), per, rtol=1e-12)
+    np.testing.assert_allclose(_np(qb.jit(qb.vmap(qb.grad(f)))(a, b)), per, rtol=1e-12)
+    # one matrix, a batch of right-hand sides (vmap over b only)
+    np.testing.assert_allclose(_np(qb.vmap(lambda v: qb.linalg.solve(a[0], v))(b)),
+                               np.linalg.solve(a[0], b.T).T, rtol=1e-12)
+    hess = _np(qb.hessian(lambda m: qb.linalg.slogdet(m)[1])(qb.array(a[0])))
+    inv = np.linalg.inv(a[0])
+    # d2 log|det A| / dA_ij dA_kl = -inv[j, k] inv[l, i]
+    np.testing.assert_allclose(hess, -np.einsum("jk,li->ijkl", inv, inv), rtol=1e-11, atol=1e-13)
