@@ -224,3 +224,30 @@ def test_vmap_jit_and_batched_gradients_agree_with_loops():
     inv = np.linalg.inv(a[0])
     # d2 log|det A| / dA_ij dA_kl = -inv[j, k] inv[l, i]
     np.testing.assert_allclose(hess, -np.einsum("jk,li->ijkl", inv, inv), rtol=1e-11, atol=1e-13)
+
+
+@pytest.mark.parametrize("n", [1, 2, 8, 9, 40])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tiny_kernels_and_lapack_sizes(n, dtype):
+    # n <= 8 runs the own loops, larger n LAPACK: both against NumPy/SciPy.
+    rng = np.random.default_rng(n)
+    a = (rng.normal(size=(3, n, n)) + 2 * np.eye(n)).astype(dtype)
+    b = rng.normal(size=(3, n, 2)).astype(dtype)
+    spd = _spd((3,), n, rng).astype(dtype)
+    tol = dict(rtol=2e-3, atol=2e-3) if dtype == "float32" else dict(rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(_np(qb.linalg.solve(a, b)), np.linalg.solve(a, b), **tol)
+    np.testing.assert_allclose(_np(qb.linalg.cholesky(spd)), np.linalg.cholesky(spd), **tol)
+    s, l = qb.linalg.slogdet(a)
+    ns, nl = np.linalg.slogdet(a)
+    np.testing.assert_array_equal(_np(s), ns)
+    np.testing.assert_allclose(_np(l), nl, **tol)
+    for lower in (True, False):
+        for trans in (0, 1):
+            want = np.stack([sla.solve_triangular(a[i], b[i], lower=lower, trans=trans) for i in range(3)])
+            np.testing.assert_allclose(_np(qb.linalg.solve_triangular(a, b, lower=lower, trans=trans)), want, **tol)
+    # singular input: a zero column
+    z = a.copy()
+    z[:, :, 0] = 0
+    s, l = qb.linalg.slogdet(z)
+    assert (_np(s) == 0).all() and (_np(l) == -np.inf).all()
+    assert not np.isfinite(_np(qb.linalg.solve(z, b))).all()

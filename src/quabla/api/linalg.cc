@@ -46,7 +46,8 @@ std::pair<V, V> batch_pair(Builder& b, std::string_view fname, V a, V rhs, bool&
   }
   if (rs.size() < 2 || rs[rs.size() - 2] != n) {
     throw ValueError(std::string(fname) + ": the right-hand side " + bt.str() + " does not match the matrix " + at.str() +
-                     " (expected [..., " + std::to_string(n) + ", k] or [" + std::to_string(n) + "])");
+                     " (expected [..., " + std::to_string(n) + ", k] or [" + std::to_string(n) +
+                     "]); for a stack of vectors use solve(a, b[..., None])[..., 0]");
   }
   const Shape ab(at.shape.begin(), at.shape.end() - 2), rb(rs.begin(), rs.end() - 2);
   const Shape batch = broadcast_shapes(ab, rb, fname);

@@ -57,6 +57,77 @@ void getrs(char trans, int n, int k, const T* a, const lapack_int_t* ipiv, T* b,
   else scipy_sgetrs_(&trans, &n, &k, a, &n, ipiv, b, &n, info, 1);
 }
 
+// Tiny matrices (as in per-point Jacobians and implicit ODE steps) skip LAPACK, whose call
+// overhead is most of the cost there: plain loops, the same algorithms (partial pivoting
+// for LU, inf/NaN from a zero pivot as LAPACK's solves give).
+constexpr std::int64_t kTiny = 8;
+
+template <class T>
+bool cholesky_tiny(const T* a, std::int64_t n, T* l) {
+  std::fill(l, l + n * n, T(0));
+  for (std::int64_t j = 0; j < n; ++j) {
+    T d = a[j * n + j];
+    for (std::int64_t k = 0; k < j; ++k) d -= l[j * n + k] * l[j * n + k];
+    if (!(d > T(0))) return false;  // not positive definite (or NaN)
+    const T ljj = std::sqrt(d);
+    l[j * n + j] = ljj;
+    for (std::int64_t i = j + 1; i < n; ++i) {
+      T v = a[i * n + j];
+      for (std::int64_t k = 0; k < j; ++k) v -= l[i * n + k] * l[j * n + k];
+      l[i * n + j] = v / ljj;
+    }
+  }
+  return true;
+}
+
+// x (n x k, holding b) <- op(A)^-1 x.
+template <class T>
+void triangular_tiny(const T* a, std::int64_t n, std::int64_t k, int mode, T* x) {
+  const bool lower = mode & 1, trans = mode & 2, unit = mode & 4;
+  auto at = [&](std::int64_t i, std::int64_t c) { return trans ? a[c * n + i] : a[i * n + c]; };
+  const bool forward = lower != trans;  // op(A) lower triangular
+  for (std::int64_t s = 0; s < n; ++s) {
+    const std::int64_t i = forward ? s : n - 1 - s;
+    for (std::int64_t c0 = 0; c0 < s; ++c0) {
+      const std::int64_t c = forward ? c0 : n - 1 - c0;
+      const T f = at(i, c);
+      for (std::int64_t j = 0; j < k; ++j) x[i * k + j] -= f * x[c * k + j];
+    }
+    if (!unit) {
+      const T d = at(i, i);
+      for (std::int64_t j = 0; j < k; ++j) x[i * k + j] /= d;
+    }
+  }
+}
+
+// LU with partial pivoting of the n x n matrix in lu (row-major, in place), applying the row
+// operations to x (n x k) as well when given; returns the permutation's sign.
+template <class T>
+T lu_tiny(T* lu, std::int64_t n, T* x, std::int64_t k) {
+  T sign = 1;
+  for (std::int64_t j = 0; j < n; ++j) {
+    std::int64_t p = j;
+    for (std::int64_t i = j + 1; i < n; ++i)
+      if (std::fabs(lu[i * n + j]) > std::fabs(lu[p * n + j])) p = i;
+    if (p != j) {
+      sign = -sign;
+      for (std::int64_t c = 0; c < n; ++c) std::swap(lu[j * n + c], lu[p * n + c]);
+      if (x)
+        for (std::int64_t c = 0; c < k; ++c) std::swap(x[j * k + c], x[p * k + c]);
+    }
+    const T piv = lu[j * n + j];
+    if (piv == T(0)) continue;  // a zero column: nothing to eliminate (LAPACK's getrf does the same)
+    for (std::int64_t i = j + 1; i < n; ++i) {
+      const T f = lu[i * n + j] / piv;
+      lu[i * n + j] = f;
+      for (std::int64_t c = j + 1; c < n; ++c) lu[i * n + c] -= f * lu[j * n + c];
+      if (x)
+        for (std::int64_t c = 0; c < k; ++c) x[i * k + c] -= f * x[j * k + c];
+    }
+  }
+  return sign;
+}
+
 // Matrices per pool task: a fixed split, whatever the thread count.
 std::int64_t grain_for(std::int64_t n) { return std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(1, n * n * n)); }
 
@@ -66,6 +137,11 @@ void cholesky_t(const T* in, std::int64_t batch, std::int64_t n, T* out) {
   parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
     for (std::int64_t b = b0; b < b1; ++b) {
       T* a = out + static_cast<std::size_t>(b) * mat;
+      if (n <= kTiny) {
+        if (!cholesky_tiny(in + static_cast<std::size_t>(b) * mat, n, a))
+          std::fill(a, a + mat, std::numeric_limits<T>::quiet_NaN());
+        continue;
+      }
       std::copy_n(in + static_cast<std::size_t>(b) * mat, mat, a);
       int info = 0;
       potrf<T>('U', static_cast<int>(n), a, &info);  // the column-major upper = row-major lower
@@ -90,6 +166,10 @@ void triangular_solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t
       T* x = out + static_cast<std::size_t>(i) * bmat;
       std::copy_n(b + static_cast<std::size_t>(i) * bmat, bmat, x);
       const T* ai = a + static_cast<std::size_t>(i) * amat;
+      if (n <= kTiny) {
+        triangular_tiny(ai, n, k, mode, x);
+        continue;
+      }
       const auto N = static_cast<int>(n), K = static_cast<int>(k);
       if constexpr (std::is_same_v<T, double>) scipy_cblas_dtrsm(CblasRowMajor, CblasLeft, uplo, trans, diag, N, K, 1.0, ai, N, x, K);
       else scipy_cblas_strsm(CblasRowMajor, CblasLeft, uplo, trans, diag, N, K, 1.0f, ai, N, x, K);
@@ -104,6 +184,14 @@ void solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t n, std::in
     std::vector<T> lu(amat), rhs(bmat);
     std::vector<lapack_int_t> ipiv(static_cast<std::size_t>(n));
     for (std::int64_t i = b0; i < b1; ++i) {
+      if (n <= kTiny) {
+        T* x = out + static_cast<std::size_t>(i) * bmat;
+        std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu.data());
+        std::copy_n(b + static_cast<std::size_t>(i) * bmat, bmat, x);
+        lu_tiny(lu.data(), n, x, k);
+        triangular_tiny(lu.data(), n, k, 0, x);  // U x = L^-1 P b
+        continue;
+      }
       std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu.data());  // column-major A^T
       const T* bi = b + static_cast<std::size_t>(i) * bmat;
       for (std::int64_t r = 0; r < n; ++r)  // B to column-major
@@ -127,12 +215,17 @@ void slogdet_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
     std::vector<lapack_int_t> ipiv(static_cast<std::size_t>(n));
     for (std::int64_t i = b0; i < b1; ++i) {
       std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu.data());
-      int info = 0;
-      getrf<T>(static_cast<int>(n), lu.data(), ipiv.data(), &info);
       T sign = 1, logabs = 0;
+      if (n <= kTiny) {
+        sign = lu_tiny<T>(lu.data(), n, nullptr, 0);
+      } else {
+        int info = 0;
+        getrf<T>(static_cast<int>(n), lu.data(), ipiv.data(), &info);
+        for (std::int64_t j = 0; j < n; ++j)
+          if (ipiv[static_cast<std::size_t>(j)] != j + 1) sign = -sign;
+      }
       for (std::int64_t j = 0; j < n; ++j) {
         const T d = lu[static_cast<std::size_t>(j * n + j)];
-        if (ipiv[static_cast<std::size_t>(j)] != j + 1) sign = -sign;
         if (d < 0) sign = -sign;
         logabs += std::log(std::fabs(d));  // -inf for a zero pivot; NaN propagates
       }
