@@ -226,10 +226,10 @@ def test_vmap_jit_and_batched_gradients_agree_with_loops():
     np.testing.assert_allclose(hess, -np.einsum("jk,li->ijkl", inv, inv), rtol=1e-11, atol=1e-13)
 
 
-@pytest.mark.parametrize("n", [1, 2, 8, 9, 40])
+@pytest.mark.parametrize("n", [1, 2, 8, 32, 33, 40])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_tiny_kernels_and_lapack_sizes(n, dtype):
-    # n <= 8 runs the own loops, larger n LAPACK: both against NumPy/SciPy.
+    # n <= 32 runs the own loops, larger n LAPACK: both against NumPy/SciPy.
     rng = np.random.default_rng(n)
     a = (rng.normal(size=(3, n, n)) + 2 * np.eye(n)).astype(dtype)
     b = rng.normal(size=(3, n, 2)).astype(dtype)

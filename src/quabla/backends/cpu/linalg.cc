@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -57,10 +58,19 @@ void getrs(char trans, int n, int k, const T* a, const lapack_int_t* ipiv, T* b,
   else scipy_sgetrs_(&trans, &n, &k, a, &n, ipiv, b, &n, info, 1);
 }
 
-// Tiny matrices (as in per-point Jacobians and implicit ODE steps) skip LAPACK, whose call
-// overhead is most of the cost there: plain loops, the same algorithms (partial pivoting
+// Small matrices (per-point Jacobians, implicit ODE steps, small kernels) skip LAPACK, whose
+// call overhead is most of the cost there: plain loops, the same algorithms (partial pivoting
 // for LU, inf/NaN from a zero pivot as LAPACK's solves give).
-constexpr std::int64_t kTiny = 8;
+// The largest n that takes them: 32 (LAPACK wins from about 32-48 on, measured with
+// benchmarks/linalg_crossover.py, docs/architecture.md); QUABLA_LINALG_TINY_MAX overrides
+// it, read once (for measuring).
+std::int64_t tiny_max() {
+  static const std::int64_t v = [] {
+    const char* e = std::getenv("QUABLA_LINALG_TINY_MAX");
+    return e && *e ? std::max<std::int64_t>(0, std::atoll(e)) : std::int64_t{32};
+  }();
+  return v;
+}
 
 template <class T>
 bool cholesky_tiny(const T* a, std::int64_t n, T* l) {
@@ -137,7 +147,7 @@ void cholesky_t(const T* in, std::int64_t batch, std::int64_t n, T* out) {
   parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
     for (std::int64_t b = b0; b < b1; ++b) {
       T* a = out + static_cast<std::size_t>(b) * mat;
-      if (n <= kTiny) {
+      if (n <= tiny_max()) {
         if (!cholesky_tiny(in + static_cast<std::size_t>(b) * mat, n, a))
           std::fill(a, a + mat, std::numeric_limits<T>::quiet_NaN());
         continue;
@@ -166,7 +176,7 @@ void triangular_solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t
       T* x = out + static_cast<std::size_t>(i) * bmat;
       std::copy_n(b + static_cast<std::size_t>(i) * bmat, bmat, x);
       const T* ai = a + static_cast<std::size_t>(i) * amat;
-      if (n <= kTiny) {
+      if (n <= tiny_max()) {
         triangular_tiny(ai, n, k, mode, x);
         continue;
       }
@@ -184,7 +194,7 @@ void solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t n, std::in
     std::vector<T> lu(amat), rhs(bmat);
     std::vector<lapack_int_t> ipiv(static_cast<std::size_t>(n));
     for (std::int64_t i = b0; i < b1; ++i) {
-      if (n <= kTiny) {
+      if (n <= tiny_max()) {
         T* x = out + static_cast<std::size_t>(i) * bmat;
         std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu.data());
         std::copy_n(b + static_cast<std::size_t>(i) * bmat, bmat, x);
@@ -216,7 +226,7 @@ void slogdet_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
     for (std::int64_t i = b0; i < b1; ++i) {
       std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu.data());
       T sign = 1, logabs = 0;
-      if (n <= kTiny) {
+      if (n <= tiny_max()) {
         sign = lu_tiny<T>(lu.data(), n, nullptr, 0);
       } else {
         int info = 0;
