@@ -11,13 +11,18 @@ from typing import NamedTuple, Sequence
 
 from . import _core
 
-__all__ = ["cholesky", "cho_factor", "cho_solve", "det", "inv", "matrix_power", "multi_dot", "norm", "slogdet",
-           "solve", "solve_triangular", "SlogdetResult"]
+__all__ = ["cholesky", "cho_factor", "cho_solve", "det", "eigh", "eigvalsh", "inv", "matrix_power", "multi_dot", "norm",
+           "slogdet", "solve", "solve_triangular", "EighResult", "SlogdetResult"]
 
 
 class SlogdetResult(NamedTuple):
     sign: _core.Array
     logabsdet: _core.Array
+
+
+class EighResult(NamedTuple):
+    eigenvalues: _core.Array
+    eigenvectors: _core.Array
 
 
 def _arr(x):
@@ -70,6 +75,27 @@ def slogdet(a) -> SlogdetResult:
     """(sign, log|det a|) of each matrix; (0, -inf) for a singular one."""
     r = _core.linalg_slogdet(a)
     return SlogdetResult(r[..., 0], r[..., 1])
+
+
+def eigh(a, UPLO=None, symmetrize_input: bool = True) -> EighResult:
+    """(eigenvalues ascending, eigenvectors as columns) of each symmetric matrix. With
+    symmetrize_input (the default, as JAX) the input is (A + A^T) / 2; else the UPLO ('L',
+    default, or 'U') triangle is read. Derivatives follow JAX's rule (infinite where two
+    eigenvalues coincide)."""
+    a = _square("eigh", a)
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    if symmetrize_input and a.dtype in (_core.float32, _core.float64):
+        a = (a + _mT(a)) * 0.5
+    elif UPLO == "U":
+        a = _mT(a)  # the kernel reads the lower triangle
+    r = _core.linalg_eigh(a)
+    return EighResult(r[..., 0, :], r[..., 1:, :])
+
+
+def eigvalsh(a, UPLO="L", *, symmetrize_input: bool = True):
+    """The eigenvalues of each symmetric matrix, ascending."""
+    return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
 def det(a):

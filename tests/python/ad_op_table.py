@@ -232,6 +232,8 @@ CASES = [
          [((3, 3), -1, 1), ((3, 2), -2, 2)]),
     Case("solve", lambda x, y: qb.linalg.solve(x + 3.0 * qb.eye(3), y), [((3, 3), -1, 1), ((3, 2), -2, 2)]),
     Case("slogdet", lambda x: qb.linalg.slogdet(x + 3.0 * qb.eye(3))[1] * x, [((3, 3), -1, 1)]),
+    Case("eigh", lambda x: (lambda r: r.eigenvalues * 2.0 + r.eigenvectors[0] ** 2)(
+        qb.linalg.eigh(x + x.T + qb.array(np.diag([0.0, 4.0, 8.0])))), [((3, 3), -1, 1)]),
     # Control flow (regions). Both branches of cond are taken (one per call); under vmap the
     # predicates are per example. The while loop runs 2 or 3 steps depending on the data.
     Case("cond", lambda x: qb.cond(qb.max(x) > -5.0, lambda a: qb.sin(a) * a, lambda a: qb.cos(a) * 2.0, x)

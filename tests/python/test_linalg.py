@@ -78,6 +78,31 @@ def test_solve_triangular_matches_scipy(lower, trans, unit):
     np.testing.assert_allclose(batched[1], sla.solve_triangular(a * 2, b[:, 0], lower=lower), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 3, 12, 40])
+def test_eigh_values_orthogonality_and_reconstruction(dtype, n):
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=(2, n, n))
+    a = (a + np.swapaxes(a, -1, -2)).astype(dtype)
+    w, v = qb.linalg.eigh(a)
+    w, v = _np(w), _np(v)
+    assert w.dtype == dtype and w.shape == (2, n) and v.shape == (2, n, n)
+    tol = 5e-4 if dtype == "float32" else 1e-11
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a), rtol=tol, atol=tol * n)
+    assert (np.diff(w, axis=-1) >= 0).all()
+    np.testing.assert_allclose(np.swapaxes(v, -1, -2) @ v, np.broadcast_to(np.eye(n), v.shape), atol=tol * n)
+    np.testing.assert_allclose(v * w[..., None, :] @ np.swapaxes(v, -1, -2), a, atol=tol * n * 4)
+    np.testing.assert_allclose(_np(qb.linalg.eigvalsh(a)), w)
+    # UPLO without symmetrization reads one triangle
+    lower = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
+    np.testing.assert_allclose(_np(qb.linalg.eigh(np.tril(a) + 5.0 * np.triu(np.ones((n, n)), 1).astype(dtype),
+                                                  symmetrize_input=False)[0]),
+                               np.linalg.eigvalsh(lower), rtol=tol, atol=tol * n)
+    upper = np.triu(a) + np.swapaxes(np.triu(a, 1), -1, -2)
+    np.testing.assert_allclose(_np(qb.linalg.eigh(np.triu(a), UPLO="U", symmetrize_input=False)[0]),
+                               np.linalg.eigvalsh(upper), rtol=tol, atol=tol * n)
+
+
 def test_det_slogdet_inv_cho_and_compositions():
     a = RNG.normal(size=(3, 5, 5))
     s, l = qb.linalg.slogdet(a)
@@ -171,6 +196,8 @@ def test_first_derivatives_against_differences_and_forward_mode():
         "det": (lambda m: qb.linalg.det(m), a),
         "inv": (lambda m: qb.sum(qb.linalg.inv(m) ** 2), a),
         "cho_solve": (lambda m: qb.sum(qb.linalg.cho_solve(qb.linalg.cho_factor(m), b)), spd),
+        "eigh": (lambda m: qb.sum(qb.linalg.eigh(m).eigenvalues ** 3) + qb.sum(qb.linalg.eigh(m).eigenvectors[..., 0] ** 4),
+                 spd + np.diag([0.0, 1.0, 2.5, 4.0])),
     }
     for name, (f, x) in fns.items():
         _fd_check(f, x)
@@ -191,6 +218,8 @@ def test_second_and_third_order_derivatives(n, batch, seed):
         (lambda m: qb.sum(qb.linalg.solve(m, b) ** 2), a),
         (lambda m: qb.sum(qb.linalg.cholesky(m) ** 2), spd),
         (lambda m: qb.sum(qb.linalg.slogdet(m)[1]), a),
+        (lambda m: qb.sum(qb.linalg.eigvalsh(m) ** 2) + qb.sum(qb.linalg.eigh(m).eigenvectors[..., 0] ** 2 * m[..., 0]),
+         spd + np.diag(np.arange(n) * 2.0)),
     ]
     for f, x in cases:
         d1, d2 = rng.normal(size=x.shape), rng.normal(size=x.shape)

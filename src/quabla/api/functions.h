@@ -100,6 +100,7 @@ V linalg_cholesky(Builder& b, V a);
 V linalg_triangular_solve(Builder& b, V a, V rhs, bool lower, bool transpose, bool unit_diagonal);
 V linalg_solve(Builder& b, V a, V rhs);
 V linalg_slogdet(Builder& b, V a);  // [..., 2]: sign, log|det|
+V linalg_eigh(Builder& b, V a);     // [..., n + 1, n]: eigenvalues, then eigenvectors as columns
 
 // ---- indexing: one entry per index item after the binding has resolved it
 struct IndexItem {

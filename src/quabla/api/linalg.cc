@@ -90,4 +90,9 @@ V linalg_slogdet(Builder& b, V a) {
   return b.emit1(Op::Slogdet, {a});
 }
 
+V linalg_eigh(Builder& b, V a) {
+  check_square(b, "eigh", a);
+  return b.emit1(Op::Eigh, {a});
+}
+
 }  // namespace qb::api

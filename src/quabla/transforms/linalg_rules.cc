@@ -37,6 +37,25 @@ V matrix_mask(Emit& e, V like, F f) {
 
 V matmul(Emit& e, V a, V b) { return e.op(Op::MatMul, {a, b}); }
 
+// Rows [begin, end) of the second-to-last axis.
+V rows(Emit& e, V x, std::int64_t begin, std::int64_t end) {
+  const Shape s = e.type(x).shape;
+  Attrs a;
+  a.starts.assign(s.size(), 0);
+  a.limits = s;
+  a.strides.assign(s.size(), 1);
+  a.starts[s.size() - 2] = begin;
+  a.limits[s.size() - 2] = end;
+  return e.op(Op::Slice, {x}, std::move(a));
+}
+
+// 0, 1, ..., r - 1: the dims of a same-rank broadcast.
+std::vector<std::int64_t> iota_dims(std::int64_t r) {
+  std::vector<std::int64_t> d;
+  for (std::int64_t i = 0; i < r; ++i) d.push_back(i);
+  return d;
+}
+
 }  // namespace
 
 V triangular_solve(Emit& e, V a, V b, std::int64_t mode) {
@@ -97,6 +116,29 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
       Attrs cat;
       cat.axis = static_cast<std::int64_t>(one.size()) - 1;
       std::vector<V> parts{e.zeros(e.type(d)), d};
+      return e.b.emit(Op::Concat, parts, std::move(cat))[0];
+    }
+    case Op::Eigh: {
+      // y = [w; V]. With M = V^T dA V: dw = diag(M), dV = V (F * M), F_ij = 1 / (w_j - w_i)
+      // off the diagonal and 0 on it (inf for repeated eigenvalues, as JAX's rule gives).
+      const Shape ys = e.type(y).shape;
+      const auto r = static_cast<std::int64_t>(ys.size());
+      const std::int64_t n = ys.back();
+      const V w = rows(e, y, 0, 1);   // [..., 1, n]
+      const V v = rows(e, y, 1, n + 1);  // [..., n, n]
+      const V m = matmul(e, matmul(e, e.mT(v), *t[0]), v);
+      const V eye = matrix_mask(e, m, [](std::int64_t i, std::int64_t j) { return i == j ? 1.0 : 0.0; });
+      const V dw = e.reduce_sum(e.mul(m, eye), {r - 1});  // [..., n]
+      Shape sq = e.type(m).shape;
+      const V wj = e.broadcast(w, sq, iota_dims(r));               // w_j along columns
+      const V wi = e.mT(wj);                                         // w_i along rows
+      const V f = e.sub(e.div(e.like(m, 1.0), e.add(eye, e.sub(wj, wi))), eye);
+      const V dv = matmul(e, v, e.mul(f, m));
+      Shape row = sq;
+      row[static_cast<std::size_t>(r - 2)] = 1;
+      Attrs cat;
+      cat.axis = r - 2;
+      std::vector<V> parts{e.reshape(dw, row), dv};
       return e.b.emit(Op::Concat, parts, std::move(cat))[0];
     }
     default:

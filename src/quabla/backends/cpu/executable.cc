@@ -540,13 +540,14 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
       f.region();
       return;
-    case Op::Cholesky: case Op::Slogdet: case Op::TriangularSolve: case Op::Solve: {
+    case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::TriangularSolve: case Op::Solve: {
       const auto& as = in_type(0).shape;
       const std::int64_t dim = as.back(), batch = num_elements(std::span(as).first(as.size() - 2));
       const std::int64_t k = n.inputs.size() > 1 ? in_type(1).shape.back() : 0;
       switch (n.op) {
         case Op::Cholesky: return cholesky(ot.dtype, in(0), batch, dim, alloc());
         case Op::Slogdet: return slogdet(ot.dtype, in(0), batch, dim, alloc());
+        case Op::Eigh: return eigh(ot.dtype, in(0), batch, dim, alloc());
         case Op::TriangularSolve:
           return triangular_solve(ot.dtype, in(0), in(1), batch, dim, k, static_cast<int>(n.attrs.mode), alloc());
         default: return solve(ot.dtype, in(0), in(1), batch, dim, k, alloc());

@@ -71,5 +71,7 @@ void triangular_solve(DType dtype, const std::byte* a, const std::byte* b, std::
 void solve(DType dtype, const std::byte* a, const std::byte* b, std::int64_t batch, std::int64_t n, std::int64_t k,
            std::byte* out);
 void slogdet(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out);
+// out: [batch, n + 1, n], the eigenvalues then the eigenvectors as columns.
+void eigh(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out);
 
 }  // namespace qb::cpu

@@ -30,6 +30,10 @@ void scipy_dgetrf_(const int* m, const int* n, double* a, const int* lda, int* i
 void scipy_sgetrf_(const int* m, const int* n, float* a, const int* lda, int* ipiv, int* info);
 void scipy_dgetrs_(const char* trans, const int* n, const int* nrhs, const double* a, const int* lda, const int* ipiv,
                    double* b, const int* ldb, int* info, std::size_t trans_len);
+void scipy_dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
+                   const int* lwork, int* iwork, const int* liwork, int* info, std::size_t jobz_len, std::size_t uplo_len);
+void scipy_ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w, float* work,
+                   const int* lwork, int* iwork, const int* liwork, int* info, std::size_t jobz_len, std::size_t uplo_len);
 void scipy_sgetrs_(const char* trans, const int* n, const int* nrhs, const float* a, const int* lda, const int* ipiv,
                    float* b, const int* ldb, int* info, std::size_t trans_len);
 }
@@ -218,6 +222,37 @@ void solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t n, std::in
 }
 
 template <class T>
+void syevd(int n, T* a, T* w, T* work, int lwork, int* iwork, int liwork, int* info) {
+  const char jobz = 'V', uplo = 'U';  // the column-major upper triangle = the row-major lower
+  if constexpr (std::is_same_v<T, double>) scipy_dsyevd_(&jobz, &uplo, &n, a, &n, w, work, &lwork, iwork, &liwork, info, 1, 1);
+  else scipy_ssyevd_(&jobz, &uplo, &n, a, &n, w, work, &lwork, iwork, &liwork, info, 1, 1);
+}
+
+template <class T>
+void eigh_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
+  const std::size_t amat = static_cast<std::size_t>(n * n), omat = static_cast<std::size_t>((n + 1) * n);
+  parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
+    std::vector<T> z(amat), work(static_cast<std::size_t>(1 + 6 * n + 2 * n * n));
+    std::vector<int> iwork(static_cast<std::size_t>(3 + 5 * n));
+    for (std::int64_t i = b0; i < b1; ++i) {
+      T* o = out + static_cast<std::size_t>(i) * omat;
+      std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, z.data());
+      int info = 0;
+      syevd<T>(static_cast<int>(n), z.data(), o, work.data(), static_cast<int>(work.size()), iwork.data(),
+               static_cast<int>(iwork.size()), &info);
+      if (info != 0) {  // no convergence (NaN input): NaN results, as JAX gives
+        std::fill(o, o + omat, std::numeric_limits<T>::quiet_NaN());
+        continue;
+      }
+      // z holds the eigenvectors as column-major columns, i.e. as rows of the row-major
+      // view: V (row-major, eigenvectors as columns) is its transpose.
+      for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t c = 0; c < n; ++c) o[n + r * n + c] = z[static_cast<std::size_t>(c * n + r)];
+    }
+  });
+}
+
+template <class T>
 void slogdet_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
   const std::size_t amat = static_cast<std::size_t>(n * n);
   parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
@@ -285,6 +320,12 @@ void slogdet(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n
   if (dtype == DType::f64) return slogdet_t(reinterpret_cast<const double*>(a), batch, n, reinterpret_cast<double*>(out));
   if (dtype == DType::f32) return slogdet_t(reinterpret_cast<const float*>(a), batch, n, reinterpret_cast<float*>(out));
   throw InternalError("slogdet: float operands only");
+}
+
+void eigh(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out) {
+  if (dtype == DType::f64) return eigh_t(reinterpret_cast<const double*>(a), batch, n, reinterpret_cast<double*>(out));
+  if (dtype == DType::f32) return eigh_t(reinterpret_cast<const float*>(a), batch, n, reinterpret_cast<float*>(out));
+  throw InternalError("eigh: float operands only");
 }
 
 }  // namespace qb::cpu
