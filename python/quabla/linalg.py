@@ -11,8 +11,9 @@ from typing import NamedTuple, Sequence
 
 from . import _core
 
-__all__ = ["cholesky", "cho_factor", "cho_solve", "det", "eigh", "eigvalsh", "inv", "matrix_power", "multi_dot", "norm",
-           "slogdet", "solve", "solve_triangular", "EighResult", "SlogdetResult"]
+__all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_power",
+           "matrix_rank", "multi_dot", "norm", "pinv", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
+           "EighResult", "SlogdetResult", "SVDResult"]
 
 
 class SlogdetResult(NamedTuple):
@@ -23,6 +24,12 @@ class SlogdetResult(NamedTuple):
 class EighResult(NamedTuple):
     eigenvalues: _core.Array
     eigenvectors: _core.Array
+
+
+class SVDResult(NamedTuple):
+    U: _core.Array
+    S: _core.Array
+    Vh: _core.Array
 
 
 def _arr(x):
@@ -96,6 +103,97 @@ def eigh(a, UPLO=None, symmetrize_input: bool = True) -> EighResult:
 def eigvalsh(a, UPLO="L", *, symmetrize_input: bool = True):
     """The eigenvalues of each symmetric matrix, ascending."""
     return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """SVDResult(U, S, Vh) with A = U diag(S) Vh, S descending (numpy.linalg.svd); only S
+    when compute_uv=False. Derivatives as JAX's rule (full_matrices=True has one only for
+    square matrices, where it is the reduced SVD)."""
+    a = _arr(a)
+    if a.ndim < 2:
+        raise ValueError(f"svd: expected a matrix or a stack of them [..., m, n], got shape {list(a.shape)}")
+    m, n = a.shape[-2], a.shape[-1]
+    full = bool(full_matrices) and compute_uv and m != n
+    r = _core.linalg_svd(a, full)
+    k = min(m, n)
+    s = r[..., m, :k]
+    if not compute_uv:
+        return s
+    u = r[..., :m, :(m if full else k)]
+    v = r[..., m + 1:, :(n if full else k)]
+    return SVDResult(u, s, _mT(v))
+
+
+def svdvals(a):
+    """The singular values, descending."""
+    return svd(a, compute_uv=False)
+
+
+def _default_rtol(a):
+    eps = 1.1920929e-07 if a.dtype == _core.float32 else 2.220446049250313e-16
+    return max(a.shape[-2], a.shape[-1]) * eps
+
+
+def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
+    """The Moore-Penrose pseudo-inverse through the SVD: singular values at or below
+    rtol * max(s) (default max(m, n) * eps, as JAX) count as zero."""
+    a = _arr(a)
+    if rcond is not None:
+        rtol = rcond
+    u, s, vh = svd(a, full_matrices=False)
+    cut = (_default_rtol(a) if rtol is None else rtol) * _core.max(s, axis=-1, keepdims=True)
+    s_inv = _core.where(s > cut, 1.0 / _core.where(s > cut, s, 1.0), 0.0)
+    return _core.matmul(_mT(vh) * s_inv[..., None, :], _mT(u))
+
+
+def lstsq(a, b, rcond=None):
+    """(x, residuals, rank, s) minimising ||a x - b|| (numpy.linalg.lstsq), through the SVD;
+    residuals are the squared norms of b - a x when a has full column rank and more rows
+    than columns, else empty."""
+    a, b = _arr(a), _arr(b)
+    if a.ndim != 2:
+        raise ValueError(f"lstsq: expected a 2-D matrix, got shape {list(a.shape)}")
+    vec = b.ndim == 1
+    bb = _core.reshape(b, (-1, 1)) if vec else b
+    if bb.shape[0] != a.shape[0]:
+        raise ValueError(f"lstsq: a has {a.shape[0]} rows but b has {bb.shape[0]}")
+    u, s, vh = svd(a, full_matrices=False)
+    cut = (_default_rtol(a) if rcond is None else rcond) * _core.max(s)
+    mask = s > cut
+    s_inv = _core.where(mask, 1.0 / _core.where(mask, s, 1.0), 0.0)
+    x = _core.matmul(_mT(vh), s_inv[:, None] * _core.matmul(_mT(u), bb))
+    rank = _core.sum(mask.astype(_core.int32))
+    m, n = a.shape
+    if m > n:
+        resid = _core.sum((bb - _core.matmul(a, x)) ** 2, axis=0)
+    else:
+        resid = _core.zeros((0,), dtype=a.dtype)
+    if vec:
+        x = x[:, 0]
+        if m > n:
+            resid = _core.reshape(resid, (1,))
+    return x, resid, rank, s
+
+
+def matrix_rank(M, rtol=None, hermitian: bool = False, *, tol=None):
+    """The number of singular values above tol (default: rtol * max(s), rtol = max(m, n) * eps)."""
+    M = _arr(M)
+    if M.ndim < 2:
+        return _core.any(M != 0).astype(_core.int32)
+    s = svdvals(M)
+    cut = tol if tol is not None else (_default_rtol(M) if rtol is None else rtol) * _core.max(s, axis=-1, keepdims=True)
+    return _core.sum((s > cut).astype(_core.int32), axis=-1)
+
+
+def cond(x, p=None):
+    """The condition number in the norm p (None or 2: s_max / s_min; -2: s_min / s_max;
+    'fro', 1, -1, inf, -inf: norm(x) * norm(inv(x)))."""
+    x = _arr(x)
+    if p is None or p in (2, -2):
+        s = svdvals(x)
+        r = s[..., 0] / s[..., -1]
+        return 1.0 / r if p == -2 else r
+    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
 
 
 def det(a):
@@ -196,7 +294,8 @@ def multi_dot(arrays: Sequence, *, precision=None):
 
 def norm(x, ord=None, axis=None, keepdims: bool = False):
     """Vector and matrix norms as numpy.linalg.norm: vector ord None/2, inf, -inf, 0, other
-    p; matrix ord None/'fro', 1, -1, inf, -inf (2, -2 and 'nuc' need the SVD, not yet)."""
+    p; matrix ord None/'fro', 1, -1, inf, -inf, 2, -2 and 'nuc' (the last three through the
+    SVD)."""
     x = _arr(x)
     if x.dtype not in (_core.float32, _core.float64):
         x = x.astype(_core.default_dtype())
@@ -241,7 +340,13 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         red = _core.max if ord > 0 else _core.min
         r = red(row, axis=r0, keepdims=True)
     elif ord in (2, -2, "nuc"):
-        raise NotImplementedError(f"norm: ord={ord!r} for matrices needs the SVD, which qb.linalg does not have yet")
+        perm = [i for i in range(x.ndim) if i not in axis] + [r0, c0]
+        sv = svdvals(_core.transpose(x, tuple(perm)))
+        r = _core.sum(sv, axis=-1) if ord == "nuc" else (sv[..., 0] if ord == 2 else sv[..., -1])
+        if keepdims:
+            for ax in sorted(axis):
+                r = _core.expand_dims(r, ax)
+        return r
     else:
         raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
     if not keepdims:

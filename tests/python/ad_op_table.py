@@ -232,6 +232,9 @@ CASES = [
          [((3, 3), -1, 1), ((3, 2), -2, 2)]),
     Case("solve", lambda x, y: qb.linalg.solve(x + 3.0 * qb.eye(3), y), [((3, 3), -1, 1), ((3, 2), -2, 2)]),
     Case("slogdet", lambda x: qb.linalg.slogdet(x + 3.0 * qb.eye(3))[1] * x, [((3, 3), -1, 1)]),
+    Case("svd", lambda x: (lambda r: r.S * 2.0 + r.U[0] ** 2 + r.Vh[:, 0] ** 2)(qb.linalg.svd(
+        x + qb.array(np.array([[3.0, 0.0, 0.0], [0.0, 1.5, 0.0], [0.0, 0.0, 0.5], [0.0, 0.0, 0.0]])), full_matrices=False)),
+         [((4, 3), -0.2, 0.2)]),
     Case("eigh", lambda x: (lambda r: r.eigenvalues * 2.0 + r.eigenvectors[0] ** 2)(
         qb.linalg.eigh(x + x.T + qb.array(np.diag([0.0, 4.0, 8.0])))), [((3, 3), -1, 1)]),
     # Control flow (regions). Both branches of cond are taken (one per call); under vmap the

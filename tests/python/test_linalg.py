@@ -103,6 +103,48 @@ def test_eigh_values_orthogonality_and_reconstruction(dtype, n):
                                np.linalg.eigvalsh(upper), rtol=tol, atol=tol * n)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 6, 4), (40, 33)])
+def test_svd_matches_numpy_and_reconstructs(dtype, shape):
+    a = RNG.normal(size=shape).astype(dtype)
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    for full in (False, True):
+        u, s, vh = (_np(t) for t in qb.linalg.svd(a, full_matrices=full))
+        nu, ns, nvh = np.linalg.svd(a, full_matrices=full)
+        assert u.shape == nu.shape and s.shape == ns.shape and vh.shape == nvh.shape and u.dtype == dtype
+        np.testing.assert_allclose(s, ns, rtol=tol * 10, atol=tol * 10)
+        k = s.shape[-1]
+        np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ vh[..., :k, :], a, atol=tol * 20)
+        m, n = shape[-2:]
+        np.testing.assert_allclose(np.swapaxes(u, -1, -2) @ u, np.broadcast_to(np.eye(u.shape[-1]), u.shape[:-2] + (u.shape[-1],) * 2),
+                                   atol=tol * 20)
+        np.testing.assert_allclose(vh @ np.swapaxes(vh, -1, -2), np.broadcast_to(np.eye(vh.shape[-2]), vh.shape[:-2] + (vh.shape[-2],) * 2),
+                                   atol=tol * 20)
+    np.testing.assert_allclose(_np(qb.linalg.svdvals(a)), np.linalg.svd(a, compute_uv=False), rtol=tol * 10, atol=tol * 10)
+
+
+def test_pinv_lstsq_rank_cond_and_svd_norms():
+    a = RNG.normal(size=(6, 4))
+    np.testing.assert_allclose(_np(qb.linalg.pinv(a)), np.linalg.pinv(a), rtol=1e-10, atol=1e-12)
+    low = RNG.normal(size=(6, 2)) @ RNG.normal(size=(2, 5))  # rank 2
+    np.testing.assert_allclose(_np(qb.linalg.pinv(low)), np.linalg.pinv(low), rtol=1e-8, atol=1e-10)
+    assert int(qb.linalg.matrix_rank(low)) == 2 and int(qb.linalg.matrix_rank(a)) == 4
+    b = RNG.normal(size=6)
+    x, res, rank, s = qb.linalg.lstsq(a, b)
+    nx, nres, nrank, ns = np.linalg.lstsq(a, b, rcond=None)
+    np.testing.assert_allclose(_np(x), nx, rtol=1e-10)
+    np.testing.assert_allclose(_np(res), nres, rtol=1e-10)
+    assert int(rank) == nrank
+    np.testing.assert_allclose(_np(s), ns, rtol=1e-12)
+    sq = RNG.normal(size=(3, 5, 5))
+    for p in (None, 2, -2, "fro", 1, np.inf):
+        np.testing.assert_allclose(_np(qb.linalg.cond(sq, p)), np.linalg.cond(sq, p), rtol=1e-9)
+    for o in (2, -2, "nuc"):
+        np.testing.assert_allclose(_np(qb.linalg.norm(sq, o, axis=(1, 2))), np.linalg.norm(sq, o, axis=(1, 2)), rtol=1e-12)
+        np.testing.assert_allclose(_np(qb.linalg.norm(sq, o, axis=(2, 1), keepdims=True)),
+                                   np.linalg.norm(sq, o, axis=(2, 1), keepdims=True), rtol=1e-12)
+
+
 def test_det_slogdet_inv_cho_and_compositions():
     a = RNG.normal(size=(3, 5, 5))
     s, l = qb.linalg.slogdet(a)
@@ -137,8 +179,7 @@ def test_vector_norms(ord):
     v = RNG.normal(size=(3, 7))
     np.testing.assert_allclose(_np(qb.linalg.norm(v, ord, axis=1)), np.linalg.norm(v, ord, axis=1), rtol=1e-13)
     np.testing.assert_allclose(float(qb.linalg.norm(v[0], ord)), np.linalg.norm(v[0], ord), rtol=1e-13)
-    with pytest.raises(NotImplementedError, match="SVD"):
-        qb.linalg.norm(v, 2, axis=(0, 1))
+    np.testing.assert_allclose(float(qb.linalg.norm(v, 2, axis=(0, 1))), np.linalg.norm(v, 2), rtol=1e-12)
 
 
 def test_singular_and_indefinite_input_give_inf_or_nan_inside_jit():
@@ -196,6 +237,11 @@ def test_first_derivatives_against_differences_and_forward_mode():
         "det": (lambda m: qb.linalg.det(m), a),
         "inv": (lambda m: qb.sum(qb.linalg.inv(m) ** 2), a),
         "cho_solve": (lambda m: qb.sum(qb.linalg.cho_solve(qb.linalg.cho_factor(m), b)), spd),
+        # singular values, and singular vectors of tall (m > n) and wide (n > m) slices
+        "svd": (lambda m: qb.sum(qb.linalg.svdvals(m) ** 3)
+                + qb.sum(qb.linalg.svd(m[:, :3], full_matrices=False).U[:, 0] ** 4)
+                + qb.sum(qb.linalg.svd(m[:3], full_matrices=False).Vh[0] ** 4), a),
+        "pinv": (lambda m: qb.sum(qb.linalg.pinv(m[:, :3]) ** 2), a),
         "eigh": (lambda m: qb.sum(qb.linalg.eigh(m).eigenvalues ** 3) + qb.sum(qb.linalg.eigh(m).eigenvectors[..., 0] ** 4),
                  spd + np.diag([0.0, 1.0, 2.5, 4.0])),
     }

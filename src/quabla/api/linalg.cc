@@ -90,6 +90,16 @@ V linalg_slogdet(Builder& b, V a) {
   return b.emit1(Op::Slogdet, {a});
 }
 
+V linalg_svd(Builder& b, V a, bool full_matrices) {
+  const ValueType t = b.type(a);
+  if (!is_float(t.dtype) || t.shape.size() < 2) {
+    throw ValueError("svd: expected a float32 or float64 matrix or stack of them [..., m, n], got " + t.str());
+  }
+  Attrs at;
+  at.mode = full_matrices ? 1 : 0;
+  return b.emit1(Op::Svd, {a}, std::move(at));
+}
+
 V linalg_eigh(Builder& b, V a) {
   check_square(b, "eigh", a);
   return b.emit1(Op::Eigh, {a});

@@ -282,6 +282,16 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       s.push_back(2);
       return {strong(x.dtype, s)};
     }
+    case Op::Svd: {
+      const auto& x = in[0];
+      const std::size_t r = x.shape.size();
+      if (!is_float(x.dtype) || r < 2) fail(op, "operand " + x.str() + " is not a float [..., m, n] stack of matrices");
+      const std::int64_t m = x.shape[r - 2], n = x.shape[r - 1];
+      Shape s = x.shape;
+      s[r - 2] = m + 1 + n;
+      s[r - 1] = a.mode == 1 ? std::max(m, n) : std::min(m, n);
+      return {strong(x.dtype, s)};
+    }
     case Op::TriangularSolve: case Op::Solve: {
       const auto& x = in[0];
       const auto& y = in[1];

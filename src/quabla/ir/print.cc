@@ -57,6 +57,7 @@ void print_attrs(std::ostream& os, const Node& n) {
     case AttrKind::TriSolve:
       os << ((a.mode & 1) ? " lower" : " upper") << ((a.mode & 2) ? " transpose" : "") << ((a.mode & 4) ? " unit" : "");
       break;
+    case AttrKind::Mode: os << " mode=" << a.mode; break;
     case AttrKind::Cond: break;
     case AttrKind::Scan:
       os << " length=" << a.length << " start=" << a.start << " consts=" << a.num_consts << " carry=" << a.num_carry

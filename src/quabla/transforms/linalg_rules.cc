@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "quabla/ir/builder.h"
+#include "quabla/ir/errors.h"
 #include "quabla/runtime/buffer.h"
 
 namespace qb::ad {
@@ -54,6 +55,51 @@ std::vector<std::int64_t> iota_dims(std::int64_t r) {
   std::vector<std::int64_t> d;
   for (std::int64_t i = 0; i < r; ++i) d.push_back(i);
   return d;
+}
+
+// The reduced SVD's tangent (y packs [U; s; V], k columns), the standard formulas (as
+// JAX's rule): dS = U^T dA V, ds = diag(dS), F_ij = 1 / (s_j^2 - s_i^2) off the diagonal,
+// dU = U (F * (dS S + S dS^T) + (dS - dS^T) / 2 * S^-1) (+ the part outside span(U) when
+// m > n), dV = V (F * (S dS + dS^T S)) (+ the part outside span(V) when n > m).
+V jvp_svd(Emit& e, V a, V da, V y) {
+  const Shape as = e.type(a).shape;
+  const auto r = static_cast<std::int64_t>(as.size());
+  const std::int64_t m = as[static_cast<std::size_t>(r - 2)], n = as[static_cast<std::size_t>(r - 1)];
+  const V u = rows(e, y, 0, m), s_row = rows(e, y, m, m + 1), v = rows(e, y, m + 1, m + 1 + n);
+  const V ds_mat = matmul(e, matmul(e, e.mT(u), da), v);  // [..., k, k]
+  const V eye = matrix_mask(e, ds_mat, [](std::int64_t i, std::int64_t j) { return i == j ? 1.0 : 0.0; });
+  const V ds = e.reduce_sum(e.mul(ds_mat, eye), {r - 1});  // [..., k]
+  const Shape sq = e.type(ds_mat).shape;
+  std::vector<std::int64_t> dims;
+  for (std::int64_t i = 0; i < r; ++i) dims.push_back(i);
+  const V sj = e.broadcast(s_row, sq, dims);  // s_j along columns
+  const V si = e.mT(sj);
+  const V diffs = e.mul(e.add(sj, si), e.sub(sj, si));  // s_j^2 - s_i^2
+  const V f = e.sub(e.div(e.like(ds_mat, 1.0), e.add(diffs, eye)), eye);
+  const V dss = e.mul(sj, ds_mat);  // dS S
+  const V sds = e.mul(si, ds_mat);  // S dS
+  // 1/s on the diagonal, 0 where s == 0
+  const V s_zero = e.convert(e.eq(s_row, e.zeros(e.type(s_row))), e.type(s_row).dtype);
+  const V s_inv = e.sub(e.div(e.like(s_row, 1.0), e.add(s_row, s_zero)), s_zero);
+  const V s_inv_mat = e.mul(e.broadcast(s_inv, sq, dims), eye);
+  const V dudv_diag = e.mul(e.scale(e.sub(ds_mat, e.mT(ds_mat)), 0.5), s_inv_mat);
+  V du = matmul(e, u, e.add(e.mul(f, e.add(dss, e.mT(dss))), dudv_diag));
+  V dv = matmul(e, v, e.mul(f, e.add(sds, e.mT(sds))));
+  if (m > n) {
+    const V dav = matmul(e, da, v);
+    Shape us = e.type(u).shape;
+    du = e.add(du, e.div(e.sub(dav, matmul(e, u, matmul(e, e.mT(u), dav))), e.broadcast(s_row, us, dims)));
+  }
+  if (n > m) {
+    const V dahu = matmul(e, e.mT(da), u);
+    Shape vs = e.type(v).shape;
+    dv = e.add(dv, e.div(e.sub(dahu, matmul(e, v, matmul(e, e.mT(v), dahu))), e.broadcast(s_row, vs, dims)));
+  }
+  Shape row = e.type(s_row).shape;
+  Attrs cat;
+  cat.axis = r - 2;
+  std::vector<V> parts{du, e.reshape(ds, row), dv};
+  return e.b.emit(Op::Concat, parts, std::move(cat))[0];
 }
 
 }  // namespace
@@ -140,6 +186,13 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
       cat.axis = r - 2;
       std::vector<V> parts{e.reshape(dw, row), dv};
       return e.b.emit(Op::Concat, parts, std::move(cat))[0];
+    }
+    case Op::Svd: {
+      if (n.attrs.mode == 1) {
+        throw ValueError("svd: the derivative of full_matrices=True is not defined (the extra columns are not "
+                         "unique); use full_matrices=False");
+      }
+      return jvp_svd(e, x[0], *t[0], y);
     }
     default:
       return std::nullopt;

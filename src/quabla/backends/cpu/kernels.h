@@ -73,5 +73,7 @@ void solve(DType dtype, const std::byte* a, const std::byte* b, std::int64_t bat
 void slogdet(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out);
 // out: [batch, n + 1, n], the eigenvalues then the eigenvectors as columns.
 void eigh(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out);
+// a: [batch, m, n]; out: [batch, m + 1 + n, w] (ops.def: svd).
+void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, std::byte* out);
 
 }  // namespace qb::cpu

@@ -34,6 +34,12 @@ void scipy_dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, 
                    const int* lwork, int* iwork, const int* liwork, int* info, std::size_t jobz_len, std::size_t uplo_len);
 void scipy_ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w, float* work,
                    const int* lwork, int* iwork, const int* liwork, int* info, std::size_t jobz_len, std::size_t uplo_len);
+void scipy_dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
+                   const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info,
+                   std::size_t jobz_len);
+void scipy_sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s, float* u,
+                   const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork, int* iwork, int* info,
+                   std::size_t jobz_len);
 void scipy_sgetrs_(const char* trans, const int* n, const int* nrhs, const float* a, const int* lda, const int* ipiv,
                    float* b, const int* ldb, int* info, std::size_t trans_len);
 }
@@ -253,6 +259,53 @@ void eigh_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
 }
 
 template <class T>
+void gesdd(char jobz, int m, int n, T* a, T* s, T* u, int ldu, T* vt, int ldvt, T* work, int lwork, int* iwork, int* info) {
+  if constexpr (std::is_same_v<T, double>)
+    scipy_dgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+  else scipy_sgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+}
+
+// The row-major m x n matrix is the column-major n x m matrix A^T = U' S V'^T, so A = V' S U'^T:
+// A's U (row-major) is the storage of V'^T and A's V^T (row-major) the storage of U'.
+template <class T>
+void svd_t(const T* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, T* out) {
+  const std::int64_t k = std::min(m, n), w = full ? std::max(m, n) : k;
+  const std::int64_t ucols = full ? m : k, vrows = full ? n : k;  // A's U: m x ucols; A's V^T: vrows x n
+  const std::size_t amat = static_cast<std::size_t>(m * n), omat = static_cast<std::size_t>((m + 1 + n) * w);
+  const char jobz = full ? 'A' : 'S';
+  parallel_for(batch, grain_for(std::max(m, n)), [&](std::int64_t b0, std::int64_t b1) {
+    std::vector<T> x(amat), s(static_cast<std::size_t>(k)), up(static_cast<std::size_t>(n * vrows)),
+        vtp(static_cast<std::size_t>(ucols * m));
+    std::vector<int> iwork(static_cast<std::size_t>(8 * std::max<std::int64_t>(k, 1)));
+    T query = 0;
+    int info = 0;
+    // Column-major A^T is n x m: U' is n x vrows (ld n), V'^T is ucols x m (ld ucols).
+    gesdd<T>(jobz, static_cast<int>(n), static_cast<int>(m), x.data(), s.data(), up.data(), static_cast<int>(n),
+             vtp.data(), static_cast<int>(std::max<std::int64_t>(ucols, 1)), &query, -1, iwork.data(), &info);
+    std::vector<T> work(static_cast<std::size_t>(std::max<T>(query, T(1))));
+    for (std::int64_t i = b0; i < b1; ++i) {
+      T* o = out + static_cast<std::size_t>(i) * omat;
+      std::fill(o, o + omat, T(0));
+      std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, x.data());
+      gesdd<T>(jobz, static_cast<int>(n), static_cast<int>(m), x.data(), s.data(), up.data(), static_cast<int>(n),
+               vtp.data(), static_cast<int>(std::max<std::int64_t>(ucols, 1)), work.data(), static_cast<int>(work.size()),
+               iwork.data(), &info);
+      if (info != 0) {
+        std::fill(o, o + omat, std::numeric_limits<T>::quiet_NaN());
+        continue;
+      }
+      // U (m x ucols, row-major) = storage of V'^T (ucols x m, column-major).
+      for (std::int64_t r = 0; r < m; ++r)
+        for (std::int64_t c = 0; c < ucols; ++c) o[r * w + c] = vtp[static_cast<std::size_t>(r * ucols + c)];
+      for (std::int64_t c = 0; c < k; ++c) o[m * w + c] = s[static_cast<std::size_t>(c)];
+      // V^T (vrows x n, row-major) = storage of U' (n x vrows, column-major); out holds V.
+      for (std::int64_t r = 0; r < vrows; ++r)
+        for (std::int64_t c = 0; c < n; ++c) o[(m + 1 + c) * w + r] = up[static_cast<std::size_t>(r * n + c)];
+    }
+  });
+}
+
+template <class T>
 void slogdet_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
   const std::size_t amat = static_cast<std::size_t>(n * n);
   parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
@@ -326,6 +379,12 @@ void eigh(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, s
   if (dtype == DType::f64) return eigh_t(reinterpret_cast<const double*>(a), batch, n, reinterpret_cast<double*>(out));
   if (dtype == DType::f32) return eigh_t(reinterpret_cast<const float*>(a), batch, n, reinterpret_cast<float*>(out));
   throw InternalError("eigh: float operands only");
+}
+
+void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, std::byte* out) {
+  if (dtype == DType::f64) return svd_t(reinterpret_cast<const double*>(a), batch, m, n, full, reinterpret_cast<double*>(out));
+  if (dtype == DType::f32) return svd_t(reinterpret_cast<const float*>(a), batch, m, n, full, reinterpret_cast<float*>(out));
+  throw InternalError("svd: float operands only");
 }
 
 }  // namespace qb::cpu
