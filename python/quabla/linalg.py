@@ -12,8 +12,8 @@ from typing import NamedTuple, Sequence
 from . import _core
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_power",
-           "matrix_rank", "multi_dot", "norm", "pinv", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
-           "EighResult", "SlogdetResult", "SVDResult"]
+           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
+           "EighResult", "QRResult", "SlogdetResult", "SVDResult"]
 
 
 class SlogdetResult(NamedTuple):
@@ -24,6 +24,11 @@ class SlogdetResult(NamedTuple):
 class EighResult(NamedTuple):
     eigenvalues: _core.Array
     eigenvectors: _core.Array
+
+
+class QRResult(NamedTuple):
+    Q: _core.Array
+    R: _core.Array
 
 
 class SVDResult(NamedTuple):
@@ -122,6 +127,23 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     u = r[..., :m, :(m if full else k)]
     v = r[..., m + 1:, :(n if full else k)]
     return SVDResult(u, s, _mT(v))
+
+
+def qr(a, mode: str = "reduced"):
+    """QRResult(Q, R) with A = Q R (numpy.linalg.qr): mode 'reduced' (Q m x k, R k x n),
+    'complete' (Q m x m, R m x n) or 'r' (R alone). Derivatives for the reduced QR of a
+    matrix with m >= n, as in JAX."""
+    a = _arr(a)
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    if a.ndim < 2:
+        raise ValueError(f"qr: expected a matrix or a stack of them [..., m, n], got shape {list(a.shape)}")
+    m, n = a.shape[-2], a.shape[-1]
+    complete = mode == "complete" and m > n
+    out = _core.linalg_qr(a, complete)
+    rq = m if complete else min(m, n)
+    q, r = out[..., :m, :rq], out[..., m:, :n]
+    return r if mode == "r" else QRResult(q, r)
 
 
 def svdvals(a):

@@ -123,6 +123,25 @@ def test_svd_matches_numpy_and_reconstructs(dtype, shape):
     np.testing.assert_allclose(_np(qb.linalg.svdvals(a)), np.linalg.svd(a, compute_uv=False), rtol=tol * 10, atol=tol * 10)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 6, 4), (40, 33)])
+def test_qr_matches_numpy(dtype, shape):
+    a = RNG.normal(size=shape).astype(dtype)
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    for mode in ("reduced", "complete"):
+        q, r = (_np(t) for t in qb.linalg.qr(a, mode))
+        nq, nr = np.linalg.qr(a, mode)
+        assert q.shape == nq.shape and r.shape == nr.shape and q.dtype == dtype
+        np.testing.assert_allclose(q @ r, a, atol=tol * 20)
+        np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2] + (q.shape[-1],) * 2),
+                                   atol=tol * 20)
+        np.testing.assert_array_equal(np.tril(r, -1), 0)
+        np.testing.assert_allclose(np.abs(r), np.abs(nr), rtol=tol * 50, atol=tol * 50)
+    np.testing.assert_allclose(np.abs(_np(qb.linalg.qr(a, "r"))), np.abs(np.linalg.qr(a, "r")), rtol=tol * 50, atol=tol * 50)
+    with pytest.raises(ValueError, match="mode"):
+        qb.linalg.qr(a, "full")
+
+
 def test_pinv_lstsq_rank_cond_and_svd_norms():
     a = RNG.normal(size=(6, 4))
     np.testing.assert_allclose(_np(qb.linalg.pinv(a)), np.linalg.pinv(a), rtol=1e-10, atol=1e-12)
@@ -196,6 +215,15 @@ def test_singular_and_indefinite_input_give_inf_or_nan_inside_jit():
     assert np.isnan(out[1]).all()
 
 
+def test_derivatives_of_unsupported_decomposition_shapes_raise():
+    with pytest.raises(ValueError, match="reduced QR"):
+        qb.grad(lambda m: qb.sum(qb.linalg.qr(m).R))(qb.array(RNG.normal(size=(2, 4))))
+    with pytest.raises(ValueError, match="full_matrices"):
+        qb.grad(lambda m: qb.sum(qb.linalg.svd(m).U))(qb.array(RNG.normal(size=(4, 2))))
+    # square full SVD is the reduced one: differentiable
+    assert np.isfinite(_np(qb.grad(lambda m: qb.sum(qb.linalg.svd(m).S))(qb.array(RNG.normal(size=(3, 3)))))).all()
+
+
 def test_argument_errors_name_the_function_and_shapes():
     with pytest.raises(ValueError, match=r"solve: expected a square matrix.*\[3, 4\]"):
         qb.linalg.solve(np.ones((3, 4)), np.ones(3))
@@ -242,6 +270,7 @@ def test_first_derivatives_against_differences_and_forward_mode():
                 + qb.sum(qb.linalg.svd(m[:, :3], full_matrices=False).U[:, 0] ** 4)
                 + qb.sum(qb.linalg.svd(m[:3], full_matrices=False).Vh[0] ** 4), a),
         "pinv": (lambda m: qb.sum(qb.linalg.pinv(m[:, :3]) ** 2), a),
+        "qr": (lambda m: qb.sum(qb.linalg.qr(m[:, :3]).Q ** 3) + qb.sum(qb.linalg.qr(m).R ** 2), a),
         "eigh": (lambda m: qb.sum(qb.linalg.eigh(m).eigenvalues ** 3) + qb.sum(qb.linalg.eigh(m).eigenvectors[..., 0] ** 4),
                  spd + np.diag([0.0, 1.0, 2.5, 4.0])),
     }

@@ -90,15 +90,24 @@ V linalg_slogdet(Builder& b, V a) {
   return b.emit1(Op::Slogdet, {a});
 }
 
-V linalg_svd(Builder& b, V a, bool full_matrices) {
+namespace {
+
+V matrix_op(Builder& b, std::string_view fname, Op op, V a, std::int64_t mode) {
   const ValueType t = b.type(a);
   if (!is_float(t.dtype) || t.shape.size() < 2) {
-    throw ValueError("svd: expected a float32 or float64 matrix or stack of them [..., m, n], got " + t.str());
+    throw ValueError(std::string(fname) + ": expected a float32 or float64 matrix or stack of them [..., m, n], got " +
+                     t.str());
   }
   Attrs at;
-  at.mode = full_matrices ? 1 : 0;
-  return b.emit1(Op::Svd, {a}, std::move(at));
+  at.mode = mode;
+  return b.emit1(op, {a}, std::move(at));
 }
+
+}  // namespace
+
+V linalg_svd(Builder& b, V a, bool full_matrices) { return matrix_op(b, "svd", Op::Svd, a, full_matrices ? 1 : 0); }
+
+V linalg_qr(Builder& b, V a, bool complete) { return matrix_op(b, "qr", Op::Qr, a, complete ? 1 : 0); }
 
 V linalg_eigh(Builder& b, V a) {
   check_square(b, "eigh", a);

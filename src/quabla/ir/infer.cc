@@ -292,6 +292,17 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       s[r - 1] = a.mode == 1 ? std::max(m, n) : std::min(m, n);
       return {strong(x.dtype, s)};
     }
+    case Op::Qr: {
+      const auto& x = in[0];
+      const std::size_t r = x.shape.size();
+      if (!is_float(x.dtype) || r < 2) fail(op, "operand " + x.str() + " is not a float [..., m, n] stack of matrices");
+      const std::int64_t m = x.shape[r - 2], n = x.shape[r - 1], k = std::min(m, n);
+      const std::int64_t rq = a.mode == 1 ? m : k;
+      Shape s = x.shape;
+      s[r - 2] = m + rq;
+      s[r - 1] = std::max(rq, n);
+      return {strong(x.dtype, s)};
+    }
     case Op::TriangularSolve: case Op::Solve: {
       const auto& x = in[0];
       const auto& y = in[1];

@@ -427,6 +427,9 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   m.def("linalg_svd", [](nb::handle a, bool full) {
     return call1(full ? "linalg_svd:full" : "linalg_svd", a, [full](Builder& bb, V x) { return api::linalg_svd(bb, x, full); });
   }, nb::arg("a"), nb::arg("full_matrices"));
+  m.def("linalg_qr", [](nb::handle a, bool complete) {
+    return call1(complete ? "linalg_qr:complete" : "linalg_qr", a, [complete](Builder& bb, V x) { return api::linalg_qr(bb, x, complete); });
+  }, nb::arg("a"), nb::arg("complete"));
   m.def("linalg_solve", [](nb::handle a, nb::handle b) { return call2("linalg_solve", a, b, &api::linalg_solve); });
   m.def("linalg_triangular_solve", [](nb::handle a, nb::handle b, bool lower, bool transpose, bool unit_diagonal) {
     const std::string key = std::string("linalg_trisolve:") + (lower ? "l" : "u") + (transpose ? "t" : "n") + (unit_diagonal ? "1" : "0");

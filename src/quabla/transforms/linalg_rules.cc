@@ -194,6 +194,28 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
       }
       return jvp_svd(e, x[0], *t[0], y);
     }
+    case Op::Qr: {
+      // Reduced QR with m >= n: with X = dA R^-1 and C = Q^T X, dO = tril(C, -1) - tril(C, -1)^T,
+      // dQ = Q (dO - C) + X, dR = (C - dO) R.
+      const Shape as = e.type(x[0]).shape;
+      const auto r = static_cast<std::int64_t>(as.size());
+      const std::int64_t m = as[static_cast<std::size_t>(r - 2)], nn = as[static_cast<std::size_t>(r - 1)];
+      if (n.attrs.mode == 1 || m < nn) {
+        throw ValueError("qr: derivatives are defined for the reduced QR of a matrix with at least as many rows as "
+                         "columns (mode='reduced', m >= n), as in JAX");
+      }
+      const V q = rows(e, y, 0, m), rr = rows(e, y, m, m + nn);
+      const V xr = e.mT(triangular_solve(e, rr, e.mT(*t[0]), kTranspose));  // dA R^-1 (R upper)
+      const V c = matmul(e, e.mT(q), xr);
+      const V low = e.mul(c, matrix_mask(e, c, [](std::int64_t i, std::int64_t j) { return i > j ? 1.0 : 0.0; }));
+      const V d_o = e.sub(low, e.mT(low));
+      const V dq = e.add(matmul(e, q, e.sub(d_o, c)), xr);
+      const V dr = matmul(e, e.sub(c, d_o), rr);
+      Attrs cat;
+      cat.axis = r - 2;
+      std::vector<V> parts{dq, dr};
+      return e.b.emit(Op::Concat, parts, std::move(cat))[0];
+    }
     default:
       return std::nullopt;
   }

@@ -540,11 +540,12 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
       f.region();
       return;
-    case Op::Svd: {
+    case Op::Svd: case Op::Qr: {
       const auto& as = in_type(0).shape;
       const std::size_t r = as.size();
-      return svd(ot.dtype, in(0), num_elements(std::span(as).first(r - 2)), as[r - 2], as[r - 1], n.attrs.mode == 1,
-                 alloc());
+      const std::int64_t batch = num_elements(std::span(as).first(r - 2));
+      if (n.op == Op::Qr) return qr(ot.dtype, in(0), batch, as[r - 2], as[r - 1], n.attrs.mode == 1, alloc());
+      return svd(ot.dtype, in(0), batch, as[r - 2], as[r - 1], n.attrs.mode == 1, alloc());
     }
     case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::TriangularSolve: case Op::Solve: {
       const auto& as = in_type(0).shape;

@@ -75,5 +75,7 @@ void slogdet(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n
 void eigh(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out);
 // a: [batch, m, n]; out: [batch, m + 1 + n, w] (ops.def: svd).
 void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, std::byte* out);
+// a: [batch, m, n]; out: [batch, m + rq, w] (ops.def: qr).
+void qr(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool complete, std::byte* out);
 
 }  // namespace qb::cpu

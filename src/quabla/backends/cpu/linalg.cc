@@ -40,6 +40,14 @@ void scipy_dgesdd_(const char* jobz, const int* m, const int* n, double* a, cons
 void scipy_sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s, float* u,
                    const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork, int* iwork, int* info,
                    std::size_t jobz_len);
+void scipy_dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau, double* work, const int* lwork,
+                   int* info);
+void scipy_sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau, float* work, const int* lwork,
+                   int* info);
+void scipy_dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau, double* work,
+                   const int* lwork, int* info);
+void scipy_sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda, const float* tau, float* work,
+                   const int* lwork, int* info);
 void scipy_sgetrs_(const char* trans, const int* n, const int* nrhs, const float* a, const int* lda, const int* ipiv,
                    float* b, const int* ldb, int* info, std::size_t trans_len);
 }
@@ -306,6 +314,48 @@ void svd_t(const T* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool 
 }
 
 template <class T>
+void geqrf(int m, int n, T* a, T* tau, T* work, int lwork, int* info) {
+  if constexpr (std::is_same_v<T, double>) scipy_dgeqrf_(&m, &n, a, &m, tau, work, &lwork, info);
+  else scipy_sgeqrf_(&m, &n, a, &m, tau, work, &lwork, info);
+}
+
+template <class T>
+void orgqr(int m, int n, int k, T* a, const T* tau, T* work, int lwork, int* info) {
+  if constexpr (std::is_same_v<T, double>) scipy_dorgqr_(&m, &n, &k, a, &m, tau, work, &lwork, info);
+  else scipy_sorgqr_(&m, &n, &k, a, &m, tau, work, &lwork, info);
+}
+
+// Householder QR of A (copied to column-major), then Q formed from the reflectors.
+template <class T>
+void qr_t(const T* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool complete, T* out) {
+  const std::int64_t k = std::min(m, n), qc = complete ? m : k, w = std::max(qc, n);
+  const std::size_t amat = static_cast<std::size_t>(m * n), omat = static_cast<std::size_t>((m + qc) * w);
+  const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k), QC = static_cast<int>(qc);
+  parallel_for(batch, grain_for(std::max(m, n)), [&](std::int64_t b0, std::int64_t b1) {
+    // The factored matrix needs room for Q's qc columns (column-major, ld m).
+    std::vector<T> f(static_cast<std::size_t>(m * std::max(n, qc))), tau(static_cast<std::size_t>(std::max<std::int64_t>(k, 1)));
+    T q1 = 0, q2 = 0;
+    int info = 0;
+    geqrf<T>(M, N, f.data(), tau.data(), &q1, -1, &info);
+    orgqr<T>(M, QC, K, f.data(), tau.data(), &q2, -1, &info);
+    std::vector<T> work(static_cast<std::size_t>(std::max({q1, q2, T(1)})));
+    for (std::int64_t i = b0; i < b1; ++i) {
+      T* o = out + static_cast<std::size_t>(i) * omat;
+      std::fill(o, o + omat, T(0));
+      const T* ai = a + static_cast<std::size_t>(i) * amat;
+      for (std::int64_t r = 0; r < m; ++r)
+        for (std::int64_t c = 0; c < n; ++c) f[static_cast<std::size_t>(r + c * m)] = ai[r * n + c];
+      geqrf<T>(M, N, f.data(), tau.data(), work.data(), static_cast<int>(work.size()), &info);
+      for (std::int64_t r = 0; r < qc; ++r)  // R: the upper triangle (rows past k are zero)
+        for (std::int64_t c = r; c < n; ++c) o[(m + r) * w + c] = f[static_cast<std::size_t>(r + c * m)];
+      if (k > 0) orgqr<T>(M, QC, K, f.data(), tau.data(), work.data(), static_cast<int>(work.size()), &info);
+      for (std::int64_t r = 0; r < m; ++r)
+        for (std::int64_t c = 0; c < qc; ++c) o[r * w + c] = f[static_cast<std::size_t>(r + c * m)];
+    }
+  });
+}
+
+template <class T>
 void slogdet_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
   const std::size_t amat = static_cast<std::size_t>(n * n);
   parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
@@ -385,6 +435,12 @@ void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, st
   if (dtype == DType::f64) return svd_t(reinterpret_cast<const double*>(a), batch, m, n, full, reinterpret_cast<double*>(out));
   if (dtype == DType::f32) return svd_t(reinterpret_cast<const float*>(a), batch, m, n, full, reinterpret_cast<float*>(out));
   throw InternalError("svd: float operands only");
+}
+
+void qr(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool complete, std::byte* out) {
+  if (dtype == DType::f64) return qr_t(reinterpret_cast<const double*>(a), batch, m, n, complete, reinterpret_cast<double*>(out));
+  if (dtype == DType::f32) return qr_t(reinterpret_cast<const float*>(a), batch, m, n, complete, reinterpret_cast<float*>(out));
+  throw InternalError("qr: float operands only");
 }
 
 }  // namespace qb::cpu
