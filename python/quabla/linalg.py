@@ -11,7 +11,7 @@ from typing import NamedTuple, Sequence
 
 from . import _core
 
-__all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_power",
+__all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eigh", "eigvalsh", "expm", "inv", "lstsq", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
            "EighResult", "QRResult", "SlogdetResult", "SVDResult"]
 
@@ -216,6 +216,41 @@ def cond(x, p=None):
         r = s[..., 0] / s[..., -1]
         return 1.0 / r if p == -2 else r
     return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+
+
+# Higham (2005): the [13/13] Padé approximant's coefficients and the 1-norm up to which it
+# is accurate to double precision without scaling.
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0, 129060195264000.0,
+           10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
+    """The matrix exponential by the [13/13] Padé approximant with scaling and squaring
+    (Higham 2005): A / 2^s with s from the 1-norm, then s squarings (at most max_squarings,
+    as jax.scipy.linalg.expm). Made of products and a solve, so it differentiates to any
+    order and batches."""
+    from ._control import fori_loop
+
+    A = _square("expm", A)
+    if A.dtype not in (_core.float32, _core.float64):
+        A = A.astype(_core.default_dtype())
+    n = A.shape[-1]
+    norm1 = norm(A, 1, axis=(-2, -1))
+    s = _core.clip(_core.ceil(_core.log2(_core.maximum(norm1, 1e-300) / _THETA13)), 0, max_squarings)
+    s = _core.stop_gradient(s)
+    As = A / (2.0 ** s)[..., None, None]
+    eye = _core.broadcast_to(_core.eye(n, dtype=A.dtype), A.shape)
+    b = _PADE13
+    A2 = _core.matmul(As, As)
+    A4 = _core.matmul(A2, A2)
+    A6 = _core.matmul(A4, A2)
+    U = _core.matmul(As, _core.matmul(A6, b[13] * A6 + b[11] * A4 + b[9] * A2) + b[7] * A6 + b[5] * A4 + b[3] * A2
+                     + b[1] * eye)
+    V = _core.matmul(A6, b[12] * A6 + b[10] * A4 + b[8] * A2) + b[6] * A6 + b[4] * A4 + b[2] * A2 + b[0] * eye
+    R = _core.linalg_solve(V - U, V + U)
+    s_mat = s[..., None, None]
+    return fori_loop(0, max_squarings, lambda i, X: _core.where(i < s_mat, _core.matmul(X, X), X), R)
 
 
 def det(a):

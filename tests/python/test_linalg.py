@@ -142,6 +142,17 @@ def test_qr_matches_numpy(dtype, shape):
         qb.linalg.qr(a, "full")
 
 
+@pytest.mark.parametrize("scale", [0.0, 0.01, 1.0, 10.0, 60.0])
+def test_expm_matches_scipy(scale):
+    a = RNG.normal(size=(3, 5, 5)) * scale / 3
+    got = _np(qb.linalg.expm(a))
+    want = np.stack([sla.expm(x) for x in a])
+    np.testing.assert_allclose(got, want, rtol=1e-12 * max(1.0, scale), atol=1e-13 * np.abs(want).max())
+    np.testing.assert_allclose(_np(qb.jit(qb.linalg.expm)(a)), got, rtol=1e-15)
+    # exp(A) exp(-A) = I and the exponential of a diagonal matrix
+    np.testing.assert_allclose(_np(qb.linalg.expm(np.diag([0.5, -1.0, 2.0]))), np.diag(np.exp([0.5, -1.0, 2.0])), rtol=1e-14)
+
+
 def test_pinv_lstsq_rank_cond_and_svd_norms():
     a = RNG.normal(size=(6, 4))
     np.testing.assert_allclose(_np(qb.linalg.pinv(a)), np.linalg.pinv(a), rtol=1e-10, atol=1e-12)
@@ -271,6 +282,7 @@ def test_first_derivatives_against_differences_and_forward_mode():
                 + qb.sum(qb.linalg.svd(m[:3], full_matrices=False).Vh[0] ** 4), a),
         "pinv": (lambda m: qb.sum(qb.linalg.pinv(m[:, :3]) ** 2), a),
         "qr": (lambda m: qb.sum(qb.linalg.qr(m[:, :3]).Q ** 3) + qb.sum(qb.linalg.qr(m).R ** 2), a),
+        "expm": (lambda m: qb.sum(qb.linalg.expm(m * 0.7) ** 2), a),
         "eigh": (lambda m: qb.sum(qb.linalg.eigh(m).eigenvalues ** 3) + qb.sum(qb.linalg.eigh(m).eigenvectors[..., 0] ** 4),
                  spd + np.diag([0.0, 1.0, 2.5, 4.0])),
     }
