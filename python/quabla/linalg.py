@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 from . import _core
+from ._indexing import argsort as _argsort, take_along_axis as _take_along_axis
 
-__all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eigh", "eigvalsh", "expm", "inv", "lstsq", "matrix_power",
+__all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eigh", "eigvalsh", "expm", "inv", "lstsq", "lu",
+           "lu_factor", "lu_solve", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
            "EighResult", "QRResult", "SlogdetResult", "SVDResult"]
 
@@ -251,6 +253,77 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
     R = _core.linalg_solve(V - U, V + U)
     s_mat = s[..., None, None]
     return fori_loop(0, max_squarings, lambda i, X: _core.where(i < s_mat, _core.matmul(X, X), X), R)
+
+
+def _lu_parts(a):
+    a = _square("lu", a)
+    out = _core.linalg_lu(a)
+    return out[..., 0, :].astype(_core.int32), out[..., 1, :].astype(_core.int32), out[..., 2:, :]
+
+
+def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
+    """(lu, piv) as scipy.linalg.lu_factor: L (unit diagonal, not stored) and U in one
+    matrix, and the 0-based row interchanges (row i was swapped with row piv[i])."""
+    _, piv, lu_ = _lu_parts(a)
+    return lu_, piv
+
+
+def _perm_from_pivots(piv):
+    """The permutation the sequential row interchanges make (row i of P A is row perm[i])."""
+    from ._control import fori_loop
+
+    n = piv.shape[-1]
+    perm = _core.broadcast_to(_core.arange(n, dtype=_core.int32), piv.shape)
+
+    idx = _core.arange(n, dtype=_core.int32)
+
+    def pick(x, sel):  # x at the one position sel marks, keeping the axis
+        return _core.sum(_core.where(sel, x, 0), axis=-1, keepdims=True).astype(_core.int32)
+
+    def swap(i, p):
+        at_i = idx == i
+        j = pick(piv, at_i)
+        at_j = idx == j
+        return _core.where(at_i, pick(p, at_j), _core.where(at_j, pick(p, at_i), p))
+
+    return fori_loop(0, n, swap, perm)
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b: bool = False, check_finite: bool = True):
+    """x with a x = b (trans 0) or a^T x = b (trans 1 or 2) from lu_factor's (lu, piv)."""
+    lu_, piv = lu_and_piv
+    lu_, piv, b = _arr(lu_), _arr(piv), _arr(b)
+    perm = _perm_from_pivots(piv)
+    vec = b.ndim == lu_.ndim - 1
+    bb = b[..., None] if vec else b
+    if trans in (0, "N"):
+        pb = _take_along_axis(bb, _core.broadcast_to(perm[..., :, None], perm.shape + (bb.shape[-1],)), axis=-2)
+        y = _core.linalg_triangular_solve(lu_, pb, True, False, True)
+        x = _core.linalg_triangular_solve(lu_, y, False, False, False)
+    elif trans in (1, 2, "T", "C"):
+        z = _core.linalg_triangular_solve(lu_, bb, False, True, False)
+        w = _core.linalg_triangular_solve(lu_, z, True, True, True)
+        inv = _argsort(perm, axis=-1).astype(_core.int32)  # x[perm] = w
+        x = _take_along_axis(w, _core.broadcast_to(inv[..., :, None], inv.shape + (w.shape[-1],)), axis=-2)
+    else:
+        raise ValueError(f"lu_solve: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
+    return x[..., 0] if vec else x
+
+
+def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """(p, l, u) with a = p @ l @ u (scipy.linalg.lu; square matrices), or (p @ l, u) with
+    permute_l. Differentiable (the permutation is piecewise constant)."""
+    perm, _, lu_ = _lu_parts(a)
+    n = lu_.shape[-1]
+    idx = _core.arange(n, dtype=_core.int32)
+    eye = _core.eye(n, dtype=lu_.dtype)
+    lower = _core.where(idx[:, None] > idx[None, :], lu_, 0.0) + eye
+    upper = _core.where(idx[:, None] <= idx[None, :], lu_, 0.0)
+    # P A = L U, so a = P^T L U: p[i, j] = 1 where perm[j] == i
+    p = (perm[..., None, :] == idx[:, None]).astype(lu_.dtype)
+    if permute_l:
+        return _core.matmul(p, lower), upper
+    return p, lower, upper
 
 
 def det(a):

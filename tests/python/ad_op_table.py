@@ -237,6 +237,8 @@ CASES = [
          [((4, 3), -0.2, 0.2)]),
     Case("qr", lambda x: (lambda r: r.Q * 2.0 + r.R[0] ** 2)(qb.linalg.qr(x + qb.array(np.eye(4, 3) * 2.0))),
          [((4, 3), -1, 1)]),
+    Case("lu", lambda x: (lambda r: r[1] * 2.0 + r[2] ** 2)(qb.linalg.lu(x + qb.array(np.diag([0.5, -2.0, 1.0])))),
+         [((3, 3), -1, 1)]),
     Case("eigh", lambda x: (lambda r: r.eigenvalues * 2.0 + r.eigenvectors[0] ** 2)(
         qb.linalg.eigh(x + x.T + qb.array(np.diag([0.0, 4.0, 8.0])))), [((3, 3), -1, 1)]),
     # Control flow (regions). Both branches of cond are taken (one per call); under vmap the

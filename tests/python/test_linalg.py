@@ -153,6 +153,30 @@ def test_expm_matches_scipy(scale):
     np.testing.assert_allclose(_np(qb.linalg.expm(np.diag([0.5, -1.0, 2.0]))), np.diag(np.exp([0.5, -1.0, 2.0])), rtol=1e-14)
 
 
+@pytest.mark.parametrize("n", [1, 3, 8, 40])
+def test_lu_family_matches_scipy(n):
+    a = RNG.normal(size=(n, n))
+    b = RNG.normal(size=(n, 2))
+    lu, piv = qb.linalg.lu_factor(a)
+    slu, spiv = sla.lu_factor(a)
+    np.testing.assert_allclose(_np(lu), slu, rtol=1e-12, atol=1e-13)
+    np.testing.assert_array_equal(_np(piv), spiv)
+    for trans in (0, 1):
+        np.testing.assert_allclose(_np(qb.linalg.lu_solve((lu, piv), b, trans=trans)), sla.lu_solve((slu, spiv), b, trans=trans),
+                                   rtol=1e-11, atol=1e-12)
+    p, l, u = (_np(t) for t in qb.linalg.lu(a))
+    sp, sl_, su = sla.lu(a)
+    np.testing.assert_array_equal(p, sp)
+    np.testing.assert_allclose(l, sl_, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(u, su, rtol=1e-12, atol=1e-13)
+    pl, u2 = qb.linalg.lu(a, permute_l=True)
+    np.testing.assert_allclose(_np(pl) @ _np(u2), a, atol=1e-12)
+    # batched, under jit, with a vector right-hand side
+    A, B = RNG.normal(size=(3, n, n)), RNG.normal(size=(3, n))
+    got = _np(qb.jit(lambda a, b: qb.linalg.lu_solve(qb.linalg.lu_factor(a), b))(A, B))
+    np.testing.assert_allclose(got, np.linalg.solve(A, B[..., None])[..., 0], rtol=1e-9, atol=1e-11)
+
+
 def test_pinv_lstsq_rank_cond_and_svd_norms():
     a = RNG.normal(size=(6, 4))
     np.testing.assert_allclose(_np(qb.linalg.pinv(a)), np.linalg.pinv(a), rtol=1e-10, atol=1e-12)
@@ -283,6 +307,8 @@ def test_first_derivatives_against_differences_and_forward_mode():
         "pinv": (lambda m: qb.sum(qb.linalg.pinv(m[:, :3]) ** 2), a),
         "qr": (lambda m: qb.sum(qb.linalg.qr(m[:, :3]).Q ** 3) + qb.sum(qb.linalg.qr(m).R ** 2), a),
         "expm": (lambda m: qb.sum(qb.linalg.expm(m * 0.7) ** 2), a),
+        "lu": (lambda m: qb.sum(qb.linalg.lu(m)[1] ** 3) + qb.sum(qb.linalg.lu(m)[2] ** 2), a),
+        "lu_solve": (lambda m: qb.sum(qb.linalg.lu_solve(qb.linalg.lu_factor(m), b) ** 2), a),
         "eigh": (lambda m: qb.sum(qb.linalg.eigh(m).eigenvalues ** 3) + qb.sum(qb.linalg.eigh(m).eigenvectors[..., 0] ** 4),
                  spd + np.diag([0.0, 1.0, 2.5, 4.0])),
     }

@@ -103,6 +103,7 @@ V linalg_slogdet(Builder& b, V a);  // [..., 2]: sign, log|det|
 V linalg_eigh(Builder& b, V a);     // [..., n + 1, n]: eigenvalues, then eigenvectors as columns
 V linalg_svd(Builder& b, V a, bool full_matrices);  // [..., m + 1 + n, w]: U, s, V (ops.def: svd)
 V linalg_qr(Builder& b, V a, bool complete);        // [..., m + rq, w]: Q, R (ops.def: qr)
+V linalg_lu(Builder& b, V a);                       // [..., n + 2, n]: perm, pivots, L\U (ops.def: lu)
 
 // ---- indexing: one entry per index item after the binding has resolved it
 struct IndexItem {

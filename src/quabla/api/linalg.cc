@@ -109,6 +109,11 @@ V linalg_svd(Builder& b, V a, bool full_matrices) { return matrix_op(b, "svd", O
 
 V linalg_qr(Builder& b, V a, bool complete) { return matrix_op(b, "qr", Op::Qr, a, complete ? 1 : 0); }
 
+V linalg_lu(Builder& b, V a) {
+  check_square(b, "lu", a);
+  return b.emit1(Op::Lu, {a});
+}
+
 V linalg_eigh(Builder& b, V a) {
   check_square(b, "eigh", a);
   return b.emit1(Op::Eigh, {a});

@@ -266,16 +266,16 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       return {strong(x.dtype, s)};
     }
 
-    case Op::Cholesky: case Op::Slogdet: case Op::Eigh: {
+    case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Lu: {
       const auto& x = in[0];
       const std::size_t r = x.shape.size();
       if (!is_float(x.dtype) || r < 2 || x.shape[r - 1] != x.shape[r - 2]) {
         fail(op, "operand " + x.str() + " is not a float [..., n, n] stack of square matrices");
       }
       if (op == Op::Cholesky) return {strong(x.dtype, x.shape)};
-      if (op == Op::Eigh) {
+      if (op == Op::Eigh || op == Op::Lu) {
         Shape s = x.shape;
-        s[r - 2] += 1;
+        s[r - 2] += op == Op::Lu ? 2 : 1;
         return {strong(x.dtype, s)};
       }
       Shape s(x.shape.begin(), x.shape.end() - 2);

@@ -424,6 +424,7 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   m.def("linalg_cholesky", [](nb::handle a) { return call1("linalg_cholesky", a, &api::linalg_cholesky); });
   m.def("linalg_slogdet", [](nb::handle a) { return call1("linalg_slogdet", a, &api::linalg_slogdet); });
   m.def("linalg_eigh", [](nb::handle a) { return call1("linalg_eigh", a, &api::linalg_eigh); });
+  m.def("linalg_lu", [](nb::handle a) { return call1("linalg_lu", a, &api::linalg_lu); });
   m.def("linalg_svd", [](nb::handle a, bool full) {
     return call1(full ? "linalg_svd:full" : "linalg_svd", a, [full](Builder& bb, V x) { return api::linalg_svd(bb, x, full); });
   }, nb::arg("a"), nb::arg("full_matrices"));

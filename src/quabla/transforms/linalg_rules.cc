@@ -216,6 +216,34 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
       std::vector<V> parts{dq, dr};
       return e.b.emit(Op::Concat, parts, std::move(cat))[0];
     }
+    case Op::Lu: {
+      // P A = L U: with X = L^-1 (P dA) U^-1, dL = L tril(X, -1), dU = triu(X) U; the
+      // permutation and pivot rows have zero tangents.
+      const Shape ys = e.type(y).shape;
+      const auto r = static_cast<std::int64_t>(ys.size());
+      const std::int64_t nn = ys.back();
+      const V lu = rows(e, y, 2, nn + 2);
+      const V perm = e.mT(rows(e, y, 0, 1));  // [..., n, 1]
+      const V cols = matrix_mask(e, lu, [](std::int64_t, std::int64_t j) { return static_cast<double>(j); });
+      std::vector<std::int64_t> dims;
+      for (std::int64_t i = 0; i < r; ++i) dims.push_back(i);
+      const V p = e.convert(e.eq(e.broadcast(perm, e.type(lu).shape, dims), cols), e.type(lu).dtype);
+      const V pda = matmul(e, p, *t[0]);
+      const V left = triangular_solve(e, lu, pda, kLower | kUnit);                     // L^-1 P dA
+      const V xm = e.mT(triangular_solve(e, lu, e.mT(left), kTranspose));             // ... U^-1
+      const V strict = matrix_mask(e, lu, [](std::int64_t i, std::int64_t j) { return i > j ? 1.0 : 0.0; });
+      const V upper = matrix_mask(e, lu, [](std::int64_t i, std::int64_t j) { return i <= j ? 1.0 : 0.0; });
+      const V eye = matrix_mask(e, lu, [](std::int64_t i, std::int64_t j) { return i == j ? 1.0 : 0.0; });
+      const V l = e.add(e.mul(lu, strict), eye), u = e.mul(lu, upper);
+      const V dl = matmul(e, l, e.mul(xm, strict));
+      const V du = matmul(e, e.mul(xm, upper), u);
+      Shape two = ys;
+      two[static_cast<std::size_t>(r - 2)] = 2;
+      Attrs cat;
+      cat.axis = r - 2;
+      std::vector<V> parts{e.zeros(ValueType{e.type(y).dtype, two, false}), e.add(dl, du)};
+      return e.b.emit(Op::Concat, parts, std::move(cat))[0];
+    }
     default:
       return std::nullopt;
   }

@@ -192,7 +192,7 @@ struct Batcher {
         return e.b.emit(Op::ScatterAdd, all_batched(), std::move(a));
       case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
         throw InternalError("vmap: region ops are batched by vmap_regions.cc");
-      case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::TriangularSolve: case Op::Solve:
+      case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::TriangularSolve: case Op::Solve:
         return e.b.emit(n.op, all_batched(), std::move(a));  // batched over leading axes already
       case Op::MatMul: {
         // One operand unbatched and without batch axes of its own (the MLP case: per-example

@@ -547,7 +547,7 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
       if (n.op == Op::Qr) return qr(ot.dtype, in(0), batch, as[r - 2], as[r - 1], n.attrs.mode == 1, alloc());
       return svd(ot.dtype, in(0), batch, as[r - 2], as[r - 1], n.attrs.mode == 1, alloc());
     }
-    case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::TriangularSolve: case Op::Solve: {
+    case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Lu: case Op::TriangularSolve: case Op::Solve: {
       const auto& as = in_type(0).shape;
       const std::int64_t dim = as.back(), batch = num_elements(std::span(as).first(as.size() - 2));
       const std::int64_t k = n.inputs.size() > 1 ? in_type(1).shape.back() : 0;
@@ -555,6 +555,7 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
         case Op::Cholesky: return cholesky(ot.dtype, in(0), batch, dim, alloc());
         case Op::Slogdet: return slogdet(ot.dtype, in(0), batch, dim, alloc());
         case Op::Eigh: return eigh(ot.dtype, in(0), batch, dim, alloc());
+        case Op::Lu: return lu(ot.dtype, in(0), batch, dim, alloc());
         case Op::TriangularSolve:
           return triangular_solve(ot.dtype, in(0), in(1), batch, dim, k, static_cast<int>(n.attrs.mode), alloc());
         default: return solve(ot.dtype, in(0), in(1), batch, dim, k, alloc());

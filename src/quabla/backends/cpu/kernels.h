@@ -73,6 +73,8 @@ void solve(DType dtype, const std::byte* a, const std::byte* b, std::int64_t bat
 void slogdet(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out);
 // out: [batch, n + 1, n], the eigenvalues then the eigenvectors as columns.
 void eigh(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out);
+// out: [batch, n + 2, n]: permutation, pivots, then L and U (ops.def: lu).
+void lu(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out);
 // a: [batch, m, n]; out: [batch, m + 1 + n, w] (ops.def: svd).
 void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, std::byte* out);
 // a: [batch, m, n]; out: [batch, m + rq, w] (ops.def: qr).

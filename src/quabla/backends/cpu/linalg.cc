@@ -131,12 +131,13 @@ void triangular_tiny(const T* a, std::int64_t n, std::int64_t k, int mode, T* x)
 // LU with partial pivoting of the n x n matrix in lu (row-major, in place), applying the row
 // operations to x (n x k) as well when given; returns the permutation's sign.
 template <class T>
-T lu_tiny(T* lu, std::int64_t n, T* x, std::int64_t k) {
+T lu_tiny(T* lu, std::int64_t n, T* x, std::int64_t k, std::int64_t* pivots = nullptr) {
   T sign = 1;
   for (std::int64_t j = 0; j < n; ++j) {
     std::int64_t p = j;
     for (std::int64_t i = j + 1; i < n; ++i)
       if (std::fabs(lu[i * n + j]) > std::fabs(lu[p * n + j])) p = i;
+    if (pivots) pivots[j] = p;
     if (p != j) {
       sign = -sign;
       for (std::int64_t c = 0; c < n; ++c) std::swap(lu[j * n + c], lu[p * n + c]);
@@ -355,6 +356,42 @@ void qr_t(const T* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool c
   });
 }
 
+// P A = L U with partial pivoting. out [n + 2, n]: row 0 the permutation (PA's row i is A's
+// row perm[i]), row 1 the pivots (row j was swapped with row piv[j], 0-based, as
+// scipy.linalg.lu_factor), rows 2.. L (strictly lower, unit diagonal implied) and U.
+template <class T>
+void lu_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
+  const std::size_t amat = static_cast<std::size_t>(n * n), omat = static_cast<std::size_t>((n + 2) * n);
+  parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
+    std::vector<T> f(amat);
+    std::vector<std::int64_t> piv(static_cast<std::size_t>(n)), perm(static_cast<std::size_t>(n));
+    std::vector<lapack_int_t> ipiv(static_cast<std::size_t>(n));
+    for (std::int64_t i = b0; i < b1; ++i) {
+      T* o = out + static_cast<std::size_t>(i) * omat;
+      const T* ai = a + static_cast<std::size_t>(i) * amat;
+      if (n <= tiny_max()) {
+        std::copy_n(ai, amat, o + 2 * n);
+        lu_tiny<T>(o + 2 * n, n, nullptr, 0, piv.data());
+      } else {
+        for (std::int64_t r = 0; r < n; ++r)  // to column-major A
+          for (std::int64_t c = 0; c < n; ++c) f[static_cast<std::size_t>(r + c * n)] = ai[r * n + c];
+        int info = 0;
+        getrf<T>(static_cast<int>(n), f.data(), ipiv.data(), &info);
+        for (std::int64_t r = 0; r < n; ++r) {
+          piv[static_cast<std::size_t>(r)] = ipiv[static_cast<std::size_t>(r)] - 1;
+          for (std::int64_t c = 0; c < n; ++c) o[(2 + r) * n + c] = f[static_cast<std::size_t>(r + c * n)];
+        }
+      }
+      for (std::int64_t r = 0; r < n; ++r) perm[static_cast<std::size_t>(r)] = r;
+      for (std::int64_t r = 0; r < n; ++r) std::swap(perm[static_cast<std::size_t>(r)], perm[static_cast<std::size_t>(piv[static_cast<std::size_t>(r)])]);
+      for (std::int64_t r = 0; r < n; ++r) {
+        o[r] = static_cast<T>(perm[static_cast<std::size_t>(r)]);
+        o[n + r] = static_cast<T>(piv[static_cast<std::size_t>(r)]);
+      }
+    }
+  });
+}
+
 template <class T>
 void slogdet_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
   const std::size_t amat = static_cast<std::size_t>(n * n);
@@ -441,6 +478,12 @@ void qr(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std
   if (dtype == DType::f64) return qr_t(reinterpret_cast<const double*>(a), batch, m, n, complete, reinterpret_cast<double*>(out));
   if (dtype == DType::f32) return qr_t(reinterpret_cast<const float*>(a), batch, m, n, complete, reinterpret_cast<float*>(out));
   throw InternalError("qr: float operands only");
+}
+
+void lu(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out) {
+  if (dtype == DType::f64) return lu_t(reinterpret_cast<const double*>(a), batch, n, reinterpret_cast<double*>(out));
+  if (dtype == DType::f32) return lu_t(reinterpret_cast<const float*>(a), batch, n, reinterpret_cast<float*>(out));
+  throw InternalError("lu: float operands only");
 }
 
 }  // namespace qb::cpu
