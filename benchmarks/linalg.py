@@ -1,7 +1,8 @@
 """Dense linear-algebra workloads (the linalg issue) beside JAX (jax.jit, float64) and
 NumPy: a batched solve of 100,000 3x3 systems, 1,000 steps of a 64x64 Cholesky factor and
-solve inside a fori_loop, a 2000x2000 solve and Cholesky, and the gradient of slogdet of a
-256x256 matrix."""
+solve inside a fori_loop, a 2000x2000 solve and Cholesky, the gradient of slogdet of a
+256x256 matrix, and the first and third directional derivatives of sum(cholesky(A)) and of
+sum(eigvalsh(A)^2) for a 64x64 A (their time ratio shows how higher orders scale)."""
 from __future__ import annotations
 
 import numpy as np
@@ -82,4 +83,30 @@ def run(quick: bool = False):
         gj = jax.jit(jax.grad(lambda a: jnp.linalg.slogdet(a)[1]))
         a256j = jnp.asarray(a256)
     add("grad slogdet 256 f64", lambda: gq(a256q), (lambda: gj(a256j).block_until_ready()) if jax else None, number=3)
+
+    # first vs third directional derivatives (nested forward mode), 64x64
+    d_np = rng.normal(size=(64, 64))
+
+    def nested(jvp, f, order):
+        def run(a, d):
+            g = f
+            for _ in range(order):
+                g = (lambda g: lambda a: jvp(g, (a,), (d,))[1])(g)
+            return g(a)
+        return run
+
+    for name, fq, fj in (("cholesky", lambda a: qb.sum(qb.linalg.cholesky(a)),
+                          (lambda a: jnp.sum(jnp.linalg.cholesky(a))) if jax else None),
+                         ("eigvalsh", lambda a: qb.sum(qb.linalg.eigvalsh(a) ** 2),
+                          (lambda a: jnp.sum(jnp.linalg.eigvalsh(a) ** 2)) if jax else None)):
+        for order in (1, 3):
+            q = qb.jit(nested(qb.jvp, fq, order))
+            aq_, dq_ = qb.array(spd), qb.array(d_np)
+            impls = {"quabla": lambda q=q: q(aq_, dq_)}
+            if jax:
+                j = jax.jit(nested(jax.jvp, fj, order))
+                aj_, dj_ = jnp.asarray(spd), jnp.asarray(d_np)
+                impls["jax"] = lambda j=j: j(aj_, dj_).block_until_ready()
+            t = alternate(impls, number=5, rounds=rounds, warmup=2)
+            rows.append((f"{name} 64 jvp order {order}", "ms/call", {k: v * 1e3 for k, v in t.items()}))
     return rows
