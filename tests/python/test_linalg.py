@@ -393,3 +393,24 @@ def test_tiny_kernels_and_lapack_sizes(n, dtype):
     s, l = qb.linalg.slogdet(z)
     assert (_np(s) == 0).all() and (_np(l) == -np.inf).all()
     assert not np.isfinite(_np(qb.linalg.solve(z, b))).all()
+
+
+@pytest.mark.parametrize("n", [6, 12, 48])
+def test_ill_conditioned_systems_meet_residual_bounds(n):
+    # Condition numbers up to ~1e12: the error may be large, the backward error may not.
+    rng = np.random.default_rng(n)
+    q1, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    q2, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    a = (q1 * np.logspace(0, -12, n)) @ q2.T
+    b = rng.normal(size=(n, 2))
+    x = _np(qb.linalg.solve(a, b))
+    assert (_resid(a, x, b, "float64") < 100).all()
+    spd = a @ a.T + 1e-10 * np.eye(n)
+    l = _np(qb.linalg.cholesky(spd))
+    assert np.linalg.norm(l @ l.T - spd) / np.linalg.norm(spd) < 100 * n * EPS["float64"]
+    u, s, vh = (_np(t) for t in qb.linalg.svd(a))
+    assert np.linalg.norm((u * s) @ vh - a) / np.linalg.norm(a) < 100 * n * EPS["float64"]
+    q, r = (_np(t) for t in qb.linalg.qr(a))
+    assert np.linalg.norm(q @ r - a) / np.linalg.norm(a) < 100 * n * EPS["float64"]
+    w, v = (_np(t) for t in qb.linalg.eigh(spd))
+    assert np.linalg.norm((v * w) @ v.T - spd) / np.linalg.norm(spd) < 100 * n * EPS["float64"]
