@@ -1,6 +1,6 @@
 """Dense linear-algebra workloads (the linalg issue) beside JAX (jax.jit, float64) and
 NumPy: a batched solve of 100,000 3x3 systems, 1,000 steps of a 64x64 Cholesky factor and
-solve inside a fori_loop, a 2000x2000 solve and Cholesky, the gradient of slogdet of a
+solve inside a fori_loop, a 2000x2000 solve, Cholesky and eigh, the gradient of slogdet of a
 256x256 matrix, and the first and third directional derivatives of sum(cholesky(A)) and of
 sum(eigvalsh(A)^2) for a 64x64 A (their time ratio shows how higher orders scale)."""
 from __future__ import annotations
@@ -73,6 +73,8 @@ def run(quick: bool = False):
     bigq, spdq, rhsq = qb.array(big), qb.array(spd_big), qb.array(rhs)
     add("solve 2000 f64", lambda: sq_(bigq, rhsq), None, lambda: np.linalg.solve(big, rhs), number=1)
     add("cholesky 2000 f64", lambda: cq(spdq), None, lambda: np.linalg.cholesky(spd_big), number=1)
+    eq = qb.jit(qb.linalg.eigh)
+    add("eigh 2000 f64", lambda: eq(spdq), None, lambda: np.linalg.eigh(spd_big), number=1)
 
     # gradient of slogdet, 256x256
     a256 = rng.normal(size=(256, 256)) + 16 * np.eye(256)
