@@ -115,6 +115,12 @@ class _CustomRule:
             args.append(nd.pop(0) if i in static else d.pop(0))
         return args
 
+    def _caller(self, nondiff, in_def):
+        """call(f, params): f on the full argument list rebuilt from the leaf params."""
+        def call(fun, params):
+            return fun(*self._merge(nondiff, _tree.unflatten(in_def, params)))
+        return call
+
     def _split(self, args):
         """(nondiff args, diff args, their leaf arrays, weak flags, treedef, float leaf positions)."""
         name = self._name
@@ -185,9 +191,7 @@ class custom_jvp(_CustomRule):
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
         nondiff, diff, leaves, weak, in_def, floats = self._split(args)
         nl = len(leaves)
-
-        def call_fun(fun, params):
-            return fun(*self._merge(nondiff, _tree.unflatten(in_def, params)))
+        call_fun = self._caller(nondiff, in_def)
 
         def call_rule(rule, params):
             primals = _tree.unflatten(in_def, params[:nl])
@@ -302,9 +306,7 @@ class custom_vjp(_CustomRule):
         arg_trees = [_tree.flatten(a) for a in diff]
         nl = len(leaves)
         specs = [_spec(a, w) for a, w in zip(leaves, weak)]
-
-        def call_fun(fun, params):
-            return fun(*self._merge(nondiff, _tree.unflatten(in_def, params)))
+        call_fun = self._caller(nondiff, in_def)
 
         def call_fwd(fwd, params):
             if self.symbolic_zeros:

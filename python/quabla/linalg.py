@@ -158,6 +158,12 @@ def _default_rtol(a):
     return max(a.shape[-2], a.shape[-1]) * eps
 
 
+def _inverse_above(s, cut):
+    """1 / s where s > cut, else 0 (no division by the small ones)."""
+    keep = s > cut
+    return _core.where(keep, 1.0 / _core.where(keep, s, 1.0), 0.0)
+
+
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     """The Moore-Penrose pseudo-inverse through the SVD: singular values at or below
     rtol * max(s) (default max(m, n) * eps, as JAX) count as zero."""
@@ -166,7 +172,7 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
         rtol = rcond
     u, s, vh = svd(a, full_matrices=False)
     cut = (_default_rtol(a) if rtol is None else rtol) * _core.max(s, axis=-1, keepdims=True)
-    s_inv = _core.where(s > cut, 1.0 / _core.where(s > cut, s, 1.0), 0.0)
+    s_inv = _inverse_above(s, cut)
     return _core.matmul(_mT(vh) * s_inv[..., None, :], _mT(u))
 
 
@@ -183,10 +189,9 @@ def lstsq(a, b, rcond=None):
         raise ValueError(f"lstsq: a has {a.shape[0]} rows but b has {bb.shape[0]}")
     u, s, vh = svd(a, full_matrices=False)
     cut = (_default_rtol(a) if rcond is None else rcond) * _core.max(s)
-    mask = s > cut
-    s_inv = _core.where(mask, 1.0 / _core.where(mask, s, 1.0), 0.0)
+    s_inv = _inverse_above(s, cut)
     x = _core.matmul(_mT(vh), s_inv[:, None] * _core.matmul(_mT(u), bb))
-    rank = _core.sum(mask.astype(_core.int32))
+    rank = _core.sum((s > cut).astype(_core.int32))
     m, n = a.shape
     if m > n:
         resid = _core.sum((bb - _core.matmul(a, x)) ** 2, axis=0)

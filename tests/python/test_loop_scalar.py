@@ -374,7 +374,7 @@ def test_kernel_run_ops_and_renames_on_a_matrix_state():
                      qb.all(m > -2.0, axis=0), qb.cumsum(m, axis=1), qb.sort(m, axis=1), qb.argsort(m[0]),
                      qb.searchsorted(grid, m[1]), m.at[k, 1].set(7.0), m.at[:, k].add(1.0), m[k],
                      qb.lax.dynamic_slice(m, (k, 0), (1, 2)), m.T[::-1], qb.concatenate([m, m[:, :1]], axis=1),
-                     qb.logaddexp(m, 0.3), qb.erf(m), qb.sigmoid(m) if hasattr(qb, "sigmoid") else m,
+                     qb.logaddexp(m, 0.3), qb.erf(m), qb.sigmoid(m),
                      qb.floor_divide(m, 0.7), qb.remainder(m, 0.7))
                 nm = qb.tanh((m @ m.T) @ m * 0.1 + qb.mean(m, axis=0))
                 return nm, r

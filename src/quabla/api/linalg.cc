@@ -64,12 +64,27 @@ V finish(Builder& b, V x, bool vector) {
   return reshape(b, x, s);
 }
 
+// A one-operand op on a stack of (any) matrices, with its mode.
+V matrix_op(Builder& b, std::string_view fname, Op op, V a, std::int64_t mode) {
+  const ValueType t = b.type(a);
+  if (!is_float(t.dtype) || t.shape.size() < 2) {
+    throw ValueError(std::string(fname) + ": expected a float32 or float64 matrix or stack of them [..., m, n], got " +
+                     t.str());
+  }
+  Attrs at;
+  at.mode = mode;
+  return b.emit1(op, {a}, std::move(at));
+}
+
+// A one-operand op on a stack of square matrices.
+V square_op(Builder& b, std::string_view fname, Op op, V a) {
+  check_square(b, fname, a);
+  return b.emit1(op, {a});
+}
+
 }  // namespace
 
-V linalg_cholesky(Builder& b, V a) {
-  check_square(b, "cholesky", a);
-  return b.emit1(Op::Cholesky, {a});
-}
+V linalg_cholesky(Builder& b, V a) { return square_op(b, "cholesky", Op::Cholesky, a); }
 
 V linalg_triangular_solve(Builder& b, V a, V rhs, bool lower, bool transpose, bool unit_diagonal) {
   bool vector = false;
@@ -85,38 +100,14 @@ V linalg_solve(Builder& b, V a, V rhs) {
   return finish(b, b.emit1(Op::Solve, {m, r}), vector);
 }
 
-V linalg_slogdet(Builder& b, V a) {
-  check_square(b, "slogdet", a);
-  return b.emit1(Op::Slogdet, {a});
-}
-
-namespace {
-
-V matrix_op(Builder& b, std::string_view fname, Op op, V a, std::int64_t mode) {
-  const ValueType t = b.type(a);
-  if (!is_float(t.dtype) || t.shape.size() < 2) {
-    throw ValueError(std::string(fname) + ": expected a float32 or float64 matrix or stack of them [..., m, n], got " +
-                     t.str());
-  }
-  Attrs at;
-  at.mode = mode;
-  return b.emit1(op, {a}, std::move(at));
-}
-
-}  // namespace
+V linalg_slogdet(Builder& b, V a) { return square_op(b, "slogdet", Op::Slogdet, a); }
 
 V linalg_svd(Builder& b, V a, bool full_matrices) { return matrix_op(b, "svd", Op::Svd, a, full_matrices ? 1 : 0); }
 
 V linalg_qr(Builder& b, V a, bool complete) { return matrix_op(b, "qr", Op::Qr, a, complete ? 1 : 0); }
 
-V linalg_lu(Builder& b, V a) {
-  check_square(b, "lu", a);
-  return b.emit1(Op::Lu, {a});
-}
+V linalg_lu(Builder& b, V a) { return square_op(b, "lu", Op::Lu, a); }
 
-V linalg_eigh(Builder& b, V a) {
-  check_square(b, "eigh", a);
-  return b.emit1(Op::Eigh, {a});
-}
+V linalg_eigh(Builder& b, V a) { return square_op(b, "eigh", Op::Eigh, a); }
 
 }  // namespace qb::api

@@ -50,11 +50,16 @@ V rows(Emit& e, V x, std::int64_t begin, std::int64_t end) {
   return e.op(Op::Slice, {x}, std::move(a));
 }
 
-// 0, 1, ..., r - 1: the dims of a same-rank broadcast.
-std::vector<std::int64_t> iota_dims(std::int64_t r) {
-  std::vector<std::int64_t> d;
-  for (std::int64_t i = 0; i < r; ++i) d.push_back(i);
-  return d;
+// x broadcast to `shape` of the same rank (its size-1 axes stretched).
+V expand_to(Emit& e, V x, const Shape& shape) {
+  std::vector<std::int64_t> dims;
+  for (std::size_t i = 0; i < shape.size(); ++i) dims.push_back(static_cast<std::int64_t>(i));
+  return e.broadcast(x, shape, std::move(dims));
+}
+
+// The identity matrix broadcast to `like`'s [..., n, n] shape.
+V identity_like(Emit& e, V like) {
+  return matrix_mask(e, like, [](std::int64_t i, std::int64_t j) { return i == j ? 1.0 : 0.0; });
 }
 
 // The reduced SVD's tangent (y packs [U; s; V], k columns), the standard formulas (as
@@ -67,12 +72,10 @@ V jvp_svd(Emit& e, V a, V da, V y) {
   const std::int64_t m = as[static_cast<std::size_t>(r - 2)], n = as[static_cast<std::size_t>(r - 1)];
   const V u = rows(e, y, 0, m), s_row = rows(e, y, m, m + 1), v = rows(e, y, m + 1, m + 1 + n);
   const V ds_mat = matmul(e, matmul(e, e.mT(u), da), v);  // [..., k, k]
-  const V eye = matrix_mask(e, ds_mat, [](std::int64_t i, std::int64_t j) { return i == j ? 1.0 : 0.0; });
+  const V eye = identity_like(e, ds_mat);
   const V ds = e.reduce_sum(e.mul(ds_mat, eye), {r - 1});  // [..., k]
   const Shape sq = e.type(ds_mat).shape;
-  std::vector<std::int64_t> dims;
-  for (std::int64_t i = 0; i < r; ++i) dims.push_back(i);
-  const V sj = e.broadcast(s_row, sq, dims);  // s_j along columns
+  const V sj = expand_to(e, s_row, sq);  // s_j along columns
   const V si = e.mT(sj);
   const V diffs = e.mul(e.add(sj, si), e.sub(sj, si));  // s_j^2 - s_i^2
   const V f = e.sub(e.div(e.like(ds_mat, 1.0), e.add(diffs, eye)), eye);
@@ -81,19 +84,19 @@ V jvp_svd(Emit& e, V a, V da, V y) {
   // 1/s on the diagonal, 0 where s == 0
   const V s_zero = e.convert(e.eq(s_row, e.zeros(e.type(s_row))), e.type(s_row).dtype);
   const V s_inv = e.sub(e.div(e.like(s_row, 1.0), e.add(s_row, s_zero)), s_zero);
-  const V s_inv_mat = e.mul(e.broadcast(s_inv, sq, dims), eye);
+  const V s_inv_mat = e.mul(expand_to(e, s_inv, sq), eye);
   const V dudv_diag = e.mul(e.scale(e.sub(ds_mat, e.mT(ds_mat)), 0.5), s_inv_mat);
   V du = matmul(e, u, e.add(e.mul(f, e.add(dss, e.mT(dss))), dudv_diag));
   V dv = matmul(e, v, e.mul(f, e.add(sds, e.mT(sds))));
   if (m > n) {
     const V dav = matmul(e, da, v);
     Shape us = e.type(u).shape;
-    du = e.add(du, e.div(e.sub(dav, matmul(e, u, matmul(e, e.mT(u), dav))), e.broadcast(s_row, us, dims)));
+    du = e.add(du, e.div(e.sub(dav, matmul(e, u, matmul(e, e.mT(u), dav))), expand_to(e, s_row, us)));
   }
   if (n > m) {
     const V dahu = matmul(e, e.mT(da), u);
     Shape vs = e.type(v).shape;
-    dv = e.add(dv, e.div(e.sub(dahu, matmul(e, v, matmul(e, e.mT(v), dahu))), e.broadcast(s_row, vs, dims)));
+    dv = e.add(dv, e.div(e.sub(dahu, matmul(e, v, matmul(e, e.mT(v), dahu))), expand_to(e, s_row, vs)));
   }
   Shape row = e.type(s_row).shape;
   Attrs cat;
@@ -154,8 +157,7 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
       // d log|det A| = trace(A^-1 dA); the sign's derivative is zero.
       const V s = solve(e, x[0], *t[0]);
       const auto r = static_cast<std::int64_t>(e.type(s).shape.size());
-      const V tr = e.reduce_sum(e.mul(s, matrix_mask(e, s, [](std::int64_t i, std::int64_t j) { return i == j ? 1.0 : 0.0; })),
-                                {r - 2, r - 1});
+      const V tr = e.reduce_sum(e.mul(s, identity_like(e, s)), {r - 2, r - 1});
       Shape one = e.type(tr).shape;
       one.push_back(1);
       const V d = e.reshape(tr, one);
@@ -173,10 +175,10 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
       const V w = rows(e, y, 0, 1);   // [..., 1, n]
       const V v = rows(e, y, 1, n + 1);  // [..., n, n]
       const V m = matmul(e, matmul(e, e.mT(v), *t[0]), v);
-      const V eye = matrix_mask(e, m, [](std::int64_t i, std::int64_t j) { return i == j ? 1.0 : 0.0; });
+      const V eye = identity_like(e, m);
       const V dw = e.reduce_sum(e.mul(m, eye), {r - 1});  // [..., n]
       Shape sq = e.type(m).shape;
-      const V wj = e.broadcast(w, sq, iota_dims(r));               // w_j along columns
+      const V wj = expand_to(e, w, sq);                             // w_j along columns
       const V wi = e.mT(wj);                                         // w_i along rows
       const V f = e.sub(e.div(e.like(m, 1.0), e.add(eye, e.sub(wj, wi))), eye);
       const V dv = matmul(e, v, e.mul(f, m));
@@ -225,15 +227,13 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
       const V lu = rows(e, y, 2, nn + 2);
       const V perm = e.mT(rows(e, y, 0, 1));  // [..., n, 1]
       const V cols = matrix_mask(e, lu, [](std::int64_t, std::int64_t j) { return static_cast<double>(j); });
-      std::vector<std::int64_t> dims;
-      for (std::int64_t i = 0; i < r; ++i) dims.push_back(i);
-      const V p = e.convert(e.eq(e.broadcast(perm, e.type(lu).shape, dims), cols), e.type(lu).dtype);
+      const V p = e.convert(e.eq(expand_to(e, perm, e.type(lu).shape), cols), e.type(lu).dtype);
       const V pda = matmul(e, p, *t[0]);
       const V left = triangular_solve(e, lu, pda, kLower | kUnit);                     // L^-1 P dA
       const V xm = e.mT(triangular_solve(e, lu, e.mT(left), kTranspose));             // ... U^-1
       const V strict = matrix_mask(e, lu, [](std::int64_t i, std::int64_t j) { return i > j ? 1.0 : 0.0; });
       const V upper = matrix_mask(e, lu, [](std::int64_t i, std::int64_t j) { return i <= j ? 1.0 : 0.0; });
-      const V eye = matrix_mask(e, lu, [](std::int64_t i, std::int64_t j) { return i == j ? 1.0 : 0.0; });
+      const V eye = identity_like(e, lu);
       const V l = e.add(e.mul(lu, strict), eye), u = e.mul(lu, upper);
       const V dl = matmul(e, l, e.mul(xm, strict));
       const V du = matmul(e, e.mul(xm, upper), u);
