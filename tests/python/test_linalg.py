@@ -414,3 +414,38 @@ def test_ill_conditioned_systems_meet_residual_bounds(n):
     assert np.linalg.norm(q @ r - a) / np.linalg.norm(a) < 100 * n * EPS["float64"]
     w, v = (_np(t) for t in qb.linalg.eigh(spd))
     assert np.linalg.norm((v * w) @ v.T - spd) / np.linalg.norm(spd) < 100 * n * EPS["float64"]
+
+
+@pytest.mark.parametrize("n", [40, 300])
+def test_results_do_not_depend_on_the_thread_count(n):
+    # A batch splits over the pool in fixed chunks; a single matrix of order >= 256 runs in
+    # LAPACK's own threads with a count fixed for the process. Either way the bits must not
+    # change with qb.set_num_threads.
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=(n, n)) + n**0.5 * np.eye(n)
+    spd = a @ a.T / n + np.eye(n)
+    batch = np.stack([a, a.T, a + 1.0])
+    b = rng.normal(size=(n, 2))
+    fns = [
+        lambda: qb.linalg.solve(qb.array(a), qb.array(b)),
+        lambda: qb.linalg.solve(qb.array(batch), qb.array(b)),
+        lambda: qb.linalg.cholesky(qb.array(spd)),
+        lambda: qb.linalg.eigh(qb.array(spd))[1],
+        lambda: qb.linalg.qr(qb.array(a))[1],
+        lambda: qb.linalg.svd(qb.array(a))[2],
+        lambda: qb.linalg.slogdet(qb.array(a))[1],
+        lambda: qb.linalg.lu_factor(qb.array(a))[0],
+    ]
+    before = qb.num_threads()
+    try:
+        results = []
+        for threads in (1, 2, 3):
+            qb.set_num_threads(threads)
+            results.append([np.asarray(f()) for f in fns])
+    finally:
+        qb.set_num_threads(before)
+    for other in results[1:]:
+        for x, y in zip(results[0], other):
+            np.testing.assert_array_equal(x, y)
+    np.testing.assert_allclose(results[0][0], np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(results[0][2], np.linalg.cholesky(spd), rtol=1e-10, atol=1e-12)

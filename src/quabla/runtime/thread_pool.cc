@@ -120,6 +120,11 @@ Pool& pool() {
 
 int num_threads() { return pool().size(); }
 
+int initial_num_threads() {
+  static const int n = default_threads();
+  return n;
+}
+
 void set_num_threads(int n) { pool().resize(std::max(1, n)); }
 
 void parallel_for_pooled(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& fn) {

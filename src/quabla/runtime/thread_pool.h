@@ -30,6 +30,9 @@ void parallel_for(std::int64_t n, std::int64_t grain, F&& fn) {
 // Number of threads kernels may use (the caller included). Defaults to the hardware
 // concurrency, or QUABLA_NUM_THREADS when set.
 int num_threads();
+// The pool's size when it started (QUABLA_NUM_THREADS or the hardware concurrency), whatever
+// set_num_threads did since.
+int initial_num_threads();
 // Changes the pool size (1 runs everything on the caller). Used by tests of determinism.
 void set_num_threads(int n);
 

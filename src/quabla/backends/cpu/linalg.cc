@@ -1,7 +1,7 @@
 // Dense linear algebra kernels: LAPACK and BLAS from scipy-openblas32 (symbols prefixed
 // scipy_), one call per matrix of a batch, the batch split over the pool in fixed chunks
 // (each matrix is computed by one single-threaded call, so results never depend on the
-// thread count).
+// thread count). A single large matrix instead runs in LAPACK's own threads (for_each_matrix).
 //
 // LAPACK is column-major and our arrays are row-major: a row-major matrix is the
 // column-major view of its transpose. Cholesky factors A^T = A from the "upper" triangle of
@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -160,10 +161,51 @@ T lu_tiny(T* lu, std::int64_t n, T* x, std::int64_t k, std::int64_t* pivots = nu
 // Matrices per pool task: a fixed split, whatever the thread count.
 std::int64_t grain_for(std::int64_t n) { return std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(1, n * n * n)); }
 
+// One matrix of at least this order has enough work for LAPACK's own threads (OpenBLAS's
+// blocked factorizations split their trailing updates; measured at 2000 on 2 cores: solve,
+// Cholesky and eigh take 0.5-0.6x of their single-threaded time, as NumPy gets).
+constexpr std::int64_t kThreadedLapackMin = 256;
+
+// OpenBLAS's thread count for those calls: QUABLA_LINALG_THREADS, else the count the pool
+// started with (QUABLA_NUM_THREADS or the hardware's). Fixed for the process, never
+// qb.set_num_threads's value: OpenBLAS's threaded factorizations give different bits for
+// different thread counts, and ours must not depend on qb.set_num_threads.
+int lapack_threads() {
+  static const int v = [] {
+    const char* e = std::getenv("QUABLA_LINALG_THREADS");
+    const int n = e && *e ? std::atoi(e) : initial_num_threads();
+    return std::clamp(n, 1, 64);
+  }();
+  return v;
+}
+
+// Runs body over the batch's matrices: chunks over the pool for a batch; a single large
+// matrix on the caller with OpenBLAS's threads switched on for the call only (the rest of
+// the process calls OpenBLAS single-threaded, gemm.cc). OpenBLAS's count is global, so those
+// calls are serialised.
+template <class F>
+void for_each_matrix(std::int64_t batch, std::int64_t n, F&& body) {
+  const int threads = lapack_threads();
+  if (batch != 1 || n < kThreadedLapackMin || threads == 1) {
+    parallel_for(batch, grain_for(n), std::forward<F>(body));
+    return;
+  }
+  static std::mutex serial;
+  const std::lock_guard<std::mutex> lock(serial);
+  scipy_openblas_set_num_threads(threads);
+  try {
+    body(std::int64_t{0}, std::int64_t{1});
+  } catch (...) {
+    scipy_openblas_set_num_threads(1);
+    throw;
+  }
+  scipy_openblas_set_num_threads(1);
+}
+
 template <class T>
 void cholesky_t(const T* in, std::int64_t batch, std::int64_t n, T* out) {
   const std::size_t mat = static_cast<std::size_t>(n * n);
-  parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
+  for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
     for (std::int64_t b = b0; b < b1; ++b) {
       T* a = out + static_cast<std::size_t>(b) * mat;
       if (n <= tiny_max()) {
@@ -190,7 +232,7 @@ void triangular_solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t
   const auto uplo = (mode & 1) ? CblasLower : CblasUpper;
   const auto trans = (mode & 2) ? CblasTrans : CblasNoTrans;
   const auto diag = (mode & 4) ? CblasUnit : CblasNonUnit;
-  parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
+  for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
     for (std::int64_t i = b0; i < b1; ++i) {
       T* x = out + static_cast<std::size_t>(i) * bmat;
       std::copy_n(b + static_cast<std::size_t>(i) * bmat, bmat, x);
@@ -209,7 +251,7 @@ void triangular_solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t
 template <class T>
 void solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t n, std::int64_t k, T* out) {
   const std::size_t amat = static_cast<std::size_t>(n * n), bmat = static_cast<std::size_t>(n * k);
-  parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
+  for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
     std::vector<T> lu(amat), rhs(bmat);
     std::vector<lapack_int_t> ipiv(static_cast<std::size_t>(n));
     for (std::int64_t i = b0; i < b1; ++i) {
@@ -246,7 +288,7 @@ void syevd(int n, T* a, T* w, T* work, int lwork, int* iwork, int liwork, int* i
 template <class T>
 void eigh_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
   const std::size_t amat = static_cast<std::size_t>(n * n), omat = static_cast<std::size_t>((n + 1) * n);
-  parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
+  for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
     std::vector<T> z(amat), work(static_cast<std::size_t>(1 + 6 * n + 2 * n * n));
     std::vector<int> iwork(static_cast<std::size_t>(3 + 5 * n));
     for (std::int64_t i = b0; i < b1; ++i) {
@@ -282,7 +324,7 @@ void svd_t(const T* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool 
   const std::int64_t ucols = full ? m : k, vrows = full ? n : k;  // A's U: m x ucols; A's V^T: vrows x n
   const std::size_t amat = static_cast<std::size_t>(m * n), omat = static_cast<std::size_t>((m + 1 + n) * w);
   const char jobz = full ? 'A' : 'S';
-  parallel_for(batch, grain_for(std::max(m, n)), [&](std::int64_t b0, std::int64_t b1) {
+  for_each_matrix(batch, std::max(m, n), [&](std::int64_t b0, std::int64_t b1) {
     std::vector<T> x(amat), s(static_cast<std::size_t>(k)), up(static_cast<std::size_t>(n * vrows)),
         vtp(static_cast<std::size_t>(ucols * m));
     std::vector<int> iwork(static_cast<std::size_t>(8 * std::max<std::int64_t>(k, 1)));
@@ -332,7 +374,7 @@ void qr_t(const T* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool c
   const std::int64_t k = std::min(m, n), qc = complete ? m : k, w = std::max(qc, n);
   const std::size_t amat = static_cast<std::size_t>(m * n), omat = static_cast<std::size_t>((m + qc) * w);
   const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k), QC = static_cast<int>(qc);
-  parallel_for(batch, grain_for(std::max(m, n)), [&](std::int64_t b0, std::int64_t b1) {
+  for_each_matrix(batch, std::max(m, n), [&](std::int64_t b0, std::int64_t b1) {
     // The factored matrix needs room for Q's qc columns (column-major, ld m).
     std::vector<T> f(static_cast<std::size_t>(m * std::max(n, qc))), tau(static_cast<std::size_t>(std::max<std::int64_t>(k, 1)));
     T q1 = 0, q2 = 0;
@@ -362,7 +404,7 @@ void qr_t(const T* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool c
 template <class T>
 void lu_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
   const std::size_t amat = static_cast<std::size_t>(n * n), omat = static_cast<std::size_t>((n + 2) * n);
-  parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
+  for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
     std::vector<T> f(amat);
     std::vector<std::int64_t> piv(static_cast<std::size_t>(n)), perm(static_cast<std::size_t>(n));
     std::vector<lapack_int_t> ipiv(static_cast<std::size_t>(n));
@@ -395,7 +437,7 @@ void lu_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
 template <class T>
 void slogdet_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
   const std::size_t amat = static_cast<std::size_t>(n * n);
-  parallel_for(batch, grain_for(n), [&](std::int64_t b0, std::int64_t b1) {
+  for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
     std::vector<T> lu(amat);
     std::vector<lapack_int_t> ipiv(static_cast<std::size_t>(n));
     for (std::int64_t i = b0; i < b1; ++i) {
