@@ -313,7 +313,7 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       }
       return {strong(x.dtype, y.shape)};
     }
-    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
+    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
       return infer_region_types(op, in, a, regions);
   }
   throw InternalError("infer_types: unknown op");

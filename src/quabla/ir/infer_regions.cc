@@ -92,8 +92,9 @@ std::vector<ValueType> infer_region_types(Op op, std::span<const ValueType> in, 
       std::vector<ValueType> rule_params(ins.begin(), ins.end());
       for (std::int64_t i = 0; i < a.num_consts; ++i)
         if (is_float(ins[static_cast<std::size_t>(i)].dtype)) rule_params.push_back(ins[static_cast<std::size_t>(i)]);
-      expect_params(op, "rule", *regions[1], rule_params);
       auto res = result_types(*regions[0]);
+      if (a.mode & 1) rule_params.insert(rule_params.end(), res.begin(), res.end());
+      expect_params(op, "rule", *regions[1], rule_params);
       std::vector<ValueType> want = res;
       for (const auto& r : res)
         if (is_float(r.dtype)) want.push_back(r);
@@ -136,6 +137,32 @@ std::vector<ValueType> infer_region_types(Op op, std::span<const ValueType> in, 
       for (std::size_t k = 0; k < want.size(); ++k)
         if (!same(bwd[k], want[k])) fail(op, "bwd cotangent " + std::to_string(k) + " is " + bwd[k].str() + ", expected " + want[k].str());
       return res;
+    }
+    case Op::LinearSolve: {
+      if (regions.size() != 4) fail(op, "needs four regions (solve, transpose_solve, matvec, vecmat)");
+      const auto nb = static_cast<std::size_t>(a.num_consts);
+      if (nb == 0 || nb > ins.size()) fail(op, "bad vector operand count");
+      std::vector<ValueType> out;
+      for (std::size_t k = 0; k < nb; ++k) {
+        ValueType t = ins[k];
+        t.weak = false;
+        if (!is_float(t.dtype)) fail(op, "the right-hand side must be floating point, got " + t.str());
+        out.push_back(std::move(t));
+      }
+      static constexpr const char* kNames[] = {"solve", "transpose_solve", "matvec", "vecmat"};
+      const auto solve_res = result_types(*regions[0]);
+      if (solve_res.size() < nb) fail(op, "solve returns fewer values than b has leaves");
+      const std::size_t naux = solve_res.size() - nb;
+      for (std::size_t k = nb; k < solve_res.size(); ++k) out.push_back(solve_res[k]);
+      for (std::size_t r = 0; r < 4; ++r) {
+        expect_params(op, kNames[r], *regions[r], ins);
+        auto res = result_types(*regions[r]);
+        const std::size_t want = r < 2 ? nb + naux : nb;
+        if (res.size() != want) fail(op, std::string(kNames[r]) + " returns " + std::to_string(res.size()) + " values, expected " + std::to_string(want));
+        for (std::size_t k = 0; k < want; ++k)
+          if (!same(res[k], out[k])) fail(op, std::string(kNames[r]) + " result " + std::to_string(k) + " is " + res[k].str() + ", expected " + out[k].str() + " (the operator must be square: x has b's structure)");
+      }
+      return out;
     }
     case Op::CustomVjpLin: {
       if (regions.size() != 1) fail(op, "needs one region (bwd)");

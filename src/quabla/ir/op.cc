@@ -39,7 +39,7 @@ bool is_elementwise(Op op) {
     case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Gather: case Op::ScatterAdd:
     case Op::Take: case Op::Scatter: case Op::Argsort: case Op::SearchSorted:
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin:
-    case Op::Checkpoint:
+    case Op::Checkpoint: case Op::LinearSolve:
       return false;
   }
   return false;
@@ -47,7 +47,7 @@ bool is_elementwise(Op op) {
 
 bool has_regions(Op op) {
   return op == Op::Cond || op == Op::Scan || op == Op::While || op == Op::CustomJvp || op == Op::CustomVjp ||
-         op == Op::CustomVjpLin || op == Op::Checkpoint;
+         op == Op::CustomVjpLin || op == Op::Checkpoint || op == Op::LinearSolve;
 }
 
 }  // namespace qb

@@ -66,7 +66,7 @@ std::vector<bool> output_dependence(const Node& n, const std::vector<bool>& inpu
   switch (n.op) {
     case Op::CustomJvp: case Op::CustomVjp: case Op::Checkpoint:
       return result_dependence(*n.regions[0], inputs);
-    case Op::CustomVjpLin: {
+    case Op::CustomVjpLin: case Op::LinearSolve: {
       bool any = false;
       for (bool f : inputs) any = any || f;
       return std::vector<bool>(n.outputs.size(), any);

@@ -115,6 +115,7 @@ void bind_graph(nb::module_& m) {
     else if (kind == "custom_jvp") op = Op::CustomJvp;
     else if (kind == "custom_vjp") op = Op::CustomVjp;
     else if (kind == "checkpoint") op = Op::Checkpoint;
+    else if (kind == "linear_solve") op = Op::LinearSolve;
     else throw ValueError("region_call: unknown kind " + kind);
     Attrs a;
     a.length = length;
@@ -143,6 +144,11 @@ void bind_graph(nb::module_& m) {
     }
     Regions graphs;
     for (const auto& [g, feed] : regions) {
+      // A custom_jvp rule that reads the outputs (mode bit 1) takes them after the tangents.
+      if (op == Op::CustomJvp && graphs.size() == 1 && (mode & 1)) {
+        const Graph& primal = *graphs[0];
+        for (auto r : primal.results) rp_rule.push_back(strong_type(primal.type(r)));
+      }
       // A custom_vjp's bwd takes the residuals (fwd's results after the outputs), a
       // cotangent per float output, then the operands.
       if (op == Op::CustomVjp && graphs.size() == 2) {

@@ -387,7 +387,7 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
         }
         default: return scatter_extremum_tangent(e, n, x, t, y);
       }
-    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
+    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
       throw InternalError("jvp: region ops have multi-output rules (jvp_regions.cc)");
     case Op::Cholesky: case Op::TriangularSolve: case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu:
       return jvp_linalg(e, n, x, t, y);

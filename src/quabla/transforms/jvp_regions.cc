@@ -3,6 +3,7 @@
 // tangent carries after the carries, tangent xs after the xs), so one node computes both.
 // Which carries get a tangent is a fixed point: those whose init has one, or that a step
 // makes depend on one. Known-zero tangents stay symbolic.
+#include <algorithm>
 #include <memory>
 
 #include "quabla/ir/errors.h"
@@ -150,6 +151,46 @@ void jvp_region(Emit& e, const Node& n, const std::vector<V>& x, const std::vect
         if (has_tangent(e.type(outs[k]))) tangents[k] = lin[k2++];
       return;
     }
+    case Op::LinearSolve: {
+      // x = A^-1 b, so x' = A^-1 (b' - A'(x)): A'(x) is matvec differentiated in the consts
+      // at x; the tangent is one more linear_solve with the same regions.
+      const auto nb = static_cast<std::size_t>(n.attrs.num_consts);
+      outs = b.emit(Op::LinearSolve, x, n.attrs, n.regions);
+      std::vector<bool> wrt(x.size(), false);
+      bool any_const = false, any = false;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        if (!t[i]) continue;
+        any = true;
+        if (i >= nb) wrt[i] = any_const = true;
+      }
+      if (!any) return;
+      std::vector<T> rhs(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(nb));
+      if (any_const) {
+        std::vector<bool> nz;
+        const Graph j = jvp_of(*n.regions[2], wrt, &nz);
+        std::vector<V> args(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(nb));  // x, not the aux outputs
+        args.insert(args.end(), x.begin() + static_cast<std::ptrdiff_t>(nb), x.end());
+        for (std::size_t i = nb; i < x.size(); ++i)
+          if (wrt[i]) args.push_back(*t[i]);
+        auto r = inline_into(b, j, args);
+        for (std::size_t k = 0; k < nb; ++k) {
+          if (!nz[k]) continue;  // every result of matvec is float (x has b's float types)
+          const V d = r[nb + k];
+          rhs[k] = rhs[k] ? e.sub(*rhs[k], d) : e.neg(d);
+        }
+      }
+      if (std::none_of(rhs.begin(), rhs.end(), [](const T& v) { return v.has_value(); })) return;
+      std::vector<V> in;
+      for (std::size_t k = 0; k < nb; ++k) {
+        ValueType tt = e.type(outs[k]);
+        tt.weak = false;
+        in.push_back(rhs[k] ? *rhs[k] : e.zeros(tt));
+      }
+      in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(nb), x.end());
+      auto dx = b.emit(Op::LinearSolve, in, n.attrs, n.regions);
+      for (std::size_t k = 0; k < nb; ++k) tangents[k] = dx[k];
+      return;
+    }
     case Op::CustomJvp: {
       // The user's rule, inlined: its outputs are the primal outputs and their tangents.
       // Known-zero tangents of float args are passed as zeros (JAX's default); a captured
@@ -168,11 +209,12 @@ void jvp_region(Emit& e, const Node& n, const std::vector<V>& x, const std::vect
         tt.weak = false;
         args.push_back(t[i] ? *t[i] : e.zeros(tt));
       }
-      auto r = inline_into(b, *n.regions[1], args);
-      const std::size_t no = n.outputs.size();
       // The primal outputs come from the node itself (so their derivatives at the next
       // order use the rule again, as in JAX); the rule's own primal outputs are dead code.
       outs = b.emit(Op::CustomJvp, x, n.attrs, n.regions);
+      if (n.attrs.mode & 1) args.insert(args.end(), outs.begin(), outs.end());
+      auto r = inline_into(b, *n.regions[1], args);
+      const std::size_t no = n.outputs.size();
       std::size_t k2 = no;
       for (std::size_t k = 0; k < no; ++k)
         if (has_tangent(e.type(outs[k]))) tangents[k] = r[k2++];

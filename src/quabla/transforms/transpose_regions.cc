@@ -568,6 +568,17 @@ RegionResiduals transpose_region_forward(Emit& e, const Node& n, const std::vect
       res.values.assign(outs.begin() + static_cast<std::ptrdiff_t>(k), outs.end());
       return res;
     }
+    case Op::LinearSolve:
+      if (n.attrs.mode & 1) {
+        throw ValueError("custom_linear_solve: reverse-mode differentiation needs transpose_solve (or "
+                         "symmetric=True for a symmetric operator); pass transpose_solve=, or use forward mode");
+      }
+      for (std::size_t i = static_cast<std::size_t>(n.attrs.num_consts); i < lin.size(); ++i)
+        if (lin[i]) {
+          throw ValueError("custom_linear_solve: the operator (matvec) depends linearly on a value being "
+                           "differentiated; only the right-hand side may carry the linear part");
+        }
+      return {};  // every output is linear in b; the backward half is another solve
     case Op::CustomVjpLin:
       for (std::int64_t i = 0; i < n.attrs.num_consts; ++i)
         if (lin[static_cast<std::size_t>(i)]) throw InternalError("transpose: custom_vjp residuals are not linear");
@@ -697,6 +708,19 @@ std::vector<T> transpose_region_backward(Emit& e, const Graph& g, const Node& n,
       const Graph& body = *n.regions[0];
       const Regions cut{std::make_shared<const Graph>(with_saved_params(body, saved_values(body, lin, n.attrs.mode)))};
       return emit_transposed_half(e, g, n, 0, lin, lin_out, x, ct_out, n.attrs, &cut, res.values);
+    }
+    case Op::LinearSolve: {
+      // (A^-1)^T c = A^-T c: a linear_solve with transpose_solve and vecmat in the roles of
+      // solve and matvec (and the other way round, so transposing again gives A^-1 back).
+      const auto nb = static_cast<std::size_t>(n.attrs.num_consts);
+      std::vector<V> in;
+      for (std::size_t k = 0; k < nb; ++k) in.push_back(ct_or_zero(k));
+      in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(nb), x.end());
+      const Regions swapped{n.regions[1], n.regions[0], n.regions[3], n.regions[2]};
+      auto r = e.b.emit(Op::LinearSolve, in, n.attrs, swapped);
+      for (std::size_t k = 0; k < nb; ++k)
+        if (lin[k]) out[k] = r[k];
+      return out;
     }
     case Op::CustomVjpLin: {
       // bwd(residuals, output cotangents, operands) -> the argument tangents' cotangents.

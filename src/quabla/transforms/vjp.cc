@@ -178,7 +178,7 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
       if (lin[0]) give(0, e.op(Op::MatMul, {c, e.mT(x[1])}));
       if (lin[1]) give(1, e.op(Op::MatMul, {e.mT(x[0]), c}));
       return;
-    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
+    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
       throw InternalError("transpose: region ops are transposed by transpose_regions.cc");
     case Op::Parameter: case Op::Constant: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil:
     case Op::Round: case Op::Sqrt: case Op::Cbrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log:

@@ -190,7 +190,7 @@ struct Batcher {
       case Op::ScatterAdd:
         a.axis += 1;
         return e.b.emit(Op::ScatterAdd, all_batched(), std::move(a));
-      case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
+      case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
         throw InternalError("vmap: region ops are batched by vmap_regions.cc");
       case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::TriangularSolve: case Op::Solve:
         return e.b.emit(n.op, all_batched(), std::move(a));  // batched over leading axes already

@@ -84,6 +84,25 @@ std::vector<V> vmap_region(Emit& e, std::int64_t batch, const Node& n, const std
       ob.assign(n.outputs.size(), true);
       return b.emit(n.op, in, n.attrs, std::move(regions));
     }
+    case Op::LinearSolve: {
+      // The right-hand sides lifted to batched (every x is then batched), the operator's
+      // consts batched only where they are; all four regions batched for that.
+      const auto nb = static_cast<std::size_t>(n.attrs.num_consts);
+      std::vector<V> in;
+      std::vector<bool> params;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const bool lifted = i < nb && !bx[i];
+        in.push_back(lifted ? lift(e, batch, x[i]) : x[i]);
+        params.push_back(i < nb || bx[i]);
+      }
+      Regions regions;
+      for (const auto& r : n.regions) {
+        std::vector<bool> all(r->results.size(), true);
+        regions.push_back(std::make_shared<const Graph>(batch_body(*r, params, batch, all)));
+      }
+      ob.assign(n.outputs.size(), true);
+      return b.emit(Op::LinearSolve, in, n.attrs, std::move(regions));
+    }
     case Op::CustomJvp: {
       // Every operand lifted to batched, both bodies batched for that, every result batched
       // (the rule's tangent parameters are batched like their arguments: all of them).
@@ -92,6 +111,7 @@ std::vector<V> vmap_region(Emit& e, std::int64_t batch, const Node& n, const std
       std::size_t rule_params = x.size();
       for (std::int64_t i = 0; i < n.attrs.num_consts; ++i)
         if (is_float(e.type(x[static_cast<std::size_t>(i)]).dtype)) ++rule_params;
+      if (n.attrs.mode & 1) rule_params += n.outputs.size();
       std::vector<bool> every(x.size(), true), every_rule(rule_params, true);
       std::vector<bool> all0(n.regions[0]->results.size(), true), all1(n.regions[1]->results.size(), true);
       Regions regions;

@@ -50,7 +50,7 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
   switch (n.op) {
     case Op::CustomVjpLin:
       throw InternalError("cpu: custom_vjp_lin is rejected when the program is compiled");
-    case Op::CustomJvp: case Op::CustomVjp: case Op::Checkpoint: {  // the primal body; the rules only matter to transforms
+    case Op::CustomJvp: case Op::CustomVjp: case Op::Checkpoint: case Op::LinearSolve: {  // the primal body (solve); the rules only matter to transforms
       std::vector<BufferPtr> args;
       for (std::size_t i = 0; i < n.inputs.size(); ++i) args.push_back(operand(i));
       auto outs = s.regions[0]->run_owned(std::move(args));

@@ -46,7 +46,7 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
                        "custom_jvp rule instead");
     }
     // Custom rules' regions are never run (the transforms inline them): only the body is compiled.
-    const std::size_t compiled = n.op == Op::CustomJvp || n.op == Op::CustomVjp ? 1 : n.regions.size();
+    const std::size_t compiled = n.op == Op::CustomJvp || n.op == Op::CustomVjp || n.op == Op::LinearSolve ? 1 : n.regions.size();
     for (std::size_t k = 0; k < compiled; ++k) s.regions.push_back(std::make_shared<const Executable>(n.regions[k]));
     // Loop bodies over small values also get their scalar form (scalar_loop.h).
     if (n.op == Op::Scan || n.op == Op::While)
@@ -537,7 +537,7 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
                    alloc());
       return;
     }
-    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint:
+    case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
       f.region();
       return;
     case Op::Svd: case Op::Qr: {
