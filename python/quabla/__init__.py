@@ -44,7 +44,7 @@ from ._ad import grad, value_and_grad, jvp, vjp, jacfwd, jacrev, jacobian, hessi
 from ._vmap import vmap  # noqa: E402,F401
 from ._control import cond, fori_loop, scan, while_loop  # noqa: E402,F401
 from ._custom import custom_jvp, custom_vjp, checkpoint, remat, checkpoint_policies, stop_gradient  # noqa: E402,F401,F811
-from ._implicit import custom_linear_solve, custom_root  # noqa: E402,F401
+from ._implicit import custom_linear_solve, custom_root, newton  # noqa: E402,F401
 from . import custom_derivatives  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import random  # noqa: E402,F401

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from . import _core
 from . import tree as _tree
-from ._control import _Region, _carry_leaves, _spec
+from ._control import _Region, _carry_leaves, _spec, while_loop
 
 _FLOATS = (_core.float32, _core.float64)
 
@@ -275,3 +275,93 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     if has_aux:
         return x, _tree.unflatten(aux_def[0], outs[nx:])
     return x
+
+
+def newton(f: Callable, x0: Any, *, args: tuple = (), tol: float = None, maxiter: int = 50, info: bool = False,
+           linear_solver: str = "dense", line_search: bool = False):
+    """A root of ``f(x, *args) = 0`` by Newton's method (x a pytree of float arrays, f's
+    output of x's structure), one while loop in the IR.
+
+    Each step solves J dx = f(x) with J = df/dx: ``linear_solver="dense"`` builds J by
+    jacfwd and solves it with qb.linalg.solve (small systems; the own kernels up to 32
+    unknowns); ``"gmres"`` or ``"cg"`` solve matrix-free with J v by jvp (Newton-Krylov;
+    cg needs J symmetric positive definite). ``line_search=True`` halves the step (up to 30
+    times) until max|f| decreases. Stops when max|f(x)| <= tol (default 1e-10 in float64,
+    1e-5 in float32) or after maxiter steps. Derivatives with respect to args (and to what f
+    closes over) by the implicit function theorem, in forward and reverse mode, to any
+    order; x0 gets none. Returns x, or ``(x, SolverInfo)`` with ``info=True``.
+    """
+    from ._ad import jacfwd, jvp
+    from ._krylov import SolverInfo, _Flat, cg, gmres
+    from .linalg import solve as dense_solve
+
+    name = "newton"
+    if not callable(f):
+        raise TypeError(f"{name}: f must be a function f(x, *args), got {type(f).__name__}")
+    if linear_solver not in ("dense", "cg", "gmres"):
+        raise ValueError(f"{name}: linear_solver must be 'dense', 'cg' or 'gmres', got {linear_solver!r}")
+    if isinstance(maxiter, bool) or not isinstance(maxiter, int) or maxiter < 0:
+        raise ValueError(f"{name}: maxiter must be a non-negative int, got {maxiter!r}")
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0):
+        raise ValueError(f"{name}: tol must be a number >= 0 or None, got {tol!r}")
+    if not isinstance(args, tuple):
+        raise TypeError(f"{name}: args must be a tuple, got {type(args).__name__}")
+    leaves, treedef = _float_leaves(x0, name, "x0")
+    flat = _Flat(leaves, treedef)
+    if tol is None:
+        tol = 1e-10 if flat.dtype == _core.float64 else 1e-5
+
+    def F(v):
+        out = f(flat.unravel(v), *args)
+        _like(name, "f", out, leaves, treedef)
+        return flat.ravel(out)
+
+    def linear(g, y):
+        if linear_solver == "dense":
+            return dense_solve(jacfwd(g)(y), y)
+        solver = cg if linear_solver == "cg" else gmres
+        return solver(g, y, tol=min(1e-3, tol) if flat.dtype == _core.float32 else 1e-10)[0]
+
+    def solve(fun, guess):
+        def resid(fx):
+            return _core.max(_core.abs(fx))
+
+        def step(x, fx):
+            return linear(lambda v: jvp(fun, (x,), (v,))[1], fx)
+
+        def cond(c):
+            _x, _fx, res, k = c
+            return (res > tol) & (k < maxiter)
+
+        def body(c):
+            x, fx, res, k = c
+            dx = step(x, fx)
+            if line_search:
+                def ls_cond(s):
+                    t, _xn, _fn, rn, i = s
+                    return (rn >= res) & (i < 30)
+
+                def ls_body(s):
+                    t, _xn, _fn, _rn, i = s
+                    t = t * 0.5
+                    xn = x - t * dx
+                    fn = fun(xn)
+                    return t, xn, fn, resid(fn), i + 1
+                xn = x - dx
+                fn = fun(xn)
+                one = _core.asarray(1.0, dtype=x.dtype)
+                _t, xn, fn, rn, _i = while_loop(ls_cond, ls_body, (one, xn, fn, resid(fn),
+                                                                    _core.asarray(0, dtype=_core.int32)))
+            else:
+                xn = x - dx
+                fn = fun(xn)
+                rn = resid(fn)
+            return xn, fn, rn, k + 1
+
+        f0 = fun(guess)
+        x, _fx, res, k = while_loop(cond, body, (guess, f0, resid(f0), _core.asarray(0, dtype=_core.int32)))
+        return x, (k, res, res <= tol)
+
+    x, aux = custom_root(F, flat.ravel(x0), solve, linear, has_aux=True)
+    x = flat.unravel(x)
+    return (x, SolverInfo(*aux)) if info else x

@@ -15,7 +15,7 @@ from ._indexing import argsort as _argsort, take_along_axis as _take_along_axis
 __all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eigh", "eigvalsh", "expm", "inv", "lstsq", "lu",
            "lu_factor", "lu_solve", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
-           "EighResult", "QRResult", "SlogdetResult", "SVDResult"]
+           "EighResult", "QRResult", "SlogdetResult", "SVDResult", "cg", "gmres", "bicgstab", "SolverInfo"]
 
 
 class SlogdetResult(NamedTuple):
@@ -487,3 +487,4 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     if not keepdims:
         r = _core.squeeze(r, axis=axis)
     return r
+from ._krylov import cg, gmres, bicgstab, SolverInfo  # noqa: E402,F401
