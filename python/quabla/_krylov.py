@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple
 from . import _core
 from . import tree as _tree
 from ._control import while_loop, fori_loop
-from ._implicit import _float_leaves, custom_linear_solve
+from ._implicit import _float_leaves, _like, custom_linear_solve
 
 __all__ = ["cg", "gmres", "bicgstab", "SolverInfo"]
 
@@ -34,6 +34,7 @@ class _Flat:
     """Ravels a pytree of float arrays into one vector of their common dtype and back."""
 
     def __init__(self, leaves, treedef):
+        self.leaves = leaves
         self.treedef = treedef
         self.shapes = [tuple(a.shape) for a in leaves]
         self.dtypes = [a.dtype for a in leaves]
@@ -45,6 +46,10 @@ class _Flat:
         leaves = _tree.flatten(tree)[0]
         parts = [_core.asarray(leaf).reshape(-1).astype(self.dtype) for leaf in leaves]
         return parts[0] if len(parts) == 1 else _core.concatenate(parts)
+
+    def ravel_checked(self, tree, name: str, what: str):
+        """ravel(tree) after checking tree has the structure, shapes and dtypes of b."""
+        return self.ravel(_tree.unflatten(self.treedef, _like(name, what, tree, self.leaves, self.treedef)))
 
     def unravel(self, v):
         out, start = [], 0
@@ -98,9 +103,9 @@ def _finish(flat, x_vec, aux, info: bool):
     return x, (SolverInfo(*aux) if info else None)
 
 
-def _flat_ops(flat, op, M):
-    matvec = lambda v: flat.ravel(op(flat.unravel(v)))
-    precond = (lambda v: v) if M is None else (lambda v: flat.ravel(M(flat.unravel(v))))
+def _flat_ops(name, flat, op, M):
+    matvec = lambda v: flat.ravel_checked(op(flat.unravel(v)), name, "A")
+    precond = (lambda v: v) if M is None else (lambda v: flat.ravel_checked(M(flat.unravel(v)), name, "M"))
     return matvec, precond
 
 
@@ -146,7 +151,7 @@ def cg(A, b, x0=None, *, args=(), tol: float = 1e-5, atol: float = 0.0, maxiter:
     then a SolverInfo. Gradients with respect to b, x's operator and args by the implicit
     function theorem (the operator is taken as symmetric)."""
     flat, op, maxiter = _setup("cg", A, b, x0, args, M, tol, atol, maxiter)
-    matvec, precond = _flat_ops(flat, op, M)
+    matvec, precond = _flat_ops("cg", flat, op, M)
     b_vec = flat.ravel(b)
     x0_vec = _core.zeros_like(b_vec) if x0 is None else flat.ravel(x0)
 
@@ -198,7 +203,7 @@ def bicgstab(A, b, x0=None, *, args=(), tol: float = 1e-5, atol: float = 0.0, ma
     ``jax.scipy.sparse.linalg.bicgstab``); arguments and result as cg. Reverse mode solves
     with the transposed operator (its VJP) by BiCGSTAB too."""
     flat, op, maxiter = _setup("bicgstab", A, b, x0, args, M, tol, atol, maxiter)
-    matvec, precond = _flat_ops(flat, op, M)
+    matvec, precond = _flat_ops("bicgstab", flat, op, M)
     b_vec = flat.ravel(b)
     x0_vec = _core.zeros_like(b_vec) if x0 is None else flat.ravel(x0)
 
@@ -310,7 +315,7 @@ def gmres(A, b, x0=None, *, args=(), tol: float = 1e-5, atol: float = 0.0, resta
     if isinstance(restart, bool) or not isinstance(restart, int) or restart < 1:
         raise ValueError(f"gmres: restart must be a positive int, got {restart!r}")
     flat, op, maxiter = _setup("gmres", A, b, x0, args, M, tol, atol, maxiter)
-    matvec, precond = _flat_ops(flat, op, M)
+    matvec, precond = _flat_ops("gmres", flat, op, M)
     b_vec = flat.ravel(b)
     x0_vec = _core.zeros_like(b_vec) if x0 is None else flat.ravel(x0)
 

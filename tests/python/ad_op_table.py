@@ -98,6 +98,14 @@ def _cube_custom(x):
 _cube_custom.defvjp(lambda x: (_cube_custom(x), x), lambda x, g: (3.0 * x * x * g,))
 
 
+def _linear_solve_case(x, y):
+    # x + 3 I solved by a dense factorization behind qb.custom_linear_solve: derivatives
+    # in both x (through matvec) and y (the right-hand side) come from the op's own rules.
+    a = x + 3.0 * qb.eye(3)
+    return qb.custom_linear_solve(lambda v: a @ v, y, lambda mv, r: qb.linalg.solve(a, r),
+                                  transpose_solve=lambda vm, r: qb.linalg.solve(a.T, r))
+
+
 CASES = [
     # Leaves
     Case("parameter", lambda x: x, [(S, -2, 2)], ops=()),
@@ -222,6 +230,7 @@ CASES = [
     Case("custom_vjp", lambda x: _cube_custom(qb.sin(x)) + x, [(S, -2, 2)], reverse_only=True),
     Case("custom_vjp_lin", lambda x: qb.grad(lambda z: qb.sum(_cube_custom(z * z)))(x) * x, [(S, -2, 2)],
          reverse_only=True, ops=()),  # the lin node lives only inside the vjp transform
+    Case("linear_solve", _linear_solve_case, [((3, 3), -1, 1), ((3, 2), -2, 2)]),
     Case("checkpoint", lambda x: qb.checkpoint(lambda z: qb.sin(z) * z)(x) * x + x, [(S, -2, 2)]),
     # Products
     Case("matmul", lambda x, y: x @ y + qb.reshape(x @ y[:, 0], (3, 1)) * (x[0] @ y), [(S, -2, 2), ((4, 2), -2, 2)]),
