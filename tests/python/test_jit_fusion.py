@@ -400,3 +400,26 @@ def test_matmul_through_a_transpose_view_equals_eager_bitwise(m, k, n):
     c = qb.array(rng.normal(size=(n, k)))
     assert_bitwise(qb.jit(lambda a, b: a.T @ b)(a, b), a.T @ b)
     assert_bitwise(qb.jit(lambda a, c: a.T @ c.T)(a, c), a.T @ c.T)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matrix_vector_and_vector_dot_products_in_every_layout(dtype):
+    # n = 1 products run BLAS gemv / dot rather than gemm: every transposition of the
+    # stored operands, batched and not, against NumPy.
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(300, 200)).astype(dtype)
+    x = rng.normal(size=200).astype(dtype)
+    y = rng.normal(size=300).astype(dtype)
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    cases = [
+        (lambda a, x, y: a @ x, a @ x),
+        (lambda a, x, y: a.T @ y, a.T @ y),
+        (lambda a, x, y: y @ a, y @ a),
+        (lambda a, x, y: x @ x, x @ x),
+        (lambda a, x, y: qb.matmul(a, x[:, None])[:, 0], a @ x),
+        (lambda a, x, y: qb.matmul(x[None, :], a.T)[0], x @ a.T),
+        (lambda a, x, y: qb.einsum("bij,bj->bi", qb.stack([a, 2 * a]), qb.stack([x, x])), np.stack([a @ x, 2 * a @ x])),
+    ]
+    for k, (f, want) in enumerate(cases):
+        got = qb.jit(f)(qb.array(a), qb.array(x), qb.array(y))
+        np.testing.assert_allclose(np.asarray(got), want, rtol=tol, atol=tol * 10, err_msg=f"case {k}")

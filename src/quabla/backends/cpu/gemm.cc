@@ -95,6 +95,11 @@ void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, s
           auto* A = reinterpret_cast<const float*>(a) + i * m * k + r0 * a_row_step;
           auto* B = reinterpret_cast<const float*>(b) + i * k * n;
           auto* C = reinterpret_cast<float*>(c) + i * m * n + r0 * n;
+          if (N == 1) {
+            if (m == 1) *C = scipy_cblas_sdot(K, A, 1, B, 1);
+            else scipy_cblas_sgemv(CblasRowMajor, ta, trans_a ? K : M, trans_a ? M : K, 1.0f, A, lda, B, 1, 0.0f, C, 1);
+            break;
+          }
           scipy_cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N);
           break;
         }
@@ -102,6 +107,11 @@ void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, s
           auto* A = reinterpret_cast<const double*>(a) + i * m * k + r0 * a_row_step;
           auto* B = reinterpret_cast<const double*>(b) + i * k * n;
           auto* C = reinterpret_cast<double*>(c) + i * m * n + r0 * n;
+          if (N == 1) {  // matrix-vector products: gemm's packing costs ~10x a dot here
+            if (m == 1) *C = scipy_cblas_ddot(K, A, 1, B, 1);
+            else scipy_cblas_dgemv(CblasRowMajor, ta, trans_a ? K : M, trans_a ? M : K, 1.0, A, lda, B, 1, 0.0, C, 1);
+            break;
+          }
           scipy_cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, C, N);
           break;
         }
