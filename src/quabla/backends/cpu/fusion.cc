@@ -79,8 +79,10 @@ void FusedKernel::run_range(std::int64_t b, std::int64_t len, const std::vector<
   for (const MicroOp& m : ops) {
     std::byte* dst = m.slot >= 0 ? slots + m.slot * slot_bytes
                                  : const_cast<std::byte*>(base[m.out]) + b * static_cast<std::int64_t>(itemsize(m.out_dtype));
-    if (m.op == Op::BroadcastInDim) {
-      strided_range_copy(itemsize(m.out_dtype), base[m.srcs[0].value], shape, m.load_strides, b, len, dst);
+    if (m.op == Op::BroadcastInDim || m.op == Op::Slice) {
+      const auto elem = static_cast<std::int64_t>(itemsize(m.out_dtype));
+      strided_range_copy(itemsize(m.out_dtype), base[m.srcs[0].value] + m.load_offset * elem, shape, m.load_strides, b,
+                         len, dst);
       continue;
     }
     Operand operands[3];
@@ -184,13 +186,19 @@ FusionPlan plan_fusion(const Graph& g) {
   int open = -1;
   for (std::uint32_t i = 0; i < N; ++i) {
     const Node& n = g.nodes[i];
-    const bool fusible = (is_elementwise(n.op) && n.outputs.size() == 1) || n.op == Op::BroadcastInDim;
+    // A slice is a strided load from its operand's full buffer (stencils: the shifted
+    // views of one array feeding one expression), so that operand must not be a member of
+    // the group, nor a broadcast scalar the executor never materialises.
+    const bool slice_load = n.op == Op::Slice && !is_scalar_broadcast(g, g.producer_of(n.inputs[0])) &&
+                            num_elements(g.type(n.inputs[0]).shape) > 1;
+    const bool fusible = (is_elementwise(n.op) && n.outputs.size() == 1) || n.op == Op::BroadcastInDim || slice_load;
     if (!fusible) continue;
     const Shape& shape = g.type(n.outputs[0]).shape;
     bool joins = open >= 0 && group_shape[open] == shape;
     for (std::size_t k = 0; joins && k < n.inputs.size(); ++k) {
       const std::uint32_t p = g.producer[n.inputs[k]];
       joins = plan.group[p] == open || g.nodes[p].op == Op::Constant || p < groups[open].front();
+      if (slice_load && plan.group[p] == open) joins = false;
     }
     if (!joins) {
       open = static_cast<int>(groups.size());
@@ -223,6 +231,7 @@ FusionPlan plan_fusion(const Graph& g) {
         bool movable = n.op == Op::BroadcastInDim && !is_result[out] && !users[out].empty();
         for (auto u : users[out]) {
           const int gu = plan.group[u];
+          if (g.nodes[u].op == Op::Slice) movable = false;  // a slice loads from a full buffer
           if (gu < 0 || gu == static_cast<int>(k) || (target >= 0 && gu != target)) movable = false;
           target = gu;
         }
@@ -355,6 +364,14 @@ FusionPlan plan_fusion(const Graph& g) {
       }
       if (n.op == Op::BroadcastInDim) {
         op.load_strides = broadcast_strides(kernel->shape, g.type(n.inputs[0]).shape, n.attrs.dims);
+      } else if (n.op == Op::Slice) {
+        const auto src_strides = row_major_strides(g.type(n.inputs[0]).shape);
+        op.load_strides.resize(src_strides.size());
+        for (std::size_t a = 0; a < src_strides.size(); ++a) {
+          op.load_strides[a] = src_strides[a] * n.attrs.strides[a];
+          op.load_offset += n.attrs.starts[a] * src_strides[a];
+        }
+        op.srcs.back().kind = FusedKernel::Source::Full;  // the whole operand, never its scalar
       }
       // Release the slots of operands whose last use in the group is this op.
       for (ValueId v : n.inputs) {

@@ -28,12 +28,13 @@ struct FusedKernel {
     int slot = -1;      // Slot: the scratch slot
   };
   struct MicroOp {
-    Op op;                            // an elementwise op, or BroadcastInDim (a strided load)
+    Op op;                            // an elementwise op, or BroadcastInDim / Slice (strided loads)
     DType in_dtype, out_dtype;
     std::vector<Source> srcs;
-    std::vector<std::int64_t> load_strides;  // BroadcastInDim: source stride per group axis
+    std::vector<std::int64_t> load_strides;  // loads: source stride per group axis
     ValueId out;
     int slot = -1;                    // scratch slot of the result, or -1 when materialised
+    std::int64_t load_offset = 0;     // Slice: the first element read, in source elements
   };
 
   // A sum over the trailing axes of one member, computed tile by tile instead of from a
