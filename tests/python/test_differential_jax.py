@@ -182,3 +182,53 @@ def test_pytree_jacobians_have_jaxs_structure_and_values(name, argnums):
     for a, b in _pairs(q, j):
         assert a.shape == b.shape
         np.testing.assert_allclose(a.numpy(), np.asarray(b), rtol=1e-12, atol=1e-14)
+
+
+def test_solvers_and_implicit_rules_agree_with_jax():
+    from jax.scipy.sparse.linalg import bicgstab as jbicgstab
+    from jax.scipy.sparse.linalg import cg as jcg
+    from jax.scipy.sparse.linalg import gmres as jgmres
+
+    rng = np.random.default_rng(17)
+    n = 12
+    m = rng.normal(size=(n, n))
+    spd = m @ m.T + n * np.eye(n)
+    nonsym = m + 2 * n * np.eye(n)
+    b = rng.normal(size=n)
+
+    def loss(lib, solver, a_np):
+        a_lib = (jnp if lib == "jax" else qb).asarray(a_np)
+        xs = jnp if lib == "jax" else qb
+
+        def f(theta, b):
+            a = a_lib + theta * xs.eye(n)
+            x, _ = solver(lambda v: a @ v, b, tol=1e-12)
+            return xs.sum(xs.sin(x) * xs.arange(n))
+        return f
+
+    for qs, js, a_np in ((qb.linalg.cg, jcg, spd), (qb.linalg.gmres, jgmres, nonsym),
+                         (qb.linalg.bicgstab, jbicgstab, nonsym)):
+        fq, fj = loss("qb", qs, a_np), loss("jax", js, a_np)
+        _close(np.asarray(fq(qb.asarray(0.3), qb.array(b))), fj(0.3, jnp.asarray(b)), f"{qs.__name__} value")
+        gq = qb.grad(fq, argnums=(0, 1))(qb.asarray(0.3), qb.array(b))
+        gj = jax.grad(fj, argnums=(0, 1))(0.3, jnp.asarray(b))
+        _close(np.asarray(gq[0]), gj[0], f"{qs.__name__} d/dtheta")
+        _close(np.asarray(gq[1]), gj[1], f"{qs.__name__} d/db")
+
+    # custom_root: Newton for x^3 = a, derivatives to second order.
+    def root(lib):
+        xs = jnp if lib == "jax" else qb
+        custom_root = jax.lax.custom_root if lib == "jax" else qb.custom_root
+        loop = jax.lax.fori_loop if lib == "jax" else qb.fori_loop
+        grad = jax.grad if lib == "jax" else qb.grad
+
+        def solve(f, x0):
+            return loop(0, 40, lambda i, x: x - f(x) / grad(f)(x), x0)
+
+        def g(a):
+            return custom_root(lambda x: x ** 3 - a * xs.sin(x + 1.0), xs.asarray(1.5), solve, lambda h, y: y / h(1.0))
+        return g
+    rq, rj = root("qb"), root("jax")
+    for k in range(3):
+        _close(np.asarray(rq(qb.asarray(2.0))), rj(2.0), f"custom_root derivative order {k}")
+        rq, rj = qb.grad(rq), jax.grad(rj)
