@@ -49,6 +49,7 @@ from . import custom_derivatives  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import random  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
+from . import ode  # noqa: E402,F401
 from .optim import Trainer  # noqa: E402,F401
 from .io import save, load  # noqa: E402,F401
 

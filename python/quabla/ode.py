@@ -1,0 +1,264 @@
+"""Ordinary differential equations (API.md §9): qb.ode.odeint.
+
+Every integrator is one loop in the IR, so jit, grad (reverse mode through the loop, the
+step sizes of adaptive methods held fixed as diffrax does), jvp, vmap and higher
+derivatives all come from the loop transforms:
+ - fixed-step methods (euler, heun, rk4) are a scan of ``steps`` equal steps per output
+   interval;
+ - the adaptive method (dopri5: Dormand-Prince 5(4), first-same-as-last, a PI step-size
+   controller and Hairer's initial step) is a bounded loop: ``max_steps`` attempts of which
+   the ones after the end are skipped by a cond, so reverse mode works (a while loop has no
+   transpose). Output times (``saveat``) are hit exactly by shortening the step that would
+   pass them.
+The state y may be any pytree of float arrays; it is raveled into one vector inside.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple  # noqa: F401
+
+from . import _core
+from . import tree as _tree
+from ._control import cond, fori_loop, scan
+from ._custom import stop_gradient
+from ._implicit import _float_leaves
+from ._krylov import _Flat
+
+__all__ = ["odeint", "OdeInfo"]
+
+_FIXED = ("euler", "heun", "rk4")
+_ADAPTIVE = ("dopri5",)
+
+# Dormand-Prince 5(4): nodes, stage weights, the 5th-order weights (the last stage's
+# row, so the last stage is f at the new point: first same as last) and b5 - b4.
+_C = (0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)
+_A = ((),
+      (1 / 5,),
+      (3 / 40, 9 / 40),
+      (44 / 45, -56 / 15, 32 / 9),
+      (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
+      (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
+      (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84))
+_E = (71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40)
+
+_SAFETY, _BETA = 0.9, 0.04
+_ALPHA = 0.2 - 0.75 * _BETA
+_FAC_MIN, _FAC_MAX = 0.2, 10.0
+
+
+class OdeInfo(NamedTuple):
+    """What an integration did: accepted and rejected steps, evaluations of f, and the
+    status (0: reached the end; 1: max_steps attempts were not enough)."""
+    accepted: _core.Array
+    rejected: _core.Array
+    evaluations: _core.Array
+    status: _core.Array
+
+
+def _check_int(name, what, v, low):
+    if isinstance(v, bool) or not isinstance(v, int) or v < low:
+        raise ValueError(f"{name}: {what} must be an int >= {low}, got {v!r}")
+
+
+def _rms(v):
+    return _core.sqrt(_core.mean(v * v))
+
+
+def _fixed_step(method, f, y, t, h):
+    if method == "euler":
+        return y + h * f(y, t)
+    if method == "heun":
+        k1 = f(y, t)
+        k2 = f(y + h * k1, t + h)
+        return y + (0.5 * h) * (k1 + k2)
+    k1 = f(y, t)
+    k2 = f(y + (0.5 * h) * k1, t + 0.5 * h)
+    k3 = f(y + (0.5 * h) * k2, t + 0.5 * h)
+    k4 = f(y + h * k3, t + h)
+    return y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+
+def _fixed(method, f, y0, t0, t1, ts, steps, save):
+    if save:
+        h = (t1 - t0) / steps
+
+        def one(y, i):
+            y = _fixed_step(method, f, y, t0 + i * h, h)
+            return y, y
+        y_end, ys = scan(one, y0, _core.arange(steps, dtype=y0.dtype))
+        return _core.concatenate([y0[None], ys]), None
+    if ts is None:
+        h = (t1 - t0) / steps
+        return fori_loop(0, steps, lambda i, y: _fixed_step(method, f, y, t0 + i * h, h), y0), None
+    starts = _core.concatenate([_core.reshape(t0, (1,)), ts[:-1]])
+
+    def interval(y, se):
+        s, e = se[0], se[1]
+        h = (e - s) / steps
+        y = fori_loop(0, steps, lambda i, y: _fixed_step(method, f, y, s + i * h, h), y)
+        return y, y
+    _, ys = scan(interval, y0, _core.stack([starts, ts], axis=1))
+    return ys, None
+
+
+def _initial_step(f, y0, f0, t0, direction, rtol, atol, order):
+    # Hairer, Norsett & Wanner, Solving ODEs I, II.4: an explicit Euler probe.
+    scale = atol + rtol * _core.abs(y0)
+    d0, d1 = _rms(y0 / scale), _rms(f0 / scale)
+    h0 = _core.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / _core.where(d1 > 0, d1, 1.0))
+    f1 = f(y0 + direction * h0 * f0, t0 + direction * h0)
+    d2 = _rms((f1 - f0) / scale) / h0
+    big = _core.maximum(d1, d2)
+    h1 = _core.where(big <= 1e-15, _core.maximum(1e-6, h0 * 1e-3),
+                     (0.01 / _core.where(big > 0, big, 1.0)) ** (1.0 / (order + 1)))
+    return stop_gradient(_core.minimum(100 * h0, h1))
+
+
+def _dopri5(f, y0, t0, t1, ts, rtol, atol, max_steps):
+    dt = y0.dtype
+    direction = _core.where(t1 >= t0, 1.0, -1.0).astype(dt)
+    targets = _core.reshape(t1, (1,)) if ts is None else ts
+    n_out = targets.shape[0]
+    f0 = f(y0, t0)
+    h0 = _initial_step(f, y0, f0, t0, direction, rtol, atol, 4)
+    zero_i = _core.asarray(0, dtype=_core.int32)
+    one = _core.asarray(1.0, dtype=dt)
+    # Carry: t, y, h, k1 (f at t, y), previous error, next output index, outputs,
+    # accepted, rejected, evaluations, done.
+    carry0 = (t0, y0, h0, f0, one, zero_i, _core.zeros((n_out,) + tuple(y0.shape), dtype=dt),
+              zero_i, zero_i, _core.asarray(2, dtype=_core.int32), _core.asarray(False))
+
+    def attempt(c):
+        t, y, h, k1, err_prev, idx, ys, acc, rej, nfe, _done = c
+        target = targets[idx]
+        remaining = (target - t) * direction
+        h_ctrl = stop_gradient(h)
+        clipped = h_ctrl >= remaining
+        step = direction * _core.where(clipped, remaining, h_ctrl)
+        ks = [k1]
+        for s in range(1, 7):
+            incr = sum(a * k for a, k in zip(_A[s], ks) if a != 0.0)
+            ks.append(f(y + step * incr, t + _C[s] * step))
+        y_new = y + step * sum(b * k for b, k in zip(_A[6], ks[:6]) if b != 0.0)
+        err_vec = step * sum(e * k for e, k in zip(_E, ks) if e != 0.0)
+        scale = atol + rtol * _core.maximum(_core.abs(y), _core.abs(y_new))
+        err = stop_gradient(_rms(err_vec / scale))
+        ok = err <= 1.0
+        safe_err = _core.maximum(err, 1e-10)
+        grow = _core.clip(_SAFETY * safe_err ** (-_ALPHA) * err_prev ** _BETA, _FAC_MIN, _FAC_MAX)
+        shrink = _core.maximum(_FAC_MIN, _SAFETY * safe_err ** -0.2)
+        base = _core.where(clipped & ok, h_ctrl, _core.abs(step))
+        h_next = stop_gradient(base * _core.where(ok, grow, _core.minimum(shrink, 1.0)))
+        t_new = _core.where(clipped, target, t + step)
+        landed = ok & clipped
+        ys = _core.where(landed, ys.at[idx].set(y_new), ys)
+        idx_new = _core.where(landed, idx + 1, idx)
+        done = idx_new >= n_out
+        return (_core.where(ok, t_new, t), _core.where(ok, y_new, y), h_next, _core.where(ok, ks[6], k1),
+                _core.where(ok, _core.maximum(err, 1e-4), err_prev), idx_new, ys,
+                acc + ok.astype(_core.int32), rej + (~ok).astype(_core.int32), nfe + 6, done)
+
+    def body(i, c):
+        return cond(c[-1], lambda c: c, attempt, c)
+
+    c = fori_loop(0, max_steps, body, carry0)
+    _t, y, _h, _k, _e, _idx, ys, acc, rej, nfe, done = c
+    status = _core.where(done, 0, 1).astype(_core.int32)
+    out = y if ts is None else ys
+    return out, OdeInfo(acc, rej, nfe, status)
+
+
+def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = None, args: tuple = (),
+           save: bool = False, saveat=None, rtol: float = 1e-6, atol: float = 1e-9, max_steps: int = 512,
+           info: bool = False):
+    """Integrates dy/dt = f(y, t, *args) from t_span[0] to t_span[1].
+
+    ``method``: "euler", "heun", "rk4" (fixed steps: ``steps`` equal steps over t_span, or
+    per interval between output times) or "dopri5" (adaptive, ``rtol``/``atol`` on each
+    component, at most ``max_steps`` step attempts). Returns y at t_span[1]; with
+    ``saveat=ts`` (increasing times after t_span[0], the last at most t_span[1]) y at each of
+    ts stacked on a leading axis; with ``save=True`` (fixed steps) y at every step, y0
+    first. ``info=True`` returns ``(y, OdeInfo)``. An adaptive run that needs more than
+    max_steps attempts raises ValueError when called on concrete values; inside jit its
+    info says status 1 and y is where it stopped. Differentiable with respect to y0, args,
+    t_span and saveat, in forward and reverse mode (adaptive step sizes held fixed).
+    """
+    name = "odeint"
+    if not callable(f):
+        raise TypeError(f"{name}: f must be a function f(y, t, *args), got {type(f).__name__}")
+    if method not in _FIXED + _ADAPTIVE:
+        raise ValueError(f"{name}: method must be one of {', '.join(_FIXED + _ADAPTIVE)}, got {method!r}")
+    if not isinstance(args, tuple):
+        raise TypeError(f"{name}: args must be a tuple, got {type(args).__name__}")
+    try:
+        t0_in, t1_in = t_span
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: t_span must be a pair (t0, t1), got {t_span!r}") from None
+    leaves, treedef = _float_leaves(y0, name, "y0")
+    flat = _Flat(leaves, treedef)
+    dt = flat.dtype
+    t0 = _core.asarray(t0_in, dtype=dt)
+    t1 = _core.asarray(t1_in, dtype=dt)
+    if t0.ndim or t1.ndim:
+        raise ValueError(f"{name}: t_span's times must be scalars")
+    ts = None
+    if saveat is not None:
+        ts = _core.asarray(saveat, dtype=dt)
+        if ts.ndim != 1 or ts.shape[0] == 0:
+            raise ValueError(f"{name}: saveat must be a non-empty 1-D array of times, got shape {list(ts.shape)}")
+        if not (ts._is_tracer or t0._is_tracer or t1._is_tracer):
+            import numpy as np
+            tsn, a, b = np.asarray(ts), float(np.asarray(t0)), float(np.asarray(t1))
+            sign = 1.0 if b >= a else -1.0
+            if np.any(sign * np.diff(tsn) < 0) or sign * (tsn[0] - a) < 0 or sign * (tsn[-1] - b) > 0:
+                raise ValueError(f"{name}: saveat must run from t_span[0] to t_span[1] in order, got {tsn}")
+    if method in _FIXED:
+        if steps is None:
+            raise ValueError(f"{name}: method {method!r} takes fixed steps: pass steps=N")
+        _check_int(name, "steps", steps, 1)
+        if save and ts is not None:
+            raise ValueError(f"{name}: pass either save=True or saveat, not both")
+    else:
+        _check_int(name, "max_steps", max_steps, 1)
+        if save:
+            raise ValueError(f"{name}: save=True is for fixed-step methods; pass saveat=times for {method!r}")
+        for what, v in (("rtol", rtol), ("atol", atol)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise ValueError(f"{name}: {what} must be a number > 0, got {v!r}")
+
+    def rhs(v, t):
+        return flat.ravel_checked(f(flat.unravel(v), t, *args), name, "f")
+
+    y0v = flat.ravel(y0)
+    if method in _FIXED:
+        out, stats = _fixed(method, rhs, y0v, t0, t1, ts, steps, save)
+    else:
+        out, stats = _dopri5(rhs, y0v, t0, t1, ts, float(rtol), float(atol), max_steps)
+        if not isinstance(stats.status, _core.Array) or not stats.status._is_tracer:
+            if int(stats.status) != 0:
+                raise ValueError(f"{name}: {max_steps} step attempts (max_steps) did not reach t = "
+                                 f"{float(t1) if ts is None else 'the last of saveat'}; raise max_steps, or loosen "
+                                 f"rtol/atol")
+    if save or ts is not None:
+        y = _vmap_unravel(flat, out)
+    else:
+        y = flat.unravel(out)
+    if info:
+        if stats is None:
+            n = (steps if ts is None else steps * ts.shape[0])
+            per = {"euler": 1, "heun": 2, "rk4": 4}[method]
+            i32 = _core.int32
+            stats = OdeInfo(_core.asarray(n, dtype=i32), _core.asarray(0, dtype=i32),
+                            _core.asarray(n * per, dtype=i32), _core.asarray(0, dtype=i32))
+        return y, stats
+    return y
+
+
+def _vmap_unravel(flat, stacked):
+    """The pytree of b's structure with each leaf stacked along a new leading axis."""
+    out, start = [], 0
+    n = stacked.shape[0]
+    for shape, dtype, size in zip(flat.shapes, flat.dtypes, flat.sizes):
+        out.append(stacked[:, start:start + size].reshape((n,) + shape).astype(dtype))
+        start += size
+    return _tree.unflatten(flat.treedef, out)
+

@@ -1,0 +1,186 @@
+"""qb.ode.odeint: accuracy against closed forms and SciPy's solve_ivp, step counts,
+saveat, pytrees, errors, and derivatives (against central differences, forward against
+reverse, second order, vmap against a loop)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import quabla as qb
+
+A_LIN = np.array([[-0.5, 2.0], [-2.0, -0.5]])
+
+
+def linear(y, t):
+    return qb.array(A_LIN) @ y
+
+
+def linear_exact(y0, t):
+    from scipy.linalg import expm
+    return expm(A_LIN * t) @ y0
+
+
+def lotka(y, t, a, b, c, d):
+    return qb.stack([a * y[0] - b * y[0] * y[1], -c * y[1] + d * y[0] * y[1]])
+
+
+def lotka_np(t, y):
+    return [1.5 * y[0] - y[0] * y[1], -3.0 * y[1] + y[0] * y[1]]
+
+
+def lorenz(y, t, s, r, b):
+    return qb.stack([s * (y[1] - y[0]), y[0] * (r - y[2]) - y[1], y[0] * y[1] - b * y[2]])
+
+
+def lorenz_np(t, y):
+    return [10 * (y[1] - y[0]), y[0] * (28 - y[2]) - y[1], y[0] * y[1] - 8 / 3 * y[2]]
+
+
+LV_ARGS = (1.5, 1.0, 3.0, 1.0)
+
+
+def qargs(vals):
+    return tuple(qb.asarray(v) for v in vals)
+
+
+@pytest.mark.parametrize("method,order", [("euler", 1), ("heun", 2), ("rk4", 4)])
+def test_fixed_step_methods_converge_at_their_order(method, order):
+    y0 = np.array([1.0, 0.5])
+    exact = linear_exact(y0, 2.0)
+    errs = [np.abs(np.asarray(qb.ode.odeint(linear, qb.array(y0), (0.0, 2.0), method=method, steps=n)) - exact).max()
+            for n in (200, 400)]
+    assert errs[0] / errs[1] == pytest.approx(2 ** order, rel=0.15)
+
+
+@pytest.mark.parametrize("problem", ["lotka", "lorenz", "linear"])
+def test_dopri5_against_scipy_accuracy_and_step_counts(problem):
+    if problem == "lotka":
+        f, fnp, y0, t1, args = lotka, lotka_np, [1.0, 1.0], 5.0, qargs(LV_ARGS)
+    elif problem == "lorenz":
+        f, fnp, y0, t1, args = lorenz, lorenz_np, [1.0, 1.0, 1.0], 1.0, qargs((10.0, 28.0, 8 / 3))
+    else:
+        f, fnp, y0, t1, args = linear, (lambda t, y: A_LIN @ y), [1.0, 0.5], 4.0, ()
+    ref = solve_ivp(fnp, (0, t1), y0, method="DOP853", rtol=1e-12, atol=1e-12).y[:, -1]
+    for tol in (1e-6, 1e-9):
+        y, info = qb.ode.odeint(f, qb.array(y0), (0.0, t1), method="dopri5", args=args, rtol=tol, atol=tol,
+                                max_steps=4000, info=True)
+        assert int(info.status) == 0
+        scale = np.abs(ref).max() + 1
+        assert np.abs(np.asarray(y) - ref).max() <= 200 * tol * scale
+        theirs = solve_ivp(fnp, (0, t1), y0, method="RK45", rtol=tol, atol=tol)
+        steps = int(info.accepted) + int(info.rejected)
+        assert abs(steps - (theirs.t.size - 1)) <= 0.25 * (theirs.t.size - 1) + 2, (steps, theirs.t.size - 1)
+        assert int(info.evaluations) == 6 * steps + 2
+
+
+def test_saveat_save_pytrees_and_backwards_time():
+    ts = np.array([0.0, 0.5, 1.5, 3.0])
+    y0 = np.array([1.0, 0.5])
+    want = np.stack([linear_exact(y0, t) for t in ts])
+    ys = qb.ode.odeint(linear, qb.array(y0), (0.0, 3.0), method="dopri5", saveat=qb.array(ts), rtol=1e-10,
+                       atol=1e-10, max_steps=2000)
+    np.testing.assert_allclose(np.asarray(ys), want, atol=1e-8)
+    ys = qb.ode.odeint(linear, qb.array(y0), (0.0, 3.0), method="rk4", saveat=ts, steps=50)
+    np.testing.assert_allclose(np.asarray(ys), want, atol=1e-7)
+    traj = qb.ode.odeint(linear, qb.array(y0), (0.0, 3.0), method="rk4", steps=30, save=True)
+    assert traj.shape == (31, 2)
+    np.testing.assert_allclose(np.asarray(traj[0]), y0)
+    np.testing.assert_allclose(np.asarray(traj[-1]), linear_exact(y0, 3.0), atol=1e-4)
+    end = qb.ode.odeint(linear, qb.array(y0), (0.0, 3.0), method="rk4", steps=30)
+    np.testing.assert_allclose(np.asarray(traj[-1]), np.asarray(end), rtol=1e-13)
+    # A pytree state, mixed shapes.
+    def f(state, t):
+        return {"x": state["v"], "v": -state["x"]}
+    out = qb.ode.odeint(f, {"x": qb.asarray(1.0), "v": qb.asarray(0.0)}, (0.0, np.pi / 2), method="dopri5",
+                        rtol=1e-10, atol=1e-10)
+    assert abs(float(out["x"])) < 1e-8 and abs(float(out["v"]) + 1.0) < 1e-8
+    # Integrating backwards in time undoes the forward integration.
+    y1 = qb.ode.odeint(linear, qb.array(y0), (0.0, 2.0), method="dopri5", rtol=1e-11, atol=1e-11, max_steps=3000)
+    back = qb.ode.odeint(linear, y1, (2.0, 0.0), method="dopri5", rtol=1e-11, atol=1e-11, max_steps=3000)
+    np.testing.assert_allclose(np.asarray(back), y0, atol=1e-8)
+
+
+def test_odeint_errors_and_max_steps_status():
+    y0 = qb.array([1.0, 0.5])
+    with pytest.raises(ValueError, match="method must be one of"):
+        qb.ode.odeint(linear, y0, (0.0, 1.0), method="rk45")
+    with pytest.raises(ValueError, match="pass steps=N"):
+        qb.ode.odeint(linear, y0, (0.0, 1.0), method="rk4")
+    with pytest.raises(ValueError, match="steps must be an int >= 1"):
+        qb.ode.odeint(linear, y0, (0.0, 1.0), method="rk4", steps=0)
+    with pytest.raises(ValueError, match="t_span must be a pair"):
+        qb.ode.odeint(linear, y0, 1.0, method="rk4", steps=3)
+    with pytest.raises(ValueError, match="saveat must run from"):
+        qb.ode.odeint(linear, y0, (0.0, 1.0), method="dopri5", saveat=[0.5, 0.2])
+    with pytest.raises(ValueError, match="saveat must run from"):
+        qb.ode.odeint(linear, y0, (0.0, 1.0), method="dopri5", saveat=[0.5, 2.0])
+    with pytest.raises(ValueError, match="save=True is for fixed-step"):
+        qb.ode.odeint(linear, y0, (0.0, 1.0), method="dopri5", save=True)
+    with pytest.raises(ValueError, match="rtol must be a number > 0"):
+        qb.ode.odeint(linear, y0, (0.0, 1.0), method="dopri5", rtol=0.0)
+    with pytest.raises(TypeError, match="y0.* must be floating point"):
+        qb.ode.odeint(linear, qb.array([1, 2]), (0.0, 1.0), method="rk4", steps=2)
+    with pytest.raises(TypeError, match="odeint: f returned"):
+        qb.ode.odeint(lambda y, t: y[:1], y0, (0.0, 1.0), method="rk4", steps=2)
+    with pytest.raises(ValueError, match="max_steps.* did not reach"):
+        qb.ode.odeint(linear, y0, (0.0, 10.0), method="dopri5", rtol=1e-10, atol=1e-10, max_steps=10)
+    # Inside jit nothing can raise: the status says it.
+    y, info = qb.jit(lambda y0: qb.ode.odeint(linear, y0, (0.0, 10.0), method="dopri5", rtol=1e-10, atol=1e-10,
+                                              max_steps=10, info=True))(y0)
+    assert int(info.status) == 1 and int(info.accepted) + int(info.rejected) == 10
+
+
+def central(f, x, eps=1e-6):
+    x = np.asarray(x, dtype=np.float64)
+    cols = []
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps))
+    return np.moveaxis(np.array(cols), 0, -1).reshape(np.shape(cols[0]) + x.shape)
+
+
+@pytest.mark.parametrize("method", ["rk4", "dopri5"])
+def test_gradients_against_differences_forward_and_second_order(method):
+    kw = dict(method=method, steps=200) if method == "rk4" else dict(method=method, rtol=1e-10, atol=1e-10,
+                                                                     max_steps=3000)
+
+    def loss(y0, p, t1, ts):
+        args = (p[0], p[1], p[2], p[3])
+        ys = qb.ode.odeint(lotka, y0, (0.0, t1), args=args, saveat=ts, **kw)
+        end = qb.ode.odeint(lotka, y0, (0.0, t1), args=args, **kw)
+        return qb.sum(ys[:, 0] * qb.arange(1.0, 3.0)) + qb.sum(end ** 2)
+
+    y0, p, t1, ts = np.array([1.0, 1.0]), np.array(LV_ARGS), 2.0, np.array([0.5, 1.5])
+    qa = (qb.array(y0), qb.array(p), qb.asarray(t1), qb.array(ts))
+    grads = qb.grad(loss, argnums=(0, 1, 2, 3))(*qa)
+    fds = [central(lambda v: float(loss(qb.array(v), *qa[1:])), y0),
+           central(lambda v: float(loss(qa[0], qb.array(v), *qa[2:])), p),
+           central(lambda v: float(loss(qa[0], qa[1], qb.asarray(float(v)), ts=qa[3])), t1),
+           central(lambda v: float(loss(*qa[:3], qb.array(v))), ts)]
+    for k, (g, fd) in enumerate(zip(grads, fds)):
+        np.testing.assert_allclose(np.asarray(g), fd, rtol=1e-6, atol=1e-7, err_msg=f"argument {k}")
+    # Forward mode equals reverse.
+    d = np.array([0.3, -0.2, 0.1, 0.5])
+    _, t = qb.jvp(lambda p: loss(qa[0], p, qa[2], qa[3]), (qa[1],), (qb.array(d),))
+    np.testing.assert_allclose(float(t), np.dot(np.asarray(grads[1]), d), rtol=1e-9)
+    # Second order: the Hessian in the parameters against differences of the gradient.
+    h = qb.hessian(lambda p: loss(qa[0], p, qa[2], qa[3]))(qa[1])
+    hfd = central(lambda v: np.asarray(qb.grad(lambda p: loss(qa[0], p, qa[2], qa[3]))(qb.array(v))), p)
+    np.testing.assert_allclose(np.asarray(h), hfd, rtol=1e-5, atol=1e-6)
+
+
+def test_vmap_over_initial_conditions_equals_a_loop_and_jit():
+    rng = np.random.default_rng(0)
+    y0s = rng.uniform(0.5, 2.0, size=(64, 2))
+    solve = lambda y0: qb.ode.odeint(lotka, y0, (0.0, 3.0), method="dopri5", args=qargs(LV_ARGS), rtol=1e-8,
+                                     atol=1e-8, max_steps=1000)
+    batched = np.asarray(qb.vmap(solve)(qb.array(y0s)))
+    for k in (0, 17, 63):
+        np.testing.assert_allclose(batched[k], np.asarray(solve(qb.array(y0s[k]))), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(qb.jit(solve)(qb.array(y0s[5]))), batched[5], rtol=1e-12, atol=1e-13)
+    g = qb.vmap(qb.grad(lambda y0: qb.sum(solve(y0))))(qb.array(y0s[:4]))
+    for k in range(4):
+        np.testing.assert_allclose(np.asarray(g[k]), np.asarray(qb.grad(lambda y0: qb.sum(solve(y0)))(qb.array(y0s[k]))),
+                                   rtol=1e-10)
