@@ -5,8 +5,9 @@ step sizes of adaptive methods held fixed as diffrax does), jvp, vmap and higher
 derivatives all come from the loop transforms:
  - fixed-step methods (euler, heun, rk4) are a scan of ``steps`` equal steps per output
    interval;
- - the adaptive method (dopri5: Dormand-Prince 5(4), first-same-as-last, a PI step-size
-   controller and Hairer's initial step) is a bounded loop: ``max_steps`` attempts of which
+ - the adaptive methods (dopri5: Dormand-Prince 5(4), first-same-as-last; rosenbrock23:
+   Shampine and Reichelt's stiff Rosenbrock 2(3); both with a PI step-size controller and
+   Hairer's initial step) are a bounded loop: ``max_steps`` attempts of which
    the ones after the end are skipped by a cond, so reverse mode works (a while loop has no
    transpose). Output times (``saveat``) are hit exactly by shortening the step that would
    pass them.
@@ -26,7 +27,7 @@ from ._krylov import _Flat
 __all__ = ["odeint", "OdeInfo"]
 
 _FIXED = ("euler", "heun", "rk4")
-_ADAPTIVE = ("dopri5",)
+_ADAPTIVE = ("dopri5", "rosenbrock23")
 
 # Dormand-Prince 5(4): nodes, stage weights, the 5th-order weights (the last stage's
 # row, so the last stage is f at the new point: first same as last) and b5 - b4.
@@ -113,17 +114,57 @@ def _initial_step(f, y0, f0, t0, direction, rtol, atol, order):
     return stop_gradient(_core.minimum(100 * h0, h1))
 
 
-def _dopri5(f, y0, t0, t1, ts, rtol, atol, max_steps):
+def _dopri5_step(f, t, y, step, k1):
+    """One Dormand-Prince attempt: (y_new, error estimate, f at the new point, evaluations)."""
+    ks = [k1]
+    for s in range(1, 7):
+        incr = sum(a * k for a, k in zip(_A[s], ks) if a != 0.0)
+        ks.append(f(y + step * incr, t + _C[s] * step))
+    y_new = y + step * sum(b * k for b, k in zip(_A[6], ks[:6]) if b != 0.0)
+    err = step * sum(e * k for e, k in zip(_E, ks) if e != 0.0)
+    return y_new, err, ks[6], 6
+
+
+_D = 1.0 / (2.0 + 2.0 ** 0.5)
+_E32 = 6.0 + 2.0 ** 0.5
+
+
+def _rosenbrock23_step(f, t, y, step, f0):
+    """One attempt of Shampine and Reichelt's Rosenbrock 2(3) (MATLAB's ode23s): W = I -
+    h d J with J = df/dy by jacfwd and T = df/dt by jvp, one LU of W for three solves."""
+    from ._ad import jacfwd, jvp
+    from .linalg import lu_factor, lu_solve
+
+    n = y.shape[0]
+    jac = jacfwd(lambda v: f(v, t))(y)
+    dfdt = jvp(lambda s: f(y, s), (t,), (_core.ones_like(t),))[1]
+    w = _core.eye(n, dtype=y.dtype) - (step * _D) * jac
+    lu = lu_factor(w)
+    hdt = (step * _D) * dfdt
+    k1 = lu_solve(lu, f0 + hdt)
+    f1 = f(y + (0.5 * step) * k1, t + 0.5 * step)
+    k2 = lu_solve(lu, f1 - k1) + k1
+    y_new = y + step * k2
+    f2 = f(y_new, t + step)
+    k3 = lu_solve(lu, f2 - _E32 * (k2 - f1) - 2.0 * (k1 - f0) + hdt)
+    err = (step / 6.0) * (k1 - 2.0 * k2 + k3)
+    return y_new, err, f2, 2 + n + 1
+
+
+def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps):
+    """A bounded loop of max_steps attempts of ``stepper`` (a cond skips those after the
+    end), with Hairer's PI step-size controller on the error estimate of order ``order``."""
     dt = y0.dtype
+    alpha = 1.0 / (order + 1) - 0.75 * _BETA
     direction = _core.where(t1 >= t0, 1.0, -1.0).astype(dt)
     targets = _core.reshape(t1, (1,)) if ts is None else ts
     n_out = targets.shape[0]
     f0 = f(y0, t0)
-    h0 = _initial_step(f, y0, f0, t0, direction, rtol, atol, 4)
+    h0 = _initial_step(f, y0, f0, t0, direction, rtol, atol, order)
     zero_i = _core.asarray(0, dtype=_core.int32)
     one = _core.asarray(1.0, dtype=dt)
-    # Carry: t, y, h, k1 (f at t, y), previous error, next output index, outputs,
-    # accepted, rejected, evaluations, done.
+    # Carry: t, y, h, f at (t, y), previous error, next output index, outputs, accepted,
+    # rejected, evaluations, done.
     carry0 = (t0, y0, h0, f0, one, zero_i, _core.zeros((n_out,) + tuple(y0.shape), dtype=dt),
               zero_i, zero_i, _core.asarray(2, dtype=_core.int32), _core.asarray(False))
 
@@ -134,18 +175,13 @@ def _dopri5(f, y0, t0, t1, ts, rtol, atol, max_steps):
         h_ctrl = stop_gradient(h)
         clipped = h_ctrl >= remaining
         step = direction * _core.where(clipped, remaining, h_ctrl)
-        ks = [k1]
-        for s in range(1, 7):
-            incr = sum(a * k for a, k in zip(_A[s], ks) if a != 0.0)
-            ks.append(f(y + step * incr, t + _C[s] * step))
-        y_new = y + step * sum(b * k for b, k in zip(_A[6], ks[:6]) if b != 0.0)
-        err_vec = step * sum(e * k for e, k in zip(_E, ks) if e != 0.0)
+        y_new, err_vec, k_new, evals = stepper(f, t, y, step, k1)
         scale = atol + rtol * _core.maximum(_core.abs(y), _core.abs(y_new))
         err = stop_gradient(_rms(err_vec / scale))
         ok = err <= 1.0
         safe_err = _core.maximum(err, 1e-10)
-        grow = _core.clip(_SAFETY * safe_err ** (-_ALPHA) * err_prev ** _BETA, _FAC_MIN, _FAC_MAX)
-        shrink = _core.maximum(_FAC_MIN, _SAFETY * safe_err ** -0.2)
+        grow = _core.clip(_SAFETY * safe_err ** (-alpha) * err_prev ** _BETA, _FAC_MIN, _FAC_MAX)
+        shrink = _core.maximum(_FAC_MIN, _SAFETY * safe_err ** (-1.0 / (order + 1)))
         base = _core.where(clipped & ok, h_ctrl, _core.abs(step))
         h_next = stop_gradient(base * _core.where(ok, grow, _core.minimum(shrink, 1.0)))
         t_new = _core.where(clipped, target, t + step)
@@ -153,9 +189,9 @@ def _dopri5(f, y0, t0, t1, ts, rtol, atol, max_steps):
         ys = _core.where(landed, ys.at[idx].set(y_new), ys)
         idx_new = _core.where(landed, idx + 1, idx)
         done = idx_new >= n_out
-        return (_core.where(ok, t_new, t), _core.where(ok, y_new, y), h_next, _core.where(ok, ks[6], k1),
+        return (_core.where(ok, t_new, t), _core.where(ok, y_new, y), h_next, _core.where(ok, k_new, k1),
                 _core.where(ok, _core.maximum(err, 1e-4), err_prev), idx_new, ys,
-                acc + ok.astype(_core.int32), rej + (~ok).astype(_core.int32), nfe + 6, done)
+                acc + ok.astype(_core.int32), rej + (~ok).astype(_core.int32), nfe + evals, done)
 
     def body(i, c):
         return cond(c[-1], lambda c: c, attempt, c)
@@ -173,8 +209,9 @@ def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = No
     """Integrates dy/dt = f(y, t, *args) from t_span[0] to t_span[1].
 
     ``method``: "euler", "heun", "rk4" (fixed steps: ``steps`` equal steps over t_span, or
-    per interval between output times) or "dopri5" (adaptive, ``rtol``/``atol`` on each
-    component, at most ``max_steps`` step attempts). Returns y at t_span[1]; with
+    per interval between output times), "dopri5" (adaptive, ``rtol``/``atol`` on each
+    component, at most ``max_steps`` step attempts) or "rosenbrock23" (adaptive and
+    linearly implicit, for stiff problems: a Jacobian by jacfwd and one LU per step). Returns y at t_span[1]; with
     ``saveat=ts`` (increasing times after t_span[0], the last at most t_span[1]) y at each of
     ts stacked on a leading axis; with ``save=True`` (fixed steps) y at every step, y0
     first. ``info=True`` returns ``(y, OdeInfo)``. An adaptive run that needs more than
@@ -232,7 +269,8 @@ def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = No
     if method in _FIXED:
         out, stats = _fixed(method, rhs, y0v, t0, t1, ts, steps, save)
     else:
-        out, stats = _dopri5(rhs, y0v, t0, t1, ts, float(rtol), float(atol), max_steps)
+        stepper, order = (_dopri5_step, 4) if method == "dopri5" else (_rosenbrock23_step, 2)
+        out, stats = _adaptive(stepper, order, rhs, y0v, t0, t1, ts, float(rtol), float(atol), max_steps)
         if not isinstance(stats.status, _core.Array) or not stats.status._is_tracer:
             if int(stats.status) != 0:
                 raise ValueError(f"{name}: {max_steps} step attempts (max_steps) did not reach t = "

@@ -184,3 +184,60 @@ def test_vmap_over_initial_conditions_equals_a_loop_and_jit():
     for k in range(4):
         np.testing.assert_allclose(np.asarray(g[k]), np.asarray(qb.grad(lambda y0: qb.sum(solve(y0)))(qb.array(y0s[k]))),
                                    rtol=1e-10)
+
+
+def robertson(y, t):
+    return qb.stack([-0.04 * y[0] + 1e4 * y[1] * y[2], 0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2,
+                     3e7 * y[1] ** 2])
+
+
+def robertson_np(t, y):
+    return [-0.04 * y[0] + 1e4 * y[1] * y[2], 0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2, 3e7 * y[1] ** 2]
+
+
+def test_rosenbrock23_on_stiff_problems_against_radau():
+    ref = solve_ivp(robertson_np, (0, 40), [1.0, 0.0, 0.0], method="Radau", rtol=1e-11, atol=1e-13).y[:, -1]
+    y, info = qb.ode.odeint(robertson, qb.array([1.0, 0.0, 0.0]), (0.0, 40.0), method="rosenbrock23", rtol=1e-6,
+                            atol=1e-10, max_steps=3000, info=True)
+    assert int(info.status) == 0
+    np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-9)
+    # The explicit method needs far more steps on the same stiff problem (to t = 1).
+    _, stiff = qb.ode.odeint(robertson, qb.array([1.0, 0.0, 0.0]), (0.0, 1.0), method="rosenbrock23", rtol=1e-6,
+                             atol=1e-10, max_steps=3000, info=True)
+    _, explicit = qb.ode.odeint(robertson, qb.array([1.0, 0.0, 0.0]), (0.0, 1.0), method="dopri5", rtol=1e-6,
+                                atol=1e-10, max_steps=20000, info=True)
+    assert int(explicit.accepted) > 5 * int(stiff.accepted)
+    # Van der Pol, mu = 1000, through its first sharp transition.
+    mu = 1000.0
+    vdp_np = lambda t, y: [y[1], mu * (1 - y[0] ** 2) * y[1] - y[0]]
+    ref = solve_ivp(vdp_np, (0, 1000), [2.0, 0.0], method="Radau", rtol=1e-11, atol=1e-11).y[:, -1]
+    y = qb.ode.odeint(lambda y, t, mu: qb.stack([y[1], mu * (1 - y[0] ** 2) * y[1] - y[0]]), qb.array([2.0, 0.0]),
+                      (0.0, 1000.0), method="rosenbrock23", args=(qb.asarray(mu),), rtol=1e-7, atol=1e-7,
+                      max_steps=4000)
+    np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-3, atol=1e-6)
+
+
+def test_rosenbrock23_gradients_and_a_non_autonomous_problem():
+    # y' = -k (y - cos t): stiff for large k, non-autonomous (df/dt enters the method).
+    def f(y, t, k):
+        return -k * (y - qb.cos(t))
+
+    def exact(k, t, y0=2.0):
+        a = k / (k * k + 1)
+        c = k * a
+        return (y0 - c) * np.exp(-k * t) + c * np.cos(t) + a * np.sin(t)
+    y = qb.ode.odeint(f, qb.array([2.0]), (0.0, 3.0), method="rosenbrock23", args=(qb.asarray(50.0),), rtol=1e-8,
+                      atol=1e-10, max_steps=3000)
+    np.testing.assert_allclose(float(y[0]), exact(50.0, 3.0), rtol=1e-6)
+
+    def loss(k, y0):
+        y = qb.ode.odeint(f, y0, (0.0, 0.2), method="rosenbrock23", args=(k,), rtol=1e-11, atol=1e-13,
+                          max_steps=20000)
+        return qb.sum(y ** 2)
+    k, y0 = qb.asarray(20.0), qb.array([2.0])
+    gk, gy = qb.grad(loss, argnums=(0, 1))(k, y0)
+    np.testing.assert_allclose(float(gk), central(lambda v: float(loss(qb.asarray(float(v)), y0)), 20.0), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(gy), central(lambda v: float(loss(k, qb.array(v))), np.array([2.0])),
+                               rtol=1e-6)
+    _, t = qb.jvp(loss, (k, y0), (qb.asarray(1.0), qb.array([0.0])))
+    np.testing.assert_allclose(float(t), float(gk), rtol=1e-9)
