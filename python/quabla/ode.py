@@ -5,7 +5,8 @@ step sizes of adaptive methods held fixed as diffrax does), jvp, vmap and higher
 derivatives all come from the loop transforms:
  - fixed-step methods (euler, heun, rk4) are a scan of ``steps`` equal steps per output
    interval;
- - the adaptive methods (dopri5: Dormand-Prince 5(4), first-same-as-last; rosenbrock23:
+ - the adaptive methods (dopri5 and tsit5: Dormand-Prince's and Tsitouras's 5(4) pairs,
+   first-same-as-last; rosenbrock23:
    Shampine and Reichelt's stiff Rosenbrock 2(3); both with a PI step-size controller and
    Hairer's initial step) are a bounded loop: ``max_steps`` attempts of which
    the ones after the end are skipped by a cond, so reverse mode works (a while loop has no
@@ -27,7 +28,7 @@ from ._krylov import _Flat
 __all__ = ["odeint", "OdeInfo"]
 
 _FIXED = ("euler", "heun", "rk4")
-_ADAPTIVE = ("dopri5", "rosenbrock23")
+_ADAPTIVE = ("dopri5", "tsit5", "rosenbrock23")
 
 # Dormand-Prince 5(4): nodes, stage weights, the 5th-order weights (the last stage's
 # row, so the last stage is f at the new point: first same as last) and b5 - b4.
@@ -114,15 +115,37 @@ def _initial_step(f, y0, f0, t0, direction, rtol, atol, order):
     return stop_gradient(_core.minimum(100 * h0, h1))
 
 
-def _dopri5_step(f, t, y, step, k1):
-    """One Dormand-Prince attempt: (y_new, error estimate, f at the new point, evaluations)."""
-    ks = [k1]
-    for s in range(1, 7):
-        incr = sum(a * k for a, k in zip(_A[s], ks) if a != 0.0)
-        ks.append(f(y + step * incr, t + _C[s] * step))
-    y_new = y + step * sum(b * k for b, k in zip(_A[6], ks[:6]) if b != 0.0)
-    err = step * sum(e * k for e, k in zip(_E, ks) if e != 0.0)
-    return y_new, err, ks[6], 6
+# Tsitouras 5(4) (Ch. Tsitouras, Comput. Math. Appl. 62 (2011) 770-775), FSAL like
+# Dormand-Prince; _E_TSIT is the difference of its two weight rows.
+_C_TSIT = (0.0, 0.161, 0.327, 0.9, 0.9800255409045097, 1.0, 1.0)
+_A_TSIT = ((),
+           (0.161,),
+           (-0.008480655492356989, 0.335480655492357),
+           (2.8971530571054935, -6.359448489975075, 4.3622954328695815),
+           (5.325864828439257, -11.748883564062828, 7.4955393428898365, -0.09249506636175525),
+           (5.86145544294642, -12.92096931784711, 8.159367898576159, -0.071584973281401, -0.028269050394068383),
+           (0.09646076681806523, 0.01, 0.4798896504144996, 1.379008574103742, -3.290069515436081,
+            2.324710524099774))
+_E_TSIT = (-0.00178001105222577714, -0.0008164344596567469, 0.007880878010261995, -0.1447110071732629,
+           0.5823571654525552, -0.45808210592918697, 1.0 / 66.0)
+
+
+def _explicit_step(c, a, e):
+    """One attempt of a 7-stage FSAL pair: (y_new, error estimate, f at the new point,
+    evaluations); the last stage row of ``a`` holds the propagated weights."""
+    def step_fn(f, t, y, step, k1):
+        ks = [k1]
+        for s in range(1, 7):
+            incr = sum(w * k for w, k in zip(a[s], ks) if w != 0.0)
+            ks.append(f(y + step * incr, t + c[s] * step))
+        y_new = y + step * sum(w * k for w, k in zip(a[6], ks[:6]) if w != 0.0)
+        err = step * sum(w * k for w, k in zip(e, ks) if w != 0.0)
+        return y_new, err, ks[6], 6
+    return step_fn
+
+
+_dopri5_step = _explicit_step(_C, _A, _E)
+_tsit5_step = _explicit_step(_C_TSIT, _A_TSIT, _E_TSIT)
 
 
 _D = 1.0 / (2.0 + 2.0 ** 0.5)
@@ -209,8 +232,8 @@ def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = No
     """Integrates dy/dt = f(y, t, *args) from t_span[0] to t_span[1].
 
     ``method``: "euler", "heun", "rk4" (fixed steps: ``steps`` equal steps over t_span, or
-    per interval between output times), "dopri5" (adaptive, ``rtol``/``atol`` on each
-    component, at most ``max_steps`` step attempts) or "rosenbrock23" (adaptive and
+    per interval between output times), "dopri5" or "tsit5" (adaptive 5(4) pairs,
+    ``rtol``/``atol`` on each component, at most ``max_steps`` step attempts) or "rosenbrock23" (adaptive and
     linearly implicit, for stiff problems: a Jacobian by jacfwd and one LU per step). Returns y at t_span[1]; with
     ``saveat=ts`` (increasing times after t_span[0], the last at most t_span[1]) y at each of
     ts stacked on a leading axis; with ``save=True`` (fixed steps) y at every step, y0
@@ -269,7 +292,8 @@ def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = No
     if method in _FIXED:
         out, stats = _fixed(method, rhs, y0v, t0, t1, ts, steps, save)
     else:
-        stepper, order = (_dopri5_step, 4) if method == "dopri5" else (_rosenbrock23_step, 2)
+        stepper, order = {"dopri5": (_dopri5_step, 4), "tsit5": (_tsit5_step, 4),
+                          "rosenbrock23": (_rosenbrock23_step, 2)}[method]
         out, stats = _adaptive(stepper, order, rhs, y0v, t0, t1, ts, float(rtol), float(atol), max_steps)
         if not isinstance(stats.status, _core.Array) or not stats.status._is_tracer:
             if int(stats.status) != 0:

@@ -53,8 +53,9 @@ def test_fixed_step_methods_converge_at_their_order(method, order):
     assert errs[0] / errs[1] == pytest.approx(2 ** order, rel=0.15)
 
 
+@pytest.mark.parametrize("method", ["dopri5", "tsit5"])
 @pytest.mark.parametrize("problem", ["lotka", "lorenz", "linear"])
-def test_dopri5_against_scipy_accuracy_and_step_counts(problem):
+def test_adaptive_5_4_pairs_against_scipy_accuracy_and_step_counts(problem, method):
     if problem == "lotka":
         f, fnp, y0, t1, args = lotka, lotka_np, [1.0, 1.0], 5.0, qargs(LV_ARGS)
     elif problem == "lorenz":
@@ -63,7 +64,7 @@ def test_dopri5_against_scipy_accuracy_and_step_counts(problem):
         f, fnp, y0, t1, args = linear, (lambda t, y: A_LIN @ y), [1.0, 0.5], 4.0, ()
     ref = solve_ivp(fnp, (0, t1), y0, method="DOP853", rtol=1e-12, atol=1e-12).y[:, -1]
     for tol in (1e-6, 1e-9):
-        y, info = qb.ode.odeint(f, qb.array(y0), (0.0, t1), method="dopri5", args=args, rtol=tol, atol=tol,
+        y, info = qb.ode.odeint(f, qb.array(y0), (0.0, t1), method=method, args=args, rtol=tol, atol=tol,
                                 max_steps=4000, info=True)
         assert int(info.status) == 0
         scale = np.abs(ref).max() + 1
@@ -141,7 +142,7 @@ def central(f, x, eps=1e-6):
     return np.moveaxis(np.array(cols), 0, -1).reshape(np.shape(cols[0]) + x.shape)
 
 
-@pytest.mark.parametrize("method", ["rk4", "dopri5"])
+@pytest.mark.parametrize("method", ["rk4", "dopri5", "tsit5"])
 def test_gradients_against_differences_forward_and_second_order(method):
     kw = dict(method=method, steps=200) if method == "rk4" else dict(method=method, rtol=1e-10, atol=1e-10,
                                                                      max_steps=3000)
