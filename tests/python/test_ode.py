@@ -242,3 +242,24 @@ def test_rosenbrock23_gradients_and_a_non_autonomous_problem():
                                rtol=1e-6)
     _, t = qb.jvp(loss, (k, y0), (qb.asarray(1.0), qb.array([0.0])))
     np.testing.assert_allclose(float(t), float(gk), rtol=1e-9)
+
+
+def test_neural_ode_example_trains():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "neural_ode.py"
+    spec = importlib.util.spec_from_file_location("neural_ode_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    y0s = qb.array([[1.0, 0.0], [0.0, 1.0]])
+    truth = qb.vmap(lambda y0: qb.ode.odeint(module.oscillator, y0, (0.0, 6.0), method="dopri5", saveat=module.TS,
+                                             rtol=1e-10, atol=1e-10))(y0s)
+    params = module.init_params(qb.random.key(0))
+    opt = qb.optim.Adam(1e-2)
+    state = opt.init(params)
+    step = qb.jit(lambda p, s: (lambda v, g: (*opt.update(p, g, s), v))(*qb.value_and_grad(module.loss)(p, y0s, truth)))
+    first = None
+    for _ in range(60):
+        params, state, value = step(params, state)
+        first = value.item() if first is None else first
+    assert value.item() < 0.5 * first
