@@ -20,7 +20,7 @@ from typing import Any, Callable, NamedTuple  # noqa: F401
 
 from . import _core
 from . import tree as _tree
-from ._control import cond, fori_loop, scan
+from ._control import cond, fori_loop, scan, while_loop
 from ._custom import stop_gradient
 from ._implicit import _float_leaves
 from ._krylov import _Flat
@@ -174,9 +174,11 @@ def _rosenbrock23_step(f, t, y, step, f0):
     return y_new, err, f2, 2 + n + 1
 
 
-def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps):
-    """A bounded loop of max_steps attempts of ``stepper`` (a cond skips those after the
-    end), with Hairer's PI step-size controller on the error estimate of order ``order``."""
+def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, bounded):
+    """Attempts of ``stepper`` with Hairer's PI step-size controller on the error estimate
+    of order ``order``, until the end or ``max_steps`` attempts: a while loop, or (bounded)
+    max_steps iterations of a fori_loop whose cond skips those after the end, which reverse
+    mode can differentiate. Both make the same attempts in the same order."""
     dt = y0.dtype
     alpha = 1.0 / (order + 1) - 0.75 * _BETA
     direction = _core.where(t1 >= t0, 1.0, -1.0).astype(dt)
@@ -216,14 +218,45 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps):
                 _core.where(ok, _core.maximum(err, 1e-4), err_prev), idx_new, ys,
                 acc + ok.astype(_core.int32), rej + (~ok).astype(_core.int32), nfe + evals, done)
 
-    def body(i, c):
-        return cond(c[-1], lambda c: c, attempt, c)
-
-    c = fori_loop(0, max_steps, body, carry0)
+    if bounded:
+        c = fori_loop(0, max_steps, lambda i, c: cond(c[-1], lambda c: c, attempt, c), carry0)
+    else:
+        c = while_loop(lambda c: (~c[-1]) & (c[7] + c[8] < max_steps), attempt, carry0)
     _t, y, _h, _k, _e, _idx, ys, acc, rej, nfe, done = c
     status = _core.where(done, 0, 1).astype(_core.int32)
     out = y if ts is None else ys
     return out, OdeInfo(acc, rej, nfe, status)
+
+
+def _integrate_adaptive(stepper, order, rhs, y0v, t0, t1, ts, rtol, atol, max_steps):
+    """The adaptive integration as a custom_jvp function: its value from the while loop
+    (which the small-loop compiler can run natively), its derivatives from differentiating
+    the bounded loop, which makes the same attempts. f's closed-over values (parameters)
+    become explicit arguments first, so they get tangents."""
+    from ._ad import jvp
+    from ._control import _Region, _spec
+    from ._custom import custom_jvp
+
+    region = _Region(rhs, "odeint f", lambda fun, ps: [fun(ps[0], ps[1])], [_spec(y0v), _spec(t0)])
+    graph, consts, _ = region.finish(region.out)
+    has_ts = ts is not None
+    times = ts if has_ts else _core.reshape(t1, (1,))
+
+    def run(bounded):
+        def go(y0v, t0, t1, times, *cs):
+            def f(v, t):
+                return graph.call([v, t] + list(cs))[0]
+            return _adaptive(stepper, order, f, y0v, t0, t1, times if has_ts else None, rtol, atol, max_steps,
+                             bounded)
+        return go
+
+    integrate = custom_jvp(run(False))
+
+    @integrate.defjvp
+    def _rule(primals, tangents):
+        return jvp(run(True), tuple(primals), tuple(tangents))
+
+    return integrate(y0v, t0, t1, times, *consts)
 
 
 def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = None, args: tuple = (),
@@ -294,7 +327,7 @@ def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = No
     else:
         stepper, order = {"dopri5": (_dopri5_step, 4), "tsit5": (_tsit5_step, 4),
                           "rosenbrock23": (_rosenbrock23_step, 2)}[method]
-        out, stats = _adaptive(stepper, order, rhs, y0v, t0, t1, ts, float(rtol), float(atol), max_steps)
+        out, stats = _integrate_adaptive(stepper, order, rhs, y0v, t0, t1, ts, float(rtol), float(atol), max_steps)
         if not isinstance(stats.status, _core.Array) or not stats.status._is_tracer:
             if int(stats.status) != 0:
                 raise ValueError(f"{name}: {max_steps} step attempts (max_steps) did not reach t = "
