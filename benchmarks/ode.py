@@ -4,7 +4,8 @@ gradient of the final state's sum with respect to the three parameters (diffrax:
 RecursiveCheckpointAdjoint, its default); 10,000 fixed RK4 steps of Lorenz and their
 gradient (JAX: lax.fori_loop); and the stiff Robertson problem to t = 40 (Quabla's
 rosenbrock23 against diffrax's Kvaerno5, both at rtol 1e-6, atol 1e-10). diffrax is
-optional: pip install diffrax."""
+optional: pip install diffrax. Quabla's loops are compiled to native code at their first
+call (QUABLA_LOOP_JIT=sync) before timing."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 import quabla as qb
 
 from .harness import alternate, load_jax
+from .loops import _with_mode
 
 T1 = 10.0
 TOL = 1e-8
@@ -41,6 +43,9 @@ def run(quick: bool = False):
     rounds = 3 if quick else 5
 
     def add(label, unit, impls, number):
+        # Quabla's loops built as native code at their first call (as benchmarks.loops does),
+        # so the timed calls are the steady state.
+        _with_mode("sync", impls["quabla"])
         t = alternate(impls, number=number, rounds=rounds, warmup=1)
         rows.append((label, unit, {k: v * 1e3 for k, v in t.items()}))
 

@@ -174,11 +174,11 @@ def _rosenbrock23_step(f, t, y, step, f0):
     return y_new, err, f2, 2 + n + 1
 
 
-def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, bounded):
-    """Attempts of ``stepper`` with Hairer's PI step-size controller on the error estimate
-    of order ``order``, until the end or ``max_steps`` attempts: a while loop, or (bounded)
-    max_steps iterations of a fori_loop whose cond skips those after the end, which reverse
-    mode can differentiate. Both make the same attempts in the same order."""
+def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
+    """Attempts of ``stepper`` in a while loop, with Hairer's PI step-size controller on the
+    error estimate of order ``order``, until the end or ``max_steps`` attempts. With
+    ``record`` it also returns each accepted step's size and whether it landed on an output
+    time (buffers of max_steps entries, zero past the last), for _replay."""
     dt = y0.dtype
     alpha = 1.0 / (order + 1) - 0.75 * _BETA
     direction = _core.where(t1 >= t0, 1.0, -1.0).astype(dt)
@@ -189,12 +189,14 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, bounded)
     zero_i = _core.asarray(0, dtype=_core.int32)
     one = _core.asarray(1.0, dtype=dt)
     # Carry: t, y, h, f at (t, y), previous error, next output index, outputs, accepted,
-    # rejected, evaluations, done.
+    # rejected, evaluations, done (then, when recording, the step sizes and landings).
     carry0 = (t0, y0, h0, f0, one, zero_i, _core.zeros((n_out,) + tuple(y0.shape), dtype=dt),
               zero_i, zero_i, _core.asarray(2, dtype=_core.int32), _core.asarray(False))
+    if record:
+        carry0 = carry0 + (_core.zeros((max_steps,), dtype=dt), _core.zeros((max_steps,), dtype=_core.bool_))
 
     def attempt(c):
-        t, y, h, k1, err_prev, idx, ys, acc, rej, nfe, _done = c
+        t, y, h, k1, err_prev, idx, ys, acc, rej, nfe, _done = c[:11]
         target = targets[idx]
         remaining = (target - t) * direction
         h_ctrl = stop_gradient(h)
@@ -214,25 +216,51 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, bounded)
         ys = _core.where(landed, ys.at[idx].set(y_new), ys)
         idx_new = _core.where(landed, idx + 1, idx)
         done = idx_new >= n_out
-        return (_core.where(ok, t_new, t), _core.where(ok, y_new, y), h_next, _core.where(ok, k_new, k1),
-                _core.where(ok, _core.maximum(err, 1e-4), err_prev), idx_new, ys,
-                acc + ok.astype(_core.int32), rej + (~ok).astype(_core.int32), nfe + evals, done)
+        out = (_core.where(ok, t_new, t), _core.where(ok, y_new, y), h_next, _core.where(ok, k_new, k1),
+               _core.where(ok, _core.maximum(err, 1e-4), err_prev), idx_new, ys,
+               acc + ok.astype(_core.int32), rej + (~ok).astype(_core.int32), nfe + evals, done)
+        if record:
+            hs, lands = c[11], c[12]
+            out = out + (_core.where(ok, hs.at[acc].set(step), hs), _core.where(ok, lands.at[acc].set(landed), lands))
+        return out
 
-    if bounded:
-        c = fori_loop(0, max_steps, lambda i, c: cond(c[-1], lambda c: c, attempt, c), carry0)
-    else:
-        c = while_loop(lambda c: (~c[-1]) & (c[7] + c[8] < max_steps), attempt, carry0)
-    _t, y, _h, _k, _e, _idx, ys, acc, rej, nfe, done = c
+    c = while_loop(lambda c: (~c[10]) & (c[7] + c[8] < max_steps), attempt, carry0)
+    _t, y, _h, _k, _e, _idx, ys, acc, rej, nfe, done = c[:11]
     status = _core.where(done, 0, 1).astype(_core.int32)
     out = y if ts is None else ys
-    return out, OdeInfo(acc, rej, nfe, status)
+    info = OdeInfo(acc, rej, nfe, status)
+    return (out, info, c[11], c[12]) if record else (out, info)
+
+
+def _replay(stepper, f, y0, t0, t1, ts, hs, lands):
+    """The accepted steps again, as a scan over the recorded sizes (zero-length past the
+    last, which leaves the state as it is): differentiable in every mode, and the
+    derivative of the computed solution with its step sizes held fixed (a step that landed
+    on an output time is target - t, so output times and t_span get their derivatives)."""
+    targets = _core.reshape(t1, (1,)) if ts is None else ts
+    n_out = targets.shape[0]
+
+    def one(c, x):
+        t, y, k1, idx, ys = c
+        h, landed = x
+        target = targets[_core.minimum(idx, n_out - 1)]
+        step = _core.where(landed, target - t, h)
+        y_new, _err, k_new, _n = stepper(f, t, y, step, k1)
+        t_new = _core.where(landed, target, t + step)
+        ys = _core.where(landed, ys.at[idx].set(y_new), ys)
+        return (t_new, y_new, k_new, idx + landed.astype(_core.int32), ys), None
+
+    zero_i = _core.asarray(0, dtype=_core.int32)
+    c0 = (t0, y0, f(y0, t0), zero_i, _core.zeros((n_out,) + tuple(y0.shape), dtype=y0.dtype))
+    (_t, y, _k, _i, ys), _ = scan(one, c0, (hs, lands))
+    return y if ts is None else ys
 
 
 def _integrate_adaptive(stepper, order, rhs, y0v, t0, t1, ts, rtol, atol, max_steps):
     """The adaptive integration as a custom_jvp function: its value from the while loop
-    (which the small-loop compiler can run natively), its derivatives from differentiating
-    the bounded loop, which makes the same attempts. f's closed-over values (parameters)
-    become explicit arguments first, so they get tangents."""
+    (which the small-loop compiler runs natively); its JVP runs the loop again recording
+    the accepted steps and differentiates a replay of those steps (a scan). f's closed-over
+    values (parameters) become explicit arguments first, so they get tangents."""
     from ._ad import jvp
     from ._control import _Region, _spec
     from ._custom import custom_jvp
@@ -242,19 +270,26 @@ def _integrate_adaptive(stepper, order, rhs, y0v, t0, t1, ts, rtol, atol, max_st
     has_ts = ts is not None
     times = ts if has_ts else _core.reshape(t1, (1,))
 
-    def run(bounded):
-        def go(y0v, t0, t1, times, *cs):
-            def f(v, t):
-                return graph.call([v, t] + list(cs))[0]
-            return _adaptive(stepper, order, f, y0v, t0, t1, times if has_ts else None, rtol, atol, max_steps,
-                             bounded)
-        return go
+    def rhs_of(cs):
+        return lambda v, t: graph.call([v, t] + list(cs))[0]
 
-    integrate = custom_jvp(run(False))
+    def integrate_fn(y0v, t0, t1, times, *cs):
+        return _adaptive(stepper, order, rhs_of(cs), y0v, t0, t1, times if has_ts else None, rtol, atol, max_steps,
+                         False)
+
+    integrate = custom_jvp(integrate_fn)
 
     @integrate.defjvp
     def _rule(primals, tangents):
-        return jvp(run(True), tuple(primals), tuple(tangents))
+        fixed = [stop_gradient(p) for p in primals]
+        _, info, hs, lands = _adaptive(stepper, order, rhs_of(fixed[4:]), fixed[0], fixed[1], fixed[2],
+                                       fixed[3] if has_ts else None, rtol, atol, max_steps, True)
+
+        def replay(y0v, t0, t1, times, *cs):
+            return _replay(stepper, rhs_of(cs), y0v, t0, t1, times if has_ts else None, hs, lands)
+        out, d_out = jvp(replay, tuple(primals), tuple(tangents))
+        zero = _core.zeros_like(info.accepted)
+        return (out, info), (d_out, OdeInfo(zero, zero, zero, zero))
 
     return integrate(y0v, t0, t1, times, *consts)
 
