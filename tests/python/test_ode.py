@@ -8,6 +8,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import quabla as qb
+from difference_helpers import central
 
 A_LIN = np.array([[-0.5, 2.0], [-2.0, -0.5]])
 
@@ -130,16 +131,6 @@ def test_odeint_errors_and_max_steps_status():
     y, info = qb.jit(lambda y0: qb.ode.odeint(linear, y0, (0.0, 10.0), method="dopri5", rtol=1e-10, atol=1e-10,
                                               max_steps=10, info=True))(y0)
     assert int(info.status) == 1 and int(info.accepted) + int(info.rejected) == 10
-
-
-def central(f, x, eps=1e-6):
-    x = np.asarray(x, dtype=np.float64)
-    cols = []
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps))
-    return np.moveaxis(np.array(cols), 0, -1).reshape(np.shape(cols[0]) + x.shape)
 
 
 @pytest.mark.parametrize("method", ["rk4", "dopri5", "tsit5"])

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quabla as qb
+from difference_helpers import central
 
 
 def poisson(n):
@@ -131,17 +132,6 @@ def test_solver_argument_errors():
         qb.linalg.bicgstab(mv, b, M=3)
     with pytest.raises(ValueError, match="solve_method"):
         qb.linalg.gmres(mv, b, solve_method="qr")
-
-
-def central(f, x, eps=1e-6):
-    """Central differences of f (scalar or array valued): shape f's + x's."""
-    x = np.asarray(x, dtype=np.float64)
-    cols = []
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps))
-    return np.moveaxis(np.array(cols), 0, -1).reshape(np.shape(cols[0]) + x.shape)
 
 
 @pytest.mark.parametrize("solver", ["cg", "gmres", "bicgstab"])
