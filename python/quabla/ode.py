@@ -195,9 +195,11 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
     if record:
         carry0 = carry0 + (_core.zeros((max_steps,), dtype=dt), _core.zeros((max_steps,), dtype=_core.bool_))
 
+    single = ts is None  # one output time: no dynamic indexing (scalar code stays scalar)
+
     def attempt(c):
         t, y, h, k1, err_prev, idx, ys, acc, rej, nfe, _done = c[:11]
-        target = targets[idx]
+        target = t1 if single else targets[idx]
         remaining = (target - t) * direction
         h_ctrl = stop_gradient(h)
         clipped = h_ctrl >= remaining
@@ -213,7 +215,8 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
         h_next = stop_gradient(base * _core.where(ok, grow, _core.minimum(shrink, 1.0)))
         t_new = _core.where(clipped, target, t + step)
         landed = ok & clipped
-        ys = _core.where(landed, ys.at[idx].set(y_new), ys)
+        if not single:
+            ys = _core.where(landed, ys.at[idx].set(y_new), ys)
         idx_new = _core.where(landed, idx + 1, idx)
         done = idx_new >= n_out
         out = (_core.where(ok, t_new, t), _core.where(ok, y_new, y), h_next, _core.where(ok, k_new, k1),
@@ -240,14 +243,17 @@ def _replay(stepper, f, y0, t0, t1, ts, hs, lands):
     targets = _core.reshape(t1, (1,)) if ts is None else ts
     n_out = targets.shape[0]
 
+    single = ts is None
+
     def one(c, x):
         t, y, k1, idx, ys = c
         h, landed = x
-        target = targets[_core.minimum(idx, n_out - 1)]
+        target = t1 if single else targets[_core.minimum(idx, n_out - 1)]
         step = _core.where(landed, target - t, h)
         y_new, _err, k_new, _n = stepper(f, t, y, step, k1)
         t_new = _core.where(landed, target, t + step)
-        ys = _core.where(landed, ys.at[idx].set(y_new), ys)
+        if not single:
+            ys = _core.where(landed, ys.at[idx].set(y_new), ys)
         return (t_new, y_new, k_new, idx + landed.astype(_core.int32), ys), None
 
     zero_i = _core.asarray(0, dtype=_core.int32)
