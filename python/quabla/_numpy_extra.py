@@ -425,6 +425,12 @@ def identity(n: int, dtype=None):
 _PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
 
 
+def _is_scalar(v) -> bool:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return True
+    return isinstance(v, _core.Array) and v.ndim == 0
+
+
 def _pad_widths(pad_width, ndim):
     def pair(p):
         if isinstance(p, int) and not isinstance(p, bool):
@@ -456,7 +462,16 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0.0):
     x = _arr(x)
     if mode not in _PAD_MODES:
         raise ValueError(f"pad: mode must be one of {', '.join(_PAD_MODES)}, got {mode!r}")
-    for ax, (before, after) in enumerate(_pad_widths(pad_width, x.ndim)):
+    widths = _pad_widths(pad_width, x.ndim)
+    if mode == "constant" and _is_scalar(constant_values) and x.ndim > 0:
+        # One pad op for every axis: one pass over the result (a stencil's padded array).
+        for ax, (before, after) in enumerate(widths):
+            if not (isinstance(before, int) and isinstance(after, int)) or before < 0 or after < 0:
+                raise ValueError(f"pad: pad widths must be non-negative ints, got {(before, after)} on axis {ax}")
+        if all(b == 0 and a == 0 for b, a in widths):
+            return x
+        return _core._pad_constant(x, constant_values, [b for b, _ in widths], [a for _, a in widths])
+    for ax, (before, after) in enumerate(widths):
         n = x.shape[ax]
         limit = n - 1 if mode == "reflect" else n
         if mode in ("reflect", "symmetric", "wrap") and max(before, after) > limit:

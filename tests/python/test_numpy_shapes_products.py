@@ -145,7 +145,7 @@ def test_gradients_match_central_differences(name):
 
 
 @pytest.mark.parametrize("name", ["roll", "tile", "repeat", "diagonal", "trace", "kron", "cross", "diff",
-                                  "trapezoid", "pad_reflect", "pad_wrap", "tensordot_1", "einsum_batched",
+                                  "trapezoid", "pad_constant", "pad_reflect", "pad_wrap", "tensordot_1", "einsum_batched",
                                   "einsum_trace", "einsum_pinn", "cumprod", "cummax", "interp"])
 def test_vmap_matches_a_loop(name):
     fq, _, args = CASES[name]
@@ -153,6 +153,20 @@ def test_vmap_matches_a_loop(name):
     got = qb.vmap(fq)(*[qb.array(b) for b in batch]).numpy()
     for i in range(3):
         np.testing.assert_allclose(got[i], fq(*[qb.array(b[i]) for b in batch]).numpy(), rtol=1e-13, atol=1e-13)
+
+
+def test_constant_pad_is_one_op_for_every_dtype_and_a_traced_value():
+    x = np.arange(12).reshape(3, 4)
+    for dtype in (np.int32, np.float32, np.bool_):
+        got = qb.pad(qb.array(x.astype(dtype)), ((2, 0), (1, 3)), constant_values=1)
+        np.testing.assert_array_equal(got.numpy(), np.pad(x.astype(dtype), ((2, 0), (1, 3)), constant_values=1))
+    text = qb.jit(lambda a: qb.pad(a, 1)).lower(qb.array(A)).as_text()
+    assert text.count("= pad(") == 1 and "concat" not in text
+    # The pad value may be traced: its derivative counts the padded cells.
+    g = qb.grad(lambda c: qb.sum(qb.pad(qb.array(A), ((1, 2), (3, 0)), constant_values=c) ** 2))(qb.asarray(0.5))
+    cells = (A.shape[0] + 3) * (A.shape[1] + 3) - A.size
+    np.testing.assert_allclose(float(g), 2 * 0.5 * cells)
+    assert qb.pad(qb.array(A), 0) is not None and qb.pad(qb.array(A), 0).shape == A.shape
 
 
 def test_identity_and_float32():

@@ -72,6 +72,9 @@ V concat(Builder& b, std::span<const V> xs, std::int64_t axis, std::string_view 
 V stack(Builder& b, std::span<const V> xs, std::int64_t axis);
 std::vector<V> split(Builder& b, V x, std::span<const std::int64_t> indices, std::int64_t sections, std::int64_t axis);
 V tri_mask(Builder& b, V x, std::int64_t k, bool lower);  // tril (lower) / triu
+// x with low[i] / high[i] copies of the scalar `value` before / after it on axis i (NumPy's
+// pad in constant mode, as one op).
+V pad_constant(Builder& b, V x, V value, std::span<const std::int64_t> low, std::span<const std::int64_t> high);
 V flip(Builder& b, V x, const Axes& axes);
 
 // ---- static integer indices (indices may be negative; shape is the index array's shape)

@@ -194,6 +194,27 @@ std::vector<V> split(Builder& b, V x, std::span<const std::int64_t> indices_in, 
   return out;
 }
 
+V pad_constant(Builder& b, V x, V value, std::span<const std::int64_t> low, std::span<const std::int64_t> high) {
+  const auto& xs = b.type(x).shape;
+  if (low.size() != xs.size() || high.size() != xs.size()) {
+    throw ValueError("pad: needs a (before, after) pair per axis of an array of shape " + shape_str(xs));
+  }
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    if (low[i] < 0 || high[i] < 0) {
+      throw ValueError("pad: pad widths must be >= 0, got (" + std::to_string(low[i]) + ", " + std::to_string(high[i]) +
+                       ") on axis " + std::to_string(i));
+    }
+  }
+  if (!b.type(value).shape.empty()) {
+    throw ValueError("pad: constant_values must be a scalar here, got shape " + shape_str(b.type(value).shape));
+  }
+  Attrs a;
+  a.starts.assign(low.begin(), low.end());
+  a.limits.assign(high.begin(), high.end());
+  a.strides.assign(xs.size(), 0);  // no interior padding
+  return b.emit1(Op::Pad, {x, astype(b, value, b.type(x).dtype)}, std::move(a));
+}
+
 V tri_mask(Builder& b, V x, std::int64_t k, bool lower) {
   const auto& xs = b.type(x).shape;
   const char* fname = lower ? "tril" : "triu";

@@ -343,6 +343,11 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
       return Vs{api::stack(b, p, axis)};
     })[0];
   }, nb::arg("arrays"), nb::arg("axis") = 0);
+  m.def("_pad_constant", [](nb::handle x, nb::handle value, const std::vector<std::int64_t>& low,
+                            const std::vector<std::int64_t>& high) {
+    return call2("pad" + shape_str(low) + shape_str(high), x, value,
+                 [&](Builder& b, V a, V v) { return api::pad_constant(b, a, v, low, high); });
+  }, nb::arg("x"), nb::arg("value"), nb::arg("low"), nb::arg("high"));
   m.def("split", [](nb::handle x, nb::handle sections, std::int64_t axis) {
     Array a = to_array(x);
     std::int64_t n = 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <cstring>
 
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/backends/cpu/scalar_loop.h"
@@ -467,7 +469,14 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
       const std::size_t elem = itemsize(ot.dtype);
       std::byte* out = alloc();
       const std::int64_t total = num_elements(ot.shape);
-      for (std::int64_t i = 0; i < total; ++i) std::copy_n(in(1), elem, out + i * static_cast<std::int64_t>(elem));
+      const auto fill = [&](auto word) {  // the pad value, as a word of its size
+        std::memcpy(&word, in(1), sizeof word);
+        std::fill_n(reinterpret_cast<decltype(word)*>(out), total, word);
+      };
+      if (elem == 8) fill(std::uint64_t{});
+      else if (elem == 4) fill(std::uint32_t{});
+      else if (elem == 1) fill(std::uint8_t{});
+      else for (std::int64_t i = 0; i < total; ++i) std::copy_n(in(1), elem, out + i * static_cast<std::int64_t>(elem));
       auto out_strides = row_major(ot.shape);
       std::int64_t offset = 0;
       AxisInts strides(out_strides.size());

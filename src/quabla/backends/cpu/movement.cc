@@ -54,6 +54,20 @@ void strided_store(std::size_t elem, const std::byte* in, std::span<const std::i
   std::vector<std::int64_t> idx(rank, 0);
   std::int64_t dst = offset;
   const auto e = static_cast<std::int64_t>(elem);
+  if (rank > 0 && n > 0 && out_strides[rank - 1] == 1) {
+    // Contiguous rows (pad's case): one copy per row, the odometer over the outer axes.
+    const std::int64_t row = in_shape[rank - 1];
+    for (std::int64_t k = 0; k < n; k += row) {
+      std::memcpy(out + dst * e, in + k * e, static_cast<std::size_t>(row * e));
+      for (std::size_t a = rank - 1; a-- > 0;) {
+        dst += out_strides[a];
+        if (++idx[a] < in_shape[a]) break;
+        dst -= out_strides[a] * in_shape[a];
+        idx[a] = 0;
+      }
+    }
+    return;
+  }
   for (std::int64_t k = 0; k < n; ++k) {
     std::memcpy(out + dst * e, in + k * e, elem);
     for (std::size_t a = rank; a-- > 0;) {
