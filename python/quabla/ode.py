@@ -49,7 +49,8 @@ _FAC_MIN, _FAC_MAX = 0.2, 10.0
 
 class OdeInfo(NamedTuple):
     """What an integration did: accepted and rejected steps, evaluations of f, and the
-    status (0: reached the end; 1: max_steps attempts were not enough)."""
+    status (0: reached the end; 1: max_steps attempts were not enough; 2: stopped because
+    the error estimate became NaN or infinite)."""
     accepted: _core.Array
     rejected: _core.Array
     evaluations: _core.Array
@@ -191,7 +192,7 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
     # Carry: t, y, h, f at (t, y), previous error, next output index, outputs, accepted,
     # rejected, evaluations, done (then, when recording, the step sizes and landings).
     carry0 = (t0, y0, h0, f0, one, zero_i, _core.zeros((n_out,) + tuple(y0.shape), dtype=dt),
-              zero_i, zero_i, _core.asarray(2, dtype=_core.int32), _core.asarray(False))
+              zero_i, zero_i, _core.asarray(2, dtype=_core.int32), zero_i)
     if record:
         carry0 = carry0 + (_core.zeros((max_steps,), dtype=dt), _core.zeros((max_steps,), dtype=_core.bool_))
 
@@ -208,6 +209,7 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
         scale = atol + rtol * _core.maximum(_core.abs(y), _core.abs(y_new))
         err = stop_gradient(_rms(err_vec / scale))
         ok = err <= 1.0
+        broken = ~_core.isfinite(err)  # f gave NaN or inf: no step size can help
         safe_err = _core.maximum(err, 1e-10)
         grow = _core.clip(_SAFETY * safe_err ** (-alpha) * err_prev ** _BETA, _FAC_MIN, _FAC_MAX)
         shrink = _core.maximum(_FAC_MIN, _SAFETY * safe_err ** (-1.0 / (order + 1)))
@@ -218,7 +220,8 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
         if not single:
             ys = _core.where(landed, ys.at[idx].set(y_new), ys)
         idx_new = _core.where(landed, idx + 1, idx)
-        done = idx_new >= n_out
+        # Progress: 0 running, 1 reached the end, 2 stopped on a non-finite error estimate.
+        done = _core.where(broken, 2, _core.where(idx_new >= n_out, 1, 0)).astype(_core.int32)
         out = (_core.where(ok, t_new, t), _core.where(ok, y_new, y), h_next, _core.where(ok, k_new, k1),
                _core.where(ok, _core.maximum(err, 1e-4), err_prev), idx_new, ys,
                acc + ok.astype(_core.int32), rej + (~ok).astype(_core.int32), nfe + evals, done)
@@ -227,9 +230,9 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
             out = out + (_core.where(ok, hs.at[acc].set(step), hs), _core.where(ok, lands.at[acc].set(landed), lands))
         return out
 
-    c = while_loop(lambda c: (~c[10]) & (c[7] + c[8] < max_steps), attempt, carry0)
+    c = while_loop(lambda c: (c[10] == 0) & (c[7] + c[8] < max_steps), attempt, carry0)
     _t, y, _h, _k, _e, _idx, ys, acc, rej, nfe, done = c[:11]
-    status = _core.where(done, 0, 1).astype(_core.int32)
+    status = _core.where(done == 1, 0, _core.where(done == 2, 2, 1)).astype(_core.int32)
     out = y if ts is None else ys
     info = OdeInfo(acc, rej, nfe, status)
     return (out, info, c[11], c[12]) if record else (out, info)
@@ -334,6 +337,8 @@ def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = No
     t1 = _core.asarray(t1_in, dtype=dt)
     if t0.ndim or t1.ndim:
         raise ValueError(f"{name}: t_span's times must be scalars")
+    if not (t0._is_tracer or t1._is_tracer) and not (abs(float(t0)) < float("inf") and abs(float(t1)) < float("inf")):
+        raise ValueError(f"{name}: t_span must be finite, got ({float(t0)}, {float(t1)})")
     ts = None
     if saveat is not None:
         ts = _core.asarray(saveat, dtype=dt)
@@ -370,6 +375,9 @@ def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = No
                           "rosenbrock23": (_rosenbrock23_step, 2)}[method]
         out, stats = _integrate_adaptive(stepper, order, rhs, y0v, t0, t1, ts, float(rtol), float(atol), max_steps)
         if not isinstance(stats.status, _core.Array) or not stats.status._is_tracer:
+            if int(stats.status) == 2:
+                raise ValueError(f"{name}: the error estimate became NaN or infinite after {int(stats.accepted)} "
+                                 f"accepted steps: f returned NaN or inf (or the solution blew up)")
             if int(stats.status) != 0:
                 raise ValueError(f"{name}: {max_steps} step attempts (max_steps) did not reach t = "
                                  f"{float(t1) if ts is None else 'the last of saveat'}; raise max_steps, or loosen "

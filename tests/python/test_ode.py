@@ -127,6 +127,13 @@ def test_odeint_errors_and_max_steps_status():
         qb.ode.odeint(lambda y, t: y[:1], y0, (0.0, 1.0), method="rk4", steps=2)
     with pytest.raises(ValueError, match="max_steps.* did not reach"):
         qb.ode.odeint(linear, y0, (0.0, 10.0), method="dopri5", rtol=1e-10, atol=1e-10, max_steps=10)
+    with pytest.raises(ValueError, match="t_span must be finite"):
+        qb.ode.odeint(linear, y0, (0.0, float("nan")), method="dopri5")
+    with pytest.raises(ValueError, match="became NaN or infinite"):
+        qb.ode.odeint(lambda y, t: y * qb.log(t - 0.5), y0, (0.0, 1.0), method="dopri5")
+    _, bad = qb.jit(lambda y0: qb.ode.odeint(lambda y, t: y * qb.log(t - 0.5), y0, (0.0, 1.0), method="tsit5",
+                                             info=True))(y0)
+    assert int(bad.status) == 2 and int(bad.accepted) + int(bad.rejected) < 10
     # Inside jit nothing can raise: the status says it.
     y, info = qb.jit(lambda y0: qb.ode.odeint(linear, y0, (0.0, 10.0), method="dopri5", rtol=1e-10, atol=1e-10,
                                               max_steps=10, info=True))(y0)
