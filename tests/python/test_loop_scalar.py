@@ -383,3 +383,24 @@ def test_kernel_run_ops_and_renames_on_a_matrix_state():
         fast, slow, stats = _both(make, m0)
         assert stats["scalar_loops"] == 1
         _assert_bitwise(fast, slow)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_small_sums_are_adds_in_the_kernels_order(dtype):
+    # Sums over trailing axes (pairwise with eight accumulators), over a leading axis (one
+    # accumulator per output) and over everything, on values with -0.0, large and tiny
+    # magnitudes, lengths around the accumulator count: bitwise the reduce kernel's.
+    rng = np.random.default_rng(4)
+    vals = rng.normal(size=(4, 21)) * np.array([1e-8, 1.0, 1e8, 3.0])[:, None]
+    vals[0, :5] = -0.0
+    xs = qb.array(vals.reshape(4, 3, 7), dtype=dtype)
+
+    def make():
+        def body(c, x):
+            return c + qb.sum(x), (qb.sum(x, axis=1), qb.sum(x, axis=0), qb.sum(x[:, :1], axis=1),
+                                   qb.sum(x.reshape(-1)[:17]), qb.sum(x * 0.0 - 0.0, axis=1))
+        return lambda xs: qb.scan(body, qb.zeros((), dtype=dtype), xs)
+    fast, slow, stats = _both(make, xs)
+    assert stats["scalar_loops"] == 1
+    for a, b in zip(qb.tree.flatten(fast)[0], qb.tree.flatten(slow)[0]):
+        _assert_bitwise(a, b)

@@ -238,6 +238,52 @@ class ScalarLowering {
     b_.calls_.push_back(std::move(c));
   }
 
+  // A float sum over contiguous axes as adds in the reduce kernel's exact order
+  // (backends/cpu/reduce.cc): over trailing axes pairwise_sum's (summation.h: eight
+  // accumulators from +0, combined as a tree, then the tail in order), otherwise one
+  // accumulator from +0 per output in axis order. Other sums run the kernel.
+  bool lower_sum(const Node& n) {
+    const ValueType& xt = g_.type(n.inputs[0]);
+    const auto& axes = n.attrs.dims;
+    if ((xt.dtype != DType::f64 && xt.dtype != DType::f32) || axes.empty()) return false;
+    if (axes.back() - axes.front() + 1 != static_cast<std::int64_t>(axes.size())) return false;
+    std::int64_t outer = 1, red = 1, inner = 1;
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(xt.shape.size()); ++i)
+      (i < axes.front() ? outer : i <= axes.back() ? red : inner) *= xt.shape[static_cast<std::size_t>(i)];
+    const Kind add = xt.dtype == DType::f64 ? Kind::F64Add : Kind::F32Add;
+    const Regs& x = in(n, 0);
+    const Reg zero_bits{};
+    const auto zero = fresh(1, xt.dtype)[0];
+    b_.constants_.emplace_back(zero, zero_bits);
+    auto emit_add = [&](std::uint32_t a, std::uint32_t b) {
+      const auto d = fresh(1, xt.dtype)[0];
+      b_.code_.push_back(ScalarBody::Instr{add, Op::Add, d, a, b, 0});
+      return d;
+    };
+    Regs out;
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t i = 0; i < inner; ++i) {
+        auto at = [&](std::int64_t r) { return x[static_cast<std::size_t>((o * red + r) * inner + i)]; };
+        if (inner != 1) {
+          auto acc = zero;
+          for (std::int64_t r = 0; r < red; ++r) acc = emit_add(acc, at(r));
+          out.push_back(acc);
+          continue;
+        }
+        std::uint32_t acc[8];
+        std::fill(std::begin(acc), std::end(acc), zero);
+        std::int64_t r = 0;
+        for (; r + 8 <= red; r += 8)
+          for (int l = 0; l < 8; ++l) acc[l] = emit_add(acc[l], at(r + l));
+        auto s = emit_add(emit_add(emit_add(acc[0], acc[1]), emit_add(acc[2], acc[3])),
+                          emit_add(emit_add(acc[4], acc[5]), emit_add(acc[6], acc[7])));
+        for (; r < red; ++r) s = emit_add(s, at(r));
+        out.push_back(s);
+      }
+    regs_[n.outputs[0]] = std::move(out);
+    return true;
+  }
+
   void lower_node(const Node& n) {
     if (n.op != Op::Parameter && n.op != Op::Constant && touches_big(n)) {
       // A view of a large value is the value itself; anything else runs its kernel.
@@ -344,6 +390,9 @@ class ScalarLowering {
         regs_[n.outputs[0]] = std::move(r);
         return;
       }
+      case Op::ReduceSum:
+        if (lower_sum(n)) return;
+        break;
       case Op::Convert:
         if (g_.type(n.inputs[0]).dtype == out_type(n).dtype) {
           regs_[n.outputs[0]] = in(n, 0);
