@@ -201,7 +201,6 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
         return _tree.unflatten(x_def, list(out))
 
     aux_def = [None]
-    n_out = [nx]
 
     def call_primal(_fun, params):
         x0 = _tree.unflatten(x_def, list(params[:nx]))
@@ -218,7 +217,6 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
             return xs
         a_leaves, aux_def[0] = _tree.flatten(aux)
         a_arrays = [a if isinstance(a, _core.Array) else _core.asarray(a) for a in a_leaves]
-        n_out[0] = nx + len(a_arrays)
         return xs + a_arrays
 
     specs = [_spec(a) for a in x_leaves] + [_spec(c) for c in consts]

@@ -51,12 +51,18 @@ class _Flat:
         """ravel(tree) after checking tree has the structure, shapes and dtypes of b."""
         return self.ravel(_tree.unflatten(self.treedef, _like(name, what, tree, self.leaves, self.treedef)))
 
+    def unravel_stacked(self, vs):
+        """unravel of each row of vs, the leaves stacked on a new leading axis."""
+        return _tree.unflatten(self.treedef, list(self._pieces(vs, (vs.shape[0],))))
+
     def unravel(self, v):
-        out, start = [], 0
+        return _tree.unflatten(self.treedef, list(self._pieces(v, ())))
+
+    def _pieces(self, v, lead):
+        start = 0
         for shape, dtype, n in zip(self.shapes, self.dtypes, self.sizes):
-            out.append(v[start:start + n].reshape(shape).astype(dtype))
+            yield v[..., start:start + n].reshape(lead + shape).astype(dtype)
             start += n
-        return _tree.unflatten(self.treedef, out)
 
 
 def _operator(A, args, name: str):
@@ -83,7 +89,12 @@ def _dot(a, b):
     return _core.matmul(a, b)
 
 
-def _setup(name, A, b, x0, args, M, tol, atol, maxiter):
+def _solve(name, A, b, x0, args, M, tol, atol, maxiter, info, loop, symmetric=False):
+    """The shared driver: checks the arguments, ravels b (and x0, the operator and the
+    preconditioner) into one vector, and runs ``loop(A, b, x0, M, maxiter)`` (a while loop
+    returning (x, (iterations, residual norm, converged))) under custom_linear_solve. The
+    transposed system (reverse mode) is solved by the same loop from zero, or by ``loop``
+    itself on the same operator when it is symmetric."""
     _check_numbers(name, tol, atol, maxiter)
     if M is not None and not callable(M):
         raise TypeError(f"{name}: M (the preconditioner) must be a function x -> M x, got {type(M).__name__}")
@@ -95,18 +106,20 @@ def _setup(name, A, b, x0, args, M, tol, atol, maxiter):
         if x0_def != treedef or any(tuple(_core.asarray(x).shape) != s for x, s in zip(x0_leaves, flat.shapes)):
             raise ValueError(f"{name}: x0 must have b's structure and shapes ({treedef})")
     maxiter = 10 * flat.size if maxiter is None else maxiter
-    return flat, op, maxiter
-
-
-def _finish(flat, x_vec, aux, info: bool):
-    x = flat.unravel(x_vec)
-    return x, (SolverInfo(*aux) if info else None)
-
-
-def _flat_ops(name, flat, op, M):
     matvec = lambda v: flat.ravel_checked(op(flat.unravel(v)), name, "A")
     precond = (lambda v: v) if M is None else (lambda v: flat.ravel_checked(M(flat.unravel(v)), name, "M"))
-    return matvec, precond
+    b_vec = flat.ravel(b)
+    x0_vec = _core.zeros_like(b_vec) if x0 is None else flat.ravel(x0)
+
+    def solve(mv, rhs):
+        return loop(mv, rhs, x0_vec, precond, maxiter)
+
+    def transpose_solve(vm, rhs):  # the preconditioner is not transposed: it only steers
+        return loop(vm, rhs, _core.zeros_like(rhs), precond, maxiter)
+
+    x, aux = custom_linear_solve(matvec, b_vec, solve, transpose_solve=None if symmetric else transpose_solve,
+                                 symmetric=symmetric, has_aux=True)
+    return flat.unravel(x), (SolverInfo(*aux) if info else None)
 
 
 def _residual(b, A, x):
@@ -150,16 +163,8 @@ def cg(A, b, x0=None, *, args=(), tol: float = 1e-5, atol: float = 0.0, maxiter:
     pytrees. Returns ``(x, info)``: info is None (JAX's placeholder) unless ``info=True``,
     then a SolverInfo. Gradients with respect to b, x's operator and args by the implicit
     function theorem (the operator is taken as symmetric)."""
-    flat, op, maxiter = _setup("cg", A, b, x0, args, M, tol, atol, maxiter)
-    matvec, precond = _flat_ops("cg", flat, op, M)
-    b_vec = flat.ravel(b)
-    x0_vec = _core.zeros_like(b_vec) if x0 is None else flat.ravel(x0)
-
-    def solve(mv, rhs):
-        return _cg_loop(mv, rhs, x0_vec, precond, tol, atol, maxiter, M is not None)
-
-    x, aux = custom_linear_solve(matvec, b_vec, solve, symmetric=True, has_aux=True)
-    return _finish(flat, x, aux, info)
+    return _solve("cg", A, b, x0, args, M, tol, atol, maxiter, info, symmetric=True,
+                  loop=lambda A, b, x0, P, n: _cg_loop(A, b, x0, P, tol, atol, n, M is not None))
 
 
 def _bicgstab_loop(A, b, x0, M, tol, atol, maxiter):
@@ -202,19 +207,8 @@ def bicgstab(A, b, x0=None, *, args=(), tol: float = 1e-5, atol: float = 0.0, ma
     """BiCGSTAB for A x = b, A any nonsingular operator (as
     ``jax.scipy.sparse.linalg.bicgstab``); arguments and result as cg. Reverse mode solves
     with the transposed operator (its VJP) by BiCGSTAB too."""
-    flat, op, maxiter = _setup("bicgstab", A, b, x0, args, M, tol, atol, maxiter)
-    matvec, precond = _flat_ops("bicgstab", flat, op, M)
-    b_vec = flat.ravel(b)
-    x0_vec = _core.zeros_like(b_vec) if x0 is None else flat.ravel(x0)
-
-    def solve(mv, rhs):
-        return _bicgstab_loop(mv, rhs, x0_vec, precond, tol, atol, maxiter)
-
-    def transpose_solve(vm, rhs):  # the preconditioner is not transposed: it only steers
-        return _bicgstab_loop(vm, rhs, _core.zeros_like(rhs), precond, tol, atol, maxiter)
-
-    x, aux = custom_linear_solve(matvec, b_vec, solve, transpose_solve=transpose_solve, has_aux=True)
-    return _finish(flat, x, aux, info)
+    return _solve("bicgstab", A, b, x0, args, M, tol, atol, maxiter, info,
+                  loop=lambda A, b, x0, P, n: _bicgstab_loop(A, b, x0, P, tol, atol, n))
 
 
 def _gmres_loop(A, b, x0, M, tol, atol, restart, maxiter):
@@ -223,7 +217,8 @@ def _gmres_loop(A, b, x0, M, tol, atol, restart, maxiter):
     dt = b.dtype
     b_norm = _core.sqrt(_dot(b, b))
     atol_ = _core.maximum(tol * b_norm, atol)
-    mb_norm = _core.sqrt(_dot(M(b), M(b)))
+    mb = M(b)
+    mb_norm = _core.sqrt(_dot(mb, mb))
     # The inner loop watches the preconditioned residual, scaled as the true one's target.
     ptol = mb_norm * _core.minimum(1.0, atol_ / _core.where(b_norm > 0, b_norm, 1.0))
     eye_m = _core.eye(m, dtype=dt)
@@ -314,17 +309,5 @@ def gmres(A, b, x0=None, *, args=(), tol: float = 1e-5, atol: float = 0.0, resta
         raise ValueError(f"gmres: solve_method must be 'incremental' or 'batched', got {solve_method!r}")
     if isinstance(restart, bool) or not isinstance(restart, int) or restart < 1:
         raise ValueError(f"gmres: restart must be a positive int, got {restart!r}")
-    flat, op, maxiter = _setup("gmres", A, b, x0, args, M, tol, atol, maxiter)
-    matvec, precond = _flat_ops("gmres", flat, op, M)
-    b_vec = flat.ravel(b)
-    x0_vec = _core.zeros_like(b_vec) if x0 is None else flat.ravel(x0)
-
-    def solve(mv, rhs):
-        return _gmres_loop(mv, rhs, x0_vec, precond, tol, atol, restart, maxiter)
-
-    def transpose_solve(vm, rhs):
-        return _gmres_loop(vm, rhs, _core.zeros_like(rhs), precond, tol, atol, restart, maxiter)
-
-    x, aux = custom_linear_solve(matvec, b_vec, solve, transpose_solve=transpose_solve, has_aux=True)
-    return _finish(flat, x, aux, info)
-
+    return _solve("gmres", A, b, x0, args, M, tol, atol, maxiter, info,
+                  loop=lambda A, b, x0, P, n: _gmres_loop(A, b, x0, P, tol, atol, restart, n))

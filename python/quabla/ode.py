@@ -16,7 +16,7 @@ The state y may be any pytree of float arrays; it is raveled into one vector ins
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple  # noqa: F401
+from typing import Any, Callable, NamedTuple
 
 from . import _core
 from . import tree as _tree
@@ -87,7 +87,7 @@ def _fixed(method, f, y0, t0, t1, ts, steps, save):
         def one(y, i):
             y = _fixed_step(method, f, y, t0 + i * h, h)
             return y, y
-        y_end, ys = scan(one, y0, _core.arange(steps, dtype=y0.dtype))
+        _, ys = scan(one, y0, _core.arange(steps, dtype=y0.dtype))
         return _core.concatenate([y0[None], ys]), None
     if ts is None:
         h = (t1 - t0) / steps
@@ -383,7 +383,7 @@ def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = No
                                  f"{float(t1) if ts is None else 'the last of saveat'}; raise max_steps, or loosen "
                                  f"rtol/atol")
     if save or ts is not None:
-        y = _vmap_unravel(flat, out)
+        y = flat.unravel_stacked(out)
     else:
         y = flat.unravel(out)
     if info:
@@ -395,14 +395,3 @@ def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = No
                             _core.asarray(n * per, dtype=i32), _core.asarray(0, dtype=i32))
         return y, stats
     return y
-
-
-def _vmap_unravel(flat, stacked):
-    """The pytree of b's structure with each leaf stacked along a new leading axis."""
-    out, start = [], 0
-    n = stacked.shape[0]
-    for shape, dtype, size in zip(flat.shapes, flat.dtypes, flat.sizes):
-        out.append(stacked[:, start:start + size].reshape((n,) + shape).astype(dtype))
-        start += size
-    return _tree.unflatten(flat.treedef, out)
-

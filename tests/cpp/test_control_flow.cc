@@ -25,7 +25,7 @@ using test::read_buffer;
 using test::vt;
 using V = ValueId;
 
-std::shared_ptr<const Graph> shared(Graph g) { return std::make_shared<const Graph>(std::move(g)); }
+using test::shared;
 
 // body(i, c: f64[n], x: f64[n]) -> (c * x + i, c)
 std::shared_ptr<const Graph> mul_add_index_body(std::int64_t n) {

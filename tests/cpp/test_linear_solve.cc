@@ -21,7 +21,7 @@ using test::read_buffer;
 using test::vt;
 using V = ValueId;
 
-std::shared_ptr<const Graph> shared(Graph g) { return std::make_shared<const Graph>(std::move(g)); }
+using test::shared;
 
 // The operator x -> a * x (elementwise, so symmetric) with a the node's second operand.
 // solve divides; the "solve" region counts as opaque to transforms, so it may be anything

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "quabla/backends/cpu/executable.h"
@@ -12,6 +13,9 @@
 #include "quabla/runtime/buffer.h"
 
 namespace qb::test {
+
+// A graph as a node's region (regions are shared, immutable graphs).
+inline std::shared_ptr<const Graph> shared(Graph g) { return std::make_shared<const Graph>(std::move(g)); }
 
 inline ValueType vt(DType d, Shape s, bool weak = false) { return ValueType{d, std::move(s), weak}; }
 

@@ -192,14 +192,13 @@ void for_each_matrix(std::int64_t batch, std::int64_t n, F&& body) {
   }
   static std::mutex serial;
   const std::lock_guard<std::mutex> lock(serial);
-  scipy_openblas_set_num_threads(threads);
-  try {
-    body(std::int64_t{0}, std::int64_t{1});
-  } catch (...) {
-    scipy_openblas_set_num_threads(1);
-    throw;
-  }
-  scipy_openblas_set_num_threads(1);
+  struct ThreadedBlas {  // OpenBLAS back to one thread however the call ends
+    explicit ThreadedBlas(int n) { scipy_openblas_set_num_threads(n); }
+    ~ThreadedBlas() { scipy_openblas_set_num_threads(1); }
+    ThreadedBlas(const ThreadedBlas&) = delete;
+    ThreadedBlas& operator=(const ThreadedBlas&) = delete;
+  } threaded(threads);
+  body(std::int64_t{0}, std::int64_t{1});
 }
 
 template <class T>
