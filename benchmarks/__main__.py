@@ -13,9 +13,9 @@ import subprocess
 import sys
 import tempfile
 
-from . import eager, indexing, jit, linalg, loops, ode, pde, pinn, remat, solvers
+from . import eager, indexing, jit, laplacian, linalg, loops, ode, pde, pinn, remat, solvers
 
-WORKLOADS = {"eager": eager.run, "indexing": indexing.run, "jit": jit.run, "linalg": linalg.run, "loops": loops.run, "ode": ode.run, "pinn": pinn.run, "pde": pde.run, "remat": remat.run, "solvers": solvers.run}
+WORKLOADS = {"eager": eager.run, "indexing": indexing.run, "jit": jit.run, "laplacian": laplacian.run, "linalg": linalg.run, "loops": loops.run, "ode": ode.run, "pinn": pinn.run, "pde": pde.run, "remat": remat.run, "solvers": solvers.run}
 
 
 def _machine() -> str:
@@ -64,8 +64,12 @@ def main(argv=None) -> int:
             q, n, j, t = row.get("quabla"), row.get("numpy"), row.get("jax"), row.get("torch")
             fmt = lambda v: (f"{v:10.3g}" if abs(v) < 1e-2 and v != 0 else f"{v:10.3f}") if v is not None else f"{'-':>10}"
             ratio = lambda a, b, w=7: f"{a / b:{w}.2f}" if a is not None and b else f"{'-':>{w}}"
+            # Other references (folx, diffrax, ...) follow the fixed columns by name.
+            extra = "".join(f"  {k} {fmt(v).strip()} (qb/{k} {ratio(q, v).strip()})" for k, v in row.items()
+                            if k not in ("workload", "case", "unit", "quabla", "numpy", "jax", "torch")
+                            and isinstance(v, (int, float)))
             print(f"{row['case']:<24} {row['unit']:<8} {fmt(q)} {fmt(n)} {fmt(j)} {fmt(t)} {ratio(q, n)} {ratio(q, j)} "
-                  f"{ratio(q, t, 8)}")
+                  f"{ratio(q, t, 8)}{extra}")
             results.append(row)
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
     with open(args.json, "w") as f:

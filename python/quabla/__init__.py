@@ -42,6 +42,7 @@ from . import tree  # noqa: E402,F401
 from ._jit import jit, ShapeDtype  # noqa: E402,F401
 from ._ad import grad, value_and_grad, jvp, vjp, jacfwd, jacrev, jacobian, hessian, hvp  # noqa: E402,F401
 from ._vmap import vmap  # noqa: E402,F401
+from ._taylor import laplacian, taylor  # noqa: E402,F401
 from ._control import cond, fori_loop, scan, while_loop  # noqa: E402,F401
 from ._custom import custom_jvp, custom_vjp, checkpoint, remat, checkpoint_policies, stop_gradient  # noqa: E402,F401,F811
 from ._implicit import custom_linear_solve, custom_root, newton  # noqa: E402,F401

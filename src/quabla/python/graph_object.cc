@@ -17,6 +17,7 @@
 #include "quabla/python/bindings.h"
 #include "quabla/transforms/jvp.h"
 #include "quabla/transforms/simplify.h"
+#include "quabla/transforms/taylor.h"
 #include "quabla/transforms/vjp.h"
 #include "quabla/transforms/vmap.h"
 
@@ -93,6 +94,13 @@ void bind_graph(nb::module_& m) {
         return std::make_shared<GraphObject>(
             vjp(*g.graph, std::span<const bool>(f.get(), wrt.size()), std::span<const bool>(s.get(), seed.size())));
       }, nb::arg("wrt"), nb::arg("seed"))
+      .def("taylor2", [](const GraphObject& g, const std::vector<bool>& wrt, std::int64_t k, bool weighted) {
+        auto f = flags(wrt);
+        return std::make_shared<GraphObject>(taylor2(*g.graph, std::span<const bool>(f.get(), wrt.size()), k, weighted));
+      }, nb::arg("wrt"), nb::arg("k"), nb::arg("weighted"),
+         "Collapsed second-order Taylor mode (transforms/taylor.h): adds K directions per wrt "
+         "parameter (and weights when weighted); results gain the K first-order and the one "
+         "collapsed second-order coefficient per float result.")
       .def("depends_on", [](const GraphObject& g, const std::vector<bool>& params) {
         return results_depending_on(*g.graph, params);
       }, nb::arg("params"), "Per result: whether it depends on any flagged parameter.")
