@@ -9,15 +9,18 @@ is laplacian(laplacian(f))). Higher orders along a direction nest the second-ord
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
-
-import numpy as np
 
 from . import _core
 from . import tree as _tree
 from ._ad import _Staged, _is_float, _leaf_positions, _normalize_argnums
 
 __all__ = ["laplacian", "taylor"]
+
+# Directions per collapsed pass of laplacian: memory stays bounded by this many first-order
+# coefficients per value, whatever the number of coordinates (as jacfwd's chunks).
+LAPLACIAN_CHUNK = 512
 
 
 def _one_argnum(argnums, nargs: int, name: str) -> int:
@@ -92,20 +95,32 @@ def laplacian(fun: Callable, argnums: int = 0):
         raise TypeError(f"laplacian: expected a callable, got {type(fun).__name__}")
     name = getattr(fun, "__name__", "function")
 
-    def identity_directions(leaves):
-        sizes = [int(np.prod(a.shape, dtype=np.int64)) for a in leaves]
-        total = sum(sizes)
-        dirs, offset = [], 0
-        for a, size in zip(leaves, sizes):
-            block = np.zeros((total, size))
-            block[offset:offset + size] = np.eye(size)
-            dirs.append(_core.asarray(block.reshape((total,) + tuple(a.shape))).astype(a.dtype))
-            offset += size
-        return dirs
-
     def lap(*args, **kwargs):
         argnum = _one_argnum(argnums, len(args), "laplacian")
-        return _second_order(fun, args, kwargs, argnum, identity_directions, None, f"laplacian({name})")[2]
+        sizes = [math.prod(getattr(a, "shape", ())) for a in _tree.leaves(args[argnum])]
+        total = sum(sizes)
+        if sizes and total == 0:  # no coordinates (empty arrays): the empty sum
+            return _tree.map(lambda o: _core.zeros_like(o), fun(*args, **kwargs))
+        result = None
+        # Coordinates in chunks of LAPLACIAN_CHUNK directions: the first-order coefficients
+        # of every value hold one row per direction, so memory stays bounded for large
+        # inputs (the primal is recomputed per chunk).
+        for c0 in range(0, max(total, 1), LAPLACIAN_CHUNK):
+            c1 = min(total, c0 + LAPLACIAN_CHUNK)
+
+            def identity_rows(leaves, c0=c0, c1=c1):
+                # Rows c0..c1 of the identity over all coordinates, cut into the leaves' columns.
+                dirs, offset = [], 0
+                for a in leaves:
+                    size = math.prod(a.shape)
+                    block = _core.eye(c1 - c0, size, c0 - offset, dtype=a.dtype)
+                    dirs.append(_core.reshape(block, (c1 - c0,) + tuple(a.shape)))
+                    offset += size
+                return dirs
+
+            part = _second_order(fun, args, kwargs, argnum, identity_rows, None, f"laplacian({name})")[2]
+            result = part if result is None else _tree.map(lambda a, b: a + b, result, part)
+        return result
 
     lap.__name__ = f"laplacian({name})"
     return lap

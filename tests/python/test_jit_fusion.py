@@ -330,6 +330,31 @@ def test_sum_epilogue_matches_op_by_op_bitwise(shape, axis, dtype):
     assert_bitwise(f(x), qb.sum(step, axis=axis))
 
 
+@pytest.mark.parametrize("shape, axis", [((256, 50, 256), 1), ((4, 7, 3000), 1), ((3, 5, 2), 1), ((2, 3, 4, 700), (1, 2)),
+                                         ((6, 1, 5), 1), ((9, 2049), 0), ((50, 33), 0), ((2, 3, 4, 5), (0, 1))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_middle_axis_sum_epilogue_matches_op_by_op_bitwise(shape, axis, dtype):
+    """A sum over leading or middle axes (the direction axis of a batched Laplacian) is an
+    epilogue too: each output adds its values in axis order, as the plain reduction does."""
+    x = qb.array(np.random.default_rng(5).normal(size=shape).astype(dtype))
+
+    def g(x):
+        return qb.sum(qb.sin(x) * x + 0.25, axis=axis)
+
+    f = qb.jit(g)
+    compiled = f.lower(x).compile()
+    assert compiled.stats()["kernels"] == 1
+    assert "[epilogue]" in compiled.plan_text()
+    assert_bitwise(f(x), qb.sum(qb.sin(x) * x + 0.25, axis=axis))
+    for threads in (1, 2):
+        old = qb.num_threads()
+        qb.set_num_threads(threads)
+        try:
+            assert_bitwise(f(x), qb.sum(qb.sin(x) * x + 0.25, axis=axis))
+        finally:
+            qb.set_num_threads(old)
+
+
 def test_epilogue_not_used_when_the_summed_value_is_also_returned():
     x = qb.array(np.random.default_rng(4).normal(size=(64, 300)).astype(np.float32))
 

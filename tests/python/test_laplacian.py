@@ -368,3 +368,21 @@ def test_every_op_reverse_mode_through_the_operator_equals_forward_mode(case):
     fwd = float(qb.jvp(loss, (args,), (u,))[1])
     rev = float(sum(np.sum(NP(gi) * NP(ui)) for gi, ui in zip(g, u)))
     np.testing.assert_allclose(rev, fwd, rtol=1e-9, atol=1e-9 * max(1.0, abs(fwd)), err_msg=case.op)
+
+
+def test_many_coordinates_run_in_chunks_of_directions(monkeypatch):
+    import quabla._taylor as taylor_module
+    monkeypatch.setattr(taylor_module, "LAPLACIAN_CHUNK", 4)
+    rng = np.random.default_rng(11)
+    a = qb.array(rng.normal(size=(3, 3)))
+    f = lambda p: qb.sum(qb.tanh(p["x"] @ a) * p["y"][0]) + qb.sum(p["y"] ** 3)
+    p = {"x": qb.array(rng.uniform(-1, 1, (2, 3))), "y": qb.array(rng.uniform(-1, 1, 5))}  # 11 coordinates
+    flat = lambda z: f({"x": qb.reshape(z[:6], (2, 3)), "y": z[6:]})
+    z = qb.concatenate([qb.ravel(p["x"]), p["y"]])
+    np.testing.assert_allclose(float(qb.laplacian(f)(p)), _hessian_trace(flat, z), rtol=1e-12)
+    np.testing.assert_allclose(float(qb.jit(qb.laplacian(f))(p)), _hessian_trace(flat, z), rtol=1e-12)
+
+
+def test_empty_arguments_have_a_zero_laplacian():
+    out = qb.laplacian(lambda x: qb.sum(x) + 1.0)(qb.zeros((0, 3)))
+    assert float(out) == 0.0

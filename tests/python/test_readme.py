@@ -123,3 +123,24 @@ def test_pytree_jacobian_section_prints_what_the_readme_shows():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out == PYTREE_OUTPUT
     assert PYTREE_OUTPUT.strip() in readme
+
+
+LAPLACIAN_OUTPUT = """steps = 3000, loss = 5.96e-04, max abs error = 1.7e-04
+laplacian at (0.3, 0.6): -15.208552 (trace of the Hessian: -15.208552)
+"""
+
+
+def test_laplacian_section_shows_the_example_and_what_it_prints():
+    out = _run(ROOT / "examples" / "laplacian_pinn.py")
+    readme = (ROOT / "README.md").read_text()
+    assert LAPLACIAN_OUTPUT.strip() in readme
+    code = (ROOT / "examples" / "laplacian_pinn.py").read_text()
+    shown = _readme_block_after(readme, "## Laplacians in a PINN loss")
+    assert shown.strip() in code and "qb.laplacian(u, argnums=1)" in shown
+    lines = out.splitlines()
+    # the Laplacian by the collapsed pass and by the Hessian agree to the digits printed
+    by_lap, by_hess = lines[1].split(": ", 1)[1].replace(")", "").split(" (trace of the Hessian: ")
+    assert by_lap == by_hess
+    # training digits repeat on this machine; elsewhere the error must still be small
+    if out != LAPLACIAN_OUTPUT:
+        assert float(lines[0].split("max abs error = ")[1]) < 1e-3, out

@@ -1,5 +1,6 @@
 // Collapsed second-order Taylor mode. Per value v the transform keeps
-//   J(v): [k, *shape] first-order coefficients (the K directional derivatives), and
+//   J(v): [k, *shape] first-order coefficients (the K directional derivatives; [*shape]
+//         with one direction), and
 //   L(v): [*shape]     the collapsed second-order coefficient, sum_l c_l v''[dir l],
 // either one a symbolic zero (absent) where nothing it depends on moves. For a node
 // y = f(x_1..x_n) the rules are the second-order chain rule
@@ -119,7 +120,7 @@ class Taylor {
     {
       std::vector<std::size_t> keep;
       for (auto q : moving) keep.push_back(n_out + q);
-      Graph first = vmap(restricted(g1, p1, identity, keep), axes, k_);
+      Graph first = batched(restricted(g1, p1, identity, keep), axes);
       auto outs = inline_into(b_, first, args);
       for (std::size_t r = 0; r < moving.size(); ++r) j_out[float_outs[moving[r]]] = outs[r];
     }
@@ -147,14 +148,17 @@ class Taylor {
           // One moving operand of an elementwise op: f''[t, t] = f''(x) t^2 elementwise, so
           // f'' is evaluated once at a unit tangent and multiplied by the collapsed sum of
           // t^2, never broadcast over the directions (a first layer's t has no batch axis).
+          // The sum of squares comes first, right after J(y): both read t, so the CPU
+          // planner fuses them into one pass over the K-sized values.
+          V squares = collapse(e_.mul(jx[0], jx[0]));
           std::vector<V> unit(x.begin(), x.end());
           std::size_t moving_operand = 0;
           while (!wj[moving_operand]) ++moving_operand;
           unit.push_back(e_.like(x[moving_operand], 1.0));
           V fpp = inline_into(b_, second, unit)[0];
-          add_to(l_out[float_outs[which[0]]], e_.mul(fpp, collapse(e_.mul(jx[0], jx[0]))));
+          add_to(l_out[float_outs[which[0]]], e_.mul(fpp, squares));
         } else {
-          auto outs = inline_into(b_, vmap(second, axes, k_), args);
+          auto outs = inline_into(b_, batched(second, axes), args);
           for (std::size_t r = 0; r < which.size(); ++r) add_to(l_out[float_outs[which[r]]], collapse(outs[r]));
         }
       }
@@ -175,10 +179,23 @@ class Taylor {
   void set_weights(V c) { weights_ = c; }
 
  private:
+  // A graph over the directions: vmapped over K, or as it is with one direction, whose
+  // coefficients carry no direction axis (a 1-D u'''' nests this; reshapes and size-1
+  // reductions would only add kernels there).
+  Graph batched(const Graph& g, const std::vector<std::int64_t>& axes) const {
+    return k_ == 1 ? g : vmap(g, axes, k_);
+  }
+
   // sum_l c_l s[l]: the directions' second-order coefficients collapsed into one.
   V collapse(V s) {
+    const ValueType st = e_.type(s);
+    if (k_ == 1) {
+      if (!weights_) return s;
+      V c = e_.reshape(*weights_, Shape{});
+      if (e_.type(c).dtype != st.dtype) c = e_.convert(c, st.dtype);
+      return e_.mul(s, e_.broadcast(c, st.shape, {}));
+    }
     if (weights_) {
-      const ValueType st = e_.type(s);
       V c = *weights_;
       if (e_.type(c).dtype != st.dtype) c = e_.convert(c, st.dtype);
       s = e_.mul(s, e_.broadcast(c, st.shape, {0}));
@@ -215,6 +232,10 @@ Graph taylor2(const Graph& g, std::span<const bool> wrt, std::int64_t k, bool we
   }
   Taylor rules(g, k, b);
   if (weighted) rules.set_weights(b.param(ValueType{DType::f64, Shape{k}, false}));
+  if (k == 1) {  // every parameter first; then the one direction loses its axis
+    for (auto p : g.params)
+      if (jc[p]) jc[p] = e.reshape(*jc[p], g.type(p).shape);
+  }
   std::vector<T> j_out, l_out;
   for (const Node& n : g.nodes) {
     if (n.op == Op::Parameter) continue;
@@ -244,7 +265,9 @@ Graph taylor2(const Graph& g, std::span<const bool> wrt, std::int64_t k, bool we
   for (auto v : g.results) {
     if (!has_tangent(g.type(v))) continue;
     if (jc[v]) {
-      results.push_back(*jc[v]);
+      Shape with_k = g.type(v).shape;
+      with_k.insert(with_k.begin(), k);
+      results.push_back(k == 1 ? e.reshape(*jc[v], with_k) : *jc[v]);
     } else {
       ValueType t = strong(g.type(v));
       t.shape.insert(t.shape.begin(), k);

@@ -106,7 +106,52 @@ void sum_rows(const std::byte* tile, std::int64_t rows, std::int64_t row_len, st
   T* y = reinterpret_cast<T*>(out);
   for (std::int64_t r = 0; r < rows; ++r) y[r] = pairwise_sum(x + r * row_len, row_len);
 }
+
+// out[i] += tile[r][i] for r = 0..rows-1 in order (the plain middle-axis reduction's order).
+template <class T>
+void accumulate_rows(const std::byte* tile, std::int64_t rows, std::int64_t len, std::byte* out) {
+  const T* x = reinterpret_cast<const T*>(tile);
+  T* y = reinterpret_cast<T*>(out);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < len; ++i) y[i] += x[r * len + i];
+}
 }  // namespace
+
+void FusedKernel::run_middle_sum(const std::vector<const std::byte*>& base, std::byte* out, int slot,
+                                 const Graph& g) const {
+  const Epilogue& ep = *epilogue;
+  const DType dt = g.type(ep.out).dtype;
+  const auto elem = static_cast<std::int64_t>(itemsize(dt));
+  const std::int64_t red = ep.row_len, inner = ep.inner, outer = n / (red * inner);
+  auto accumulate = [&](const std::byte* tile, std::int64_t rows, std::int64_t len, std::byte* dst) {
+    if (dt == DType::f32) accumulate_rows<float>(tile, rows, len, dst);
+    else accumulate_rows<double>(tile, rows, len, dst);
+  };
+  // Each task owns its output elements: [inner chunk] x (all rows of one outer index), so
+  // the result never depends on the thread count. Outputs start at +0, as the plain
+  // reduction's accumulators do.
+  const std::int64_t chunk = std::min(inner, kTile), chunks = (inner + chunk - 1) / chunk;
+  const std::int64_t rows_per_tile = std::max<std::int64_t>(1, kTile / inner);
+  const std::int64_t grain = std::max<std::int64_t>(1, 8 * kTile / std::max<std::int64_t>(1, red * chunk));
+  auto body = [&](std::int64_t t, std::byte* slots) {
+    const std::int64_t o = t / chunks, c = t % chunks;
+    const std::int64_t len = std::min(chunk, inner - c * chunk);
+    std::byte* dst = out + (o * inner + c * chunk) * elem;
+    std::memset(dst, 0, static_cast<std::size_t>(len * elem));
+    const std::int64_t step = chunks == 1 ? rows_per_tile : 1;
+    for (std::int64_t r0 = 0; r0 < red; r0 += step) {
+      const std::int64_t rows = std::min(step, red - r0);
+      // With one chunk, `rows` consecutive rows are contiguous; otherwise one row's chunk.
+      run_range(o * red * inner + r0 * inner + c * chunk, rows * len, base, slots, kSlotBytes, g);
+      accumulate(slots + slot * kSlotBytes, rows, len, dst);
+    }
+  };
+  parallel_for(outer * chunks, grain, [&](std::int64_t tb, std::int64_t te) {
+    thread_local std::vector<std::byte> scratch;
+    if (scratch.size() < static_cast<std::size_t>(num_slots * kSlotBytes)) scratch.resize(num_slots * kSlotBytes);
+    for (std::int64_t t = tb; t < te; ++t) body(t, scratch.data());
+  });
+}
 
 void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
   for (ValueId v : outputs) {
@@ -146,6 +191,7 @@ void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
   int slot = -1;
   for (const MicroOp& m : ops)
     if (m.out == ep.input) slot = m.slot;
+  if (ep.inner > 1) return run_middle_sum(base, out, slot, g);
   auto sum_tile = [&](const std::byte* tile, std::int64_t count, std::int64_t len, std::byte* dst) {
     if (dt == DType::f32) sum_rows<float>(tile, count, len, dst);
     else sum_rows<double>(tile, count, len, dst);
@@ -249,8 +295,9 @@ FusionPlan plan_fusion(const Graph& g) {
     }
   }
 
-  // 2a. A sum over trailing axes of a float member that nothing else reads joins the
-  //     member's group as its epilogue (one per group).
+  // 2a. A sum over one contiguous run of axes (trailing, or a middle run such as the
+  //     direction axis of a batched Laplacian's sum of squares) of a float member that
+  //     nothing else reads joins the member's group as its epilogue (one per group).
   std::vector<std::uint32_t> users_count(g.values.size(), 0);
   for (const Node& n : g.nodes)
     for (ValueId v : n.inputs) ++users_count[v];
@@ -263,11 +310,10 @@ FusionPlan plan_fusion(const Graph& g) {
     const int k = plan.group[g.producer[v]];
     if (k < 0 || epilogue_node[k] >= 0 || users_count[v] != 1 || !is_float(g.type(v).dtype)) continue;
     const Shape& s = g.type(v).shape;
-    const auto rank = static_cast<std::int64_t>(s.size());
-    bool trailing = n.attrs.dims.back() == rank - 1;
-    for (std::size_t j = 0; trailing && j < n.attrs.dims.size(); ++j)
-      trailing = n.attrs.dims[j] == rank - static_cast<std::int64_t>(n.attrs.dims.size() - j);
-    if (!trailing || s != group_shape[k] || is_scalar_broadcast(g, g.producer_of(v))) continue;
+    // One contiguous run of axes (dims are sorted): trailing, or in the middle.
+    bool contiguous = true;
+    for (std::size_t j = 1; j < n.attrs.dims.size(); ++j) contiguous = contiguous && n.attrs.dims[j] == n.attrs.dims[j - 1] + 1;
+    if (!contiguous || s != group_shape[k] || is_scalar_broadcast(g, g.producer_of(v))) continue;
     if (num_elements(s) == 0) continue;  // empty rows: the plain reduction writes the zeros
     epilogue_node[k] = static_cast<int>(i);
     plan.group[i] = k;
@@ -408,9 +454,10 @@ FusionPlan plan_fusion(const Graph& g) {
     }
     if (epilogue_node[k] >= 0) {
       const Node& r = g.nodes[epilogue_node[k]];
-      std::int64_t row = 1;
+      std::int64_t row = 1, inner = 1;
       for (auto d : r.attrs.dims) row *= kernel->shape[d];
-      kernel->epilogue = FusedKernel::Epilogue{r.inputs[0], r.outputs[0], row};
+      for (auto d = static_cast<std::size_t>(r.attrs.dims.back()) + 1; d < kernel->shape.size(); ++d) inner *= kernel->shape[d];
+      kernel->epilogue = FusedKernel::Epilogue{r.inputs[0], r.outputs[0], row, inner};
     }
     plan.kernels[gid] = std::move(kernel);
   }

@@ -37,13 +37,16 @@ struct FusedKernel {
     std::int64_t load_offset = 0;     // Slice: the first element read, in source elements
   };
 
-  // A sum over the trailing axes of one member, computed tile by tile instead of from a
-  // full-size buffer (row_len elements per output element; tiles then hold whole rows, or
-  // kSumBlock-element blocks of one row, so the order is blocked_sum's: summation.h).
+  // A sum over one contiguous run of axes of one member, computed tile by tile instead of
+  // from a full-size buffer. Trailing axes (inner == 1): row_len elements per output
+  // element; tiles hold whole rows, or kSumBlock-element blocks of one row, so the order is
+  // blocked_sum's (summation.h). Middle axes ([outer, row_len, inner]): each output element
+  // adds its row_len values in axis order, as the plain reduction does.
   struct Epilogue {
     ValueId input;   // the member being summed (kept in a scratch slot)
     ValueId out;     // the reduce node's result
     std::int64_t row_len = 0;
+    std::int64_t inner = 1;  // elements after the summed axes
   };
 
   Shape shape;
@@ -61,6 +64,8 @@ struct FusedKernel {
   // Runs the micro-ops over elements [b, b + len) (len <= kTile).
   void run_range(std::int64_t b, std::int64_t len, const std::vector<const std::byte*>& base, std::byte* slots,
                  std::int64_t slot_bytes, const Graph& g) const;
+  // The epilogue over middle axes.
+  void run_middle_sum(const std::vector<const std::byte*>& base, std::byte* out, int slot, const Graph& g) const;
 };
 
 // The fusion plan of a graph: group[i] is the index of the fused kernel node i belongs to,
