@@ -330,8 +330,9 @@ def test_sum_epilogue_matches_op_by_op_bitwise(shape, axis, dtype):
     assert_bitwise(f(x), qb.sum(step, axis=axis))
 
 
-@pytest.mark.parametrize("shape, axis", [((256, 50, 256), 1), ((4, 7, 3000), 1), ((3, 5, 2), 1), ((2, 3, 4, 700), (1, 2)),
-                                         ((6, 1, 5), 1), ((9, 2049), 0), ((50, 33), 0), ((2, 3, 4, 5), (0, 1))])
+@pytest.mark.parametrize("shape, axis", [((256, 50, 256), 1), ((8, 7, 3000), 1), ((3, 5, 2), 1), ((2, 3, 4, 700), (1, 2)),
+                                         ((6, 1, 5), 1), ((9, 2049), 0), ((50, 33), 0), ((2, 3, 4, 5), (0, 1)),
+                                         ((1000, 3, 5), 1), ((257, 1, 32), 1)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_middle_axis_sum_epilogue_matches_op_by_op_bitwise(shape, axis, dtype):
     """A sum over leading or middle axes (the direction axis of a batched Laplacian) is an
@@ -353,6 +354,15 @@ def test_middle_axis_sum_epilogue_matches_op_by_op_bitwise(shape, axis, dtype):
             assert_bitwise(f(x), qb.sum(qb.sin(x) * x + 0.25, axis=axis))
         finally:
             qb.set_num_threads(old)
+
+
+def test_a_large_sum_over_the_leading_axis_stays_unfused():
+    """A bias gradient's sum over a large batch axis has one output row to split over
+    threads: its chain runs unfused over every thread, then the plain reduction."""
+    x = qb.array(np.random.default_rng(6).normal(size=(4096, 64)).astype(np.float32))
+    f = qb.jit(lambda x: qb.sum(qb.tanh(x) * x, axis=0))
+    assert "[epilogue]" not in f.lower(x).compile().plan_text()
+    assert_bitwise(f(x), qb.sum(qb.tanh(x) * x, axis=0))
 
 
 def test_epilogue_not_used_when_the_summed_value_is_also_returned():

@@ -127,9 +127,30 @@ void FusedKernel::run_middle_sum(const std::vector<const std::byte*>& base, std:
     if (dt == DType::f32) accumulate_rows<float>(tile, rows, len, dst);
     else accumulate_rows<double>(tile, rows, len, dst);
   };
-  // Each task owns its output elements: [inner chunk] x (all rows of one outer index), so
-  // the result never depends on the thread count. Outputs start at +0, as the plain
-  // reduction's accumulators do.
+  // Each task owns its output elements: [inner chunk] x (all rows of its outer indices),
+  // so the result never depends on the thread count. Outputs start at +0, as the plain
+  // reduction's accumulators do. Small outer blocks (red * inner <= kTile) are run
+  // several to a tile, so a reduction over few rows (a size-1 axis) does not run a
+  // chain of micro-ops on a handful of elements at a time.
+  const std::int64_t block = red * inner;
+  if (block <= kTile) {
+    const std::int64_t per_tile = kTile / block, tiles = (outer + per_tile - 1) / per_tile;
+    parallel_for(tiles, 8, [&](std::int64_t tb, std::int64_t te) {
+      thread_local std::vector<std::byte> scratch;
+      if (scratch.size() < static_cast<std::size_t>(num_slots * kSlotBytes)) scratch.resize(num_slots * kSlotBytes);
+      for (std::int64_t t = tb; t < te; ++t) {
+        const std::int64_t o0 = t * per_tile, count = std::min(per_tile, outer - o0);
+        run_range(o0 * block, count * block, base, scratch.data(), kSlotBytes, g);
+        const std::byte* tile = scratch.data() + slot * kSlotBytes;
+        for (std::int64_t o = 0; o < count; ++o) {
+          std::byte* dst = out + (o0 + o) * inner * elem;
+          std::memset(dst, 0, static_cast<std::size_t>(inner * elem));
+          accumulate(tile + o * block * elem, red, inner, dst);
+        }
+      }
+    });
+    return;
+  }
   const std::int64_t chunk = std::min(inner, kTile), chunks = (inner + chunk - 1) / chunk;
   const std::int64_t rows_per_tile = std::max<std::int64_t>(1, kTile / inner);
   const std::int64_t grain = std::max<std::int64_t>(1, 8 * kTile / std::max<std::int64_t>(1, red * chunk));
@@ -315,6 +336,16 @@ FusionPlan plan_fusion(const Graph& g) {
     for (std::size_t j = 1; j < n.attrs.dims.size(); ++j) contiguous = contiguous && n.attrs.dims[j] == n.attrs.dims[j - 1] + 1;
     if (!contiguous || s != group_shape[k] || is_scalar_broadcast(g, g.producer_of(v))) continue;
     if (num_elements(s) == 0) continue;  // empty rows: the plain reduction writes the zeros
+    {
+      // A middle-axis epilogue parallelises over (outer index, inner chunk) only, to keep
+      // each output's order; a large chain with too few of those (a bias gradient's sum
+      // over the batch axis) runs faster unfused, its elementwise part over every thread.
+      std::int64_t outer = 1, inner = 1;
+      for (std::int64_t d = 0; d < n.attrs.dims.front(); ++d) outer *= s[static_cast<std::size_t>(d)];
+      for (auto d = static_cast<std::size_t>(n.attrs.dims.back()) + 1; d < s.size(); ++d) inner *= s[d];
+      const std::int64_t chunks = (inner + FusedKernel::kTile - 1) / FusedKernel::kTile;
+      if (inner > 1 && num_elements(s) > 65536 && outer * chunks < 16) continue;
+    }
     epilogue_node[k] = static_cast<int>(i);
     plan.group[i] = k;
   }
