@@ -107,6 +107,17 @@ void sum_rows(const std::byte* tile, std::int64_t rows, std::int64_t row_len, st
   for (std::int64_t r = 0; r < rows; ++r) y[r] = pairwise_sum(x + r * row_len, row_len);
 }
 
+// A parallel_for body running body(t, scratch) for each t of its range, with this thread's
+// scratch tiles (at least `bytes`; kept between runs: loop bodies run kernels per step).
+template <class Body>
+auto with_scratch(std::int64_t bytes, Body body) {
+  return [bytes, body](std::int64_t tb, std::int64_t te) {
+    thread_local std::vector<std::byte> scratch;
+    if (scratch.size() < static_cast<std::size_t>(bytes)) scratch.resize(static_cast<std::size_t>(bytes));
+    for (std::int64_t t = tb; t < te; ++t) body(t, scratch.data());
+  };
+}
+
 // out[i] += tile[r][i] for r = 0..rows-1 in order (the plain middle-axis reduction's order).
 template <class T>
 void accumulate_rows(const std::byte* tile, std::int64_t rows, std::int64_t len, std::byte* out) {
@@ -135,20 +146,16 @@ void FusedKernel::run_middle_sum(const std::vector<const std::byte*>& base, std:
   const std::int64_t block = red * inner;
   if (block <= kTile) {
     const std::int64_t per_tile = kTile / block, tiles = (outer + per_tile - 1) / per_tile;
-    parallel_for(tiles, 8, [&](std::int64_t tb, std::int64_t te) {
-      thread_local std::vector<std::byte> scratch;
-      if (scratch.size() < static_cast<std::size_t>(num_slots * kSlotBytes)) scratch.resize(num_slots * kSlotBytes);
-      for (std::int64_t t = tb; t < te; ++t) {
-        const std::int64_t o0 = t * per_tile, count = std::min(per_tile, outer - o0);
-        run_range(o0 * block, count * block, base, scratch.data(), kSlotBytes, g);
-        const std::byte* tile = scratch.data() + slot * kSlotBytes;
-        for (std::int64_t o = 0; o < count; ++o) {
-          std::byte* dst = out + (o0 + o) * inner * elem;
-          std::memset(dst, 0, static_cast<std::size_t>(inner * elem));
-          accumulate(tile + o * block * elem, red, inner, dst);
-        }
+    parallel_for(tiles, 8, with_scratch(num_slots * kSlotBytes, [&](std::int64_t t, std::byte* slots) {
+      const std::int64_t o0 = t * per_tile, count = std::min(per_tile, outer - o0);
+      run_range(o0 * block, count * block, base, slots, kSlotBytes, g);
+      const std::byte* tile = slots + slot * kSlotBytes;
+      for (std::int64_t o = 0; o < count; ++o) {
+        std::byte* dst = out + (o0 + o) * inner * elem;
+        std::memset(dst, 0, static_cast<std::size_t>(inner * elem));
+        accumulate(tile + o * block * elem, red, inner, dst);
       }
-    });
+    }));
     return;
   }
   const std::int64_t chunk = std::min(inner, kTile), chunks = (inner + chunk - 1) / chunk;
@@ -167,11 +174,7 @@ void FusedKernel::run_middle_sum(const std::vector<const std::byte*>& base, std:
       accumulate(slots + slot * kSlotBytes, rows, len, dst);
     }
   };
-  parallel_for(outer * chunks, grain, [&](std::int64_t tb, std::int64_t te) {
-    thread_local std::vector<std::byte> scratch;
-    if (scratch.size() < static_cast<std::size_t>(num_slots * kSlotBytes)) scratch.resize(num_slots * kSlotBytes);
-    for (std::int64_t t = tb; t < te; ++t) body(t, scratch.data());
-  });
+  parallel_for(outer * chunks, grain, with_scratch(num_slots * kSlotBytes, body));
 }
 
 void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
@@ -186,19 +189,13 @@ void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
   base.assign(g.values.size(), nullptr);
   for (ValueId v : inputs) base[v] = env[v]->data();
   for (ValueId v : outputs) base[v] = env[v]->data();
-  auto with_scratch = [&](auto&& body) {
-    return [&, body](std::int64_t tb, std::int64_t te) {
-      thread_local std::vector<std::byte> scratch;
-      if (scratch.size() < static_cast<std::size_t>(num_slots * kSlotBytes)) scratch.resize(num_slots * kSlotBytes);
-      for (std::int64_t t = tb; t < te; ++t) body(t, scratch.data());
-    };
-  };
+  const std::int64_t scratch_bytes = num_slots * kSlotBytes;
   if (!epilogue) {
     // Short tiles (each element is computed alone, so the tiling never changes results);
     // threads still get chunks of 8 long tiles' worth of elements.
     const std::int64_t tiles = (n + kShortTile - 1) / kShortTile;
     const std::int64_t slot_bytes = kShortTile * 8;
-    parallel_for(tiles, 8 * kTile / kShortTile, with_scratch([&](std::int64_t t, std::byte* slots) {
+    parallel_for(tiles, 8 * kTile / kShortTile, with_scratch(scratch_bytes, [&](std::int64_t t, std::byte* slots) {
       run_range(t * kShortTile, std::min(kShortTile, n - t * kShortTile), base, slots, slot_bytes, g);
     }));
     return;
@@ -221,7 +218,7 @@ void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
     // Whole rows per tile; each row is one pairwise sum, as blocked_sum does.
     const std::int64_t rows_per_tile = kTile / ep.row_len;
     const std::int64_t tiles = (rows + rows_per_tile - 1) / rows_per_tile;
-    parallel_for(tiles, 8, with_scratch([&](std::int64_t t, std::byte* slots) {
+    parallel_for(tiles, 8, with_scratch(scratch_bytes, [&](std::int64_t t, std::byte* slots) {
       const std::int64_t r0 = t * rows_per_tile, count = std::min(rows_per_tile, rows - r0);
       run_range(r0 * ep.row_len, count * ep.row_len, base, slots, kSlotBytes, g);
       sum_tile(slots + slot * kSlotBytes, count, ep.row_len, out + r0 * elem);
@@ -231,7 +228,7 @@ void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
   // Long rows: one tile per kSumBlock block of a row, block sums combined per row.
   const std::int64_t blocks = (ep.row_len + kSumBlock - 1) / kSumBlock;
   std::vector<std::byte> partial(static_cast<std::size_t>(rows * blocks * elem));
-  parallel_for(rows * blocks, 8, with_scratch([&](std::int64_t t, std::byte* slots) {
+  parallel_for(rows * blocks, 8, with_scratch(scratch_bytes, [&](std::int64_t t, std::byte* slots) {
     const std::int64_t r = t / blocks, j = t % blocks;
     const std::int64_t len = std::min(kSumBlock, ep.row_len - j * kSumBlock);
     run_range(r * ep.row_len + j * kSumBlock, len, base, slots, kSlotBytes, g);
