@@ -63,7 +63,7 @@ Graph single_node(const Graph& g, const Node& n, std::vector<ValueId>& scratch) 
 // Graph g restricted to the results `keep` (by index), with its parameters; `params`
 // rebinds parameters: g's parameter i is fed the new graph's parameter params[i].
 Graph restricted(const Graph& g, const std::vector<ValueType>& new_params, const std::vector<std::size_t>& params,
-             const std::vector<std::size_t>& keep) {
+                 const std::vector<std::size_t>& keep) {
   return make_graph(new_params, [&](Builder& b, std::span<const ValueId> ps) {
     std::vector<ValueId> args;
     for (auto i : params) args.push_back(ps[i]);
