@@ -61,4 +61,81 @@ def devices():
     """The targets this build can compile for."""
     return ["cpu"]
 
+
+# ---- Quabla v0.1 compatibility (docs/migration.md) ------------------------------------------
+from ._facade import Compiler, Program, Executable  # noqa: E402,F401
+from ._compat import (  # noqa: E402,F401
+    Tensor, TensorView, TensorCpuExecutionPlan, TensorCudaAdamOptimizer, TensorCudaExecutionPlan,
+    TensorMlxAdamOptimizer, TensorMlxExecutionPlan,
+)
+from . import _compat  # noqa: E402
+import builtins as _builtins  # noqa: E402
+from . import legacy  # noqa: E402,F401
+
+TraceTensor = Array  # v0.1's name for a traced array (a tracer is an Array)
+dtype = DType
+_compat.install_array_methods()
+
+
+def _is_legacy_grad_call(args, kwargs) -> bool:
+    """grad(function, input_specs, values, output_cotangent): v0.1's 2D form (four
+    arguments, or its keywords, or a list of specs second; a tuple of ints is argnums)."""
+    # (any/all are quabla's here: the builtins by name)
+    if len(args) > 3 or _builtins.any(k in kwargs for k in ("function", "input_specs", "values", "output_cotangent")):
+        return True
+    if len(args) >= 2:
+        second = args[1]
+        return isinstance(second, list) or (isinstance(second, tuple) and not _builtins.all(
+            isinstance(a, int) and not isinstance(a, bool) for a in second))
+    return False
+
+
+_grad, _jit_fn, _trace_numpy = grad, jit, trace
+
+
+def _wraps(core):
+    def deco(f):
+        f.__name__, f.__qualname__, f.__doc__, f.__wrapped__ = core.__name__, core.__qualname__, core.__doc__, core
+        f.__module__ = __name__
+        return f
+    return deco
+
+
+@_wraps(_grad)
+def grad(*args, **kwargs):  # noqa: F811
+    if _is_legacy_grad_call(args, kwargs):
+        return legacy.grad(*args, **kwargs)
+    return _grad(*args, **kwargs)
+
+
+@_wraps(_jit_fn)
+def jit(*args, **kwargs):  # noqa: F811
+    if "input_specs" in kwargs or (args and isinstance(args[0], (list, tuple))):
+        return legacy.jit(*args, **kwargs)
+    return _jit_fn(*args, **kwargs)
+
+
+@_wraps(_trace_numpy)
+def trace(*args, **kwargs):  # noqa: F811
+    if (args and callable(args[0])) or "function" in kwargs or "input_specs" in kwargs:
+        import warnings
+        warnings.warn("quabla.trace(function, input_specs) is deprecated; use quabla.legacy.trace (the 2D API) or "
+                      "qb.Compiler().trace(function, specs). The old form remains available through 0.x.",
+                      DeprecationWarning, stacklevel=2)
+        return legacy.trace(*args, **kwargs)
+    return _trace_numpy(*args, **kwargs)
+
+
+def __getattr__(name):
+    if name in _compat.DEPRECATED or name in _compat.LEGACY:
+        return _compat.deprecated(name)
+    raise AttributeError(f"module 'quabla' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_compat.migrated_names()))
+
+
+__all__ = sorted({n for n in globals() if not n.startswith("_")} | set(_compat.migrated_names()))
+
 __version__ = "0.1.0"

@@ -166,16 +166,22 @@ def _static_int(x, name: str, what: str) -> int:
     return v
 
 
-def scan(f: Callable, init: Any, xs: Any = None, length: int = None, reverse: bool = False):
-    """scan(f, init, xs=None, length=None, reverse=False) -> (carry, ys).
+def scan(f: Callable, init: Any, xs: Any = None, length: int = None, reverse: bool = False, unroll: Any = 1, *,
+         operands: Any = ()):
+    """scan(f, init, xs=None, length=None, reverse=False, unroll=1, *, operands=()) -> (carry, ys).
 
     f(carry, x) -> (carry, y) over the leading axis of xs (a pytree of arrays); ys stacks the
     y's (a pytree) along a new leading axis. With xs=None, f receives the step index (a weak
     float64 scalar, exact for integers) instead of x and `length` gives the step count. With
-    reverse=True steps run from the last index down (ys stay in index order)."""
+    reverse=True steps run from the last index down (ys stay in index order). `unroll` is
+    accepted as in JAX (a code-generation hint; results are the same). v0.1's form
+    `operands=(a, b)` passes them after x: f(carry, x, a, b)."""
     name = "scan"
     if not callable(f):
         raise TypeError(f"scan: f must be callable, got {type(f).__name__}")
+    if operands:
+        ops, body = tuple(operands), f
+        f = lambda c, x: body(c, x, *ops)  # noqa: E731
     init_leaves, init_weak, init_def = _carry_leaves(init, "scan: init")
     x_leaves, x_def = _tree.flatten(xs)
     x_arrays = []
@@ -237,14 +243,19 @@ def _index(i):
     return _core._weak_index(i)
 
 
-def fori_loop(lower, upper, body_fun: Callable, init_val: Any):
+def fori_loop(lower, upper, body_fun: Callable, init_val: Any, *, unroll: Any = None, operands: Any = ()):
     """fori_loop(lower, upper, body_fun, init_val): val = body_fun(i, val) for i in
     range(lower, upper). The index is a weak integer scalar of the default integer dtype
     (int64, or int32 with qb.set_default_dtype(qb.float32)), so x[i] and
     lax.dynamic_slice(x, (i,), ...) work in the body. With int bounds the loop is a scan
-    (differentiable both ways); traced bounds make it a while_loop (forward-mode only)."""
+    (differentiable both ways); traced bounds make it a while_loop (forward-mode only).
+    `unroll` is accepted as in JAX (a hint; results are the same); v0.1's form
+    `operands=(a, b)` passes them after the carry: body_fun(i, val, a, b)."""
     if not callable(body_fun):
         raise TypeError(f"fori_loop: body_fun must be callable, got {type(body_fun).__name__}")
+    if operands:
+        ops, body = tuple(operands), body_fun
+        body_fun = lambda i, v: body(i, v, *ops)  # noqa: E731
     traced = any(isinstance(b, _core.Array) and b._is_tracer for b in (lower, upper))
     if traced:
         lo = lower if isinstance(lower, _core.Array) else _core.asarray(float(lower))

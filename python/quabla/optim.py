@@ -193,8 +193,15 @@ class _Stateful:
 
 
 class Adam(_Stateful):
+    """Adam (optax's formulas). beta1/beta2/epsilon are the v0.1 spellings of b1/b2/eps
+    (qb.Adam is this class, with its stateful .step(params, grads))."""
+
     def __init__(self, learning_rate: Union[float, Schedule] = 1e-3, b1: float = 0.9, b2: float = 0.999,
-                 eps: float = 1e-8, clip_norm: Optional[float] = None, weight_decay: float = 0.0):
+                 eps: float = 1e-8, clip_norm: Optional[float] = None, weight_decay: float = 0.0, *,
+                 beta1: Optional[float] = None, beta2: Optional[float] = None, epsilon: Optional[float] = None):
+        b1 = b1 if beta1 is None else beta1
+        b2 = b2 if beta2 is None else beta2
+        eps = eps if epsilon is None else epsilon
         self.learning_rate = _schedule(learning_rate)
         if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
             raise ValueError(f"Adam: b1 and b2 must be in [0, 1), got {b1}, {b2}")

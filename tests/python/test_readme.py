@@ -144,3 +144,18 @@ def test_laplacian_section_shows_the_example_and_what_it_prints():
     # training digits repeat on this machine; elsewhere the error must still be small
     if out != LAPLACIAN_OUTPUT:
         assert float(lines[0].split("max abs error = ")[1]) < 1e-3, out
+
+
+def test_quickstart_compiler_facade_block_prints_what_the_readme_shows():
+    """The Quickstart's compiler-facade block, run after the blocks before it (one session
+    as the README says), prints the lines the README shows (the product description's cpu
+    line, verbatim)."""
+    readme = (ROOT / "README.md").read_text()
+    session = (_readme_block_after(readme, "## Quickstart") + _readme_block_after(readme, "grad and value_and_grad differentiate")
+               + _readme_block_after(readme, "The compiler facade of Quabla v0.1"))
+    out = subprocess.run([sys.executable, "-c", session], capture_output=True, text=True, check=True).stdout
+    facade = out.splitlines()[-2:]
+    expected = ["{'cpu': True, 'cuda': False, 'mlx': False}",
+                "cpu 0.6748224496841431 [-0.0, 0.09867792576551437, 0.53318190574646, 1.2793999910354614]"]
+    assert facade == expected
+    assert "\n".join(expected) in readme
