@@ -126,6 +126,33 @@ def trace(*args, **kwargs):  # noqa: F811
     return _trace_numpy(*args, **kwargs)
 
 
+_where_core, _concat_core, _concatenate_core = where, concat, concatenate
+_LEGACY_2D = (legacy.Matrix, legacy.TraceMatrix)
+
+
+@_wraps(_where_core)
+def where(condition, x, y):  # noqa: F811
+    """where(condition, x, y): x where condition holds, else y (broadcast). Three
+    quabla.legacy Matrix (or TraceMatrix) operands take v0.1's 2D where."""
+    if isinstance(condition, _LEGACY_2D) or isinstance(x, _LEGACY_2D) or isinstance(y, _LEGACY_2D):
+        return legacy.where(condition, x, y)
+    return _where_core(condition, x, y)
+
+
+def _concat_dispatch(core):
+    @_wraps(core)
+    def join(arrays, axis=0):
+        items = arrays if isinstance(arrays, (list, tuple)) else None
+        if items and isinstance(items[0], _LEGACY_2D):
+            return legacy.concat(items, axis)
+        return core(arrays, axis=axis)
+    return join
+
+
+concat = _concat_dispatch(_concat_core)  # noqa: F811
+concatenate = _concat_dispatch(_concatenate_core)  # noqa: F811
+
+
 def __getattr__(name):
     if name in _compat.DEPRECATED or name in _compat.LEGACY:
         return _compat.deprecated(name)

@@ -601,3 +601,17 @@ def test_grad_jit_trace_dispatch_the_v01_forms():
     assert qb.grad(lambda x, y: x * y, argnums=(0, 1))(qb.array(2.0), qb.array(3.0))[1].item() == 2.0
     assert float(qb.trace(qb.eye(3))) == 3.0
     assert float(qb.jit(lambda x: x + 1)(qb.array(1.0))) == 2.0
+
+
+def test_top_level_where_and_concat_take_legacy_matrices():
+    m = legacy.Matrix([[1.0, -2.0], [-3.0, 4.0]])
+    assert qb.where(m.gt(0.0), m, -m).to_list() == [[1.0, 2.0], [3.0, 4.0]]
+    assert qb.concat([m, m], 1).shape == (2, 4) and qb.concatenate([m], 0).shape == (2, 2)
+    g = legacy.TraceGraph()
+    a = g.input("a", (1, 2))
+    assert isinstance(qb.where(a.gt(0.0), a, a * 2.0), legacy.TraceMatrix)
+    assert isinstance(qb.concat([a, a], 0), legacy.TraceMatrix)
+    with pytest.raises(TypeError, match="three Matrix"):
+        qb.where(m, qb.ones((2, 2)), m)
+    # arrays are untouched
+    assert NP(qb.where(qb.array([True, False]), 1.0, 2.0)).tolist() == [1.0, 2.0]
