@@ -690,19 +690,178 @@ mlx_adam_loss_optimizer = _device_optimizer("mlx", "mlx_adam_loss_optimizer")
 # ---- trace_tensor: a traced program as v0.1's TensorTraceResult ----------------------------
 
 class TensorTraceGraph:
-    """The graph of a TensorTraceResult: its named inputs and its text form."""
+    """v0.1's persistent trace graph: named inputs (more can be added) and the traced
+    values built on them. A value is a function of all the graph's inputs, so values traced
+    at different times combine (a loss built on a traced u_xx and an input)."""
 
-    def __init__(self, program: Optional[Program] = None):
-        self._program = program
+    def __init__(self, specs=()):
+        self.specs: List[tuple] = list(specs)
+        self._values: List["TraceTensorValue"] = []
+
+    def _index(self, name) -> Optional[int]:
+        for i, s in enumerate(self.specs):
+            if s[0] == name:
+                return i
+        return None
+
+    def input(self, name: str, shape=None, dtype=None) -> "TraceTensorValue":
+        """The input `name` (a new one when shape is given)."""
+        i = self._index(name)
+        if shape is not None:
+            if i is not None:
+                raise ValueError(f"TensorTraceGraph.input: input {name!r} already exists")
+            spec = parse_specs([(name, list(shape), dtype or _core.float64)], "TensorTraceGraph.input")[0]
+            self.specs.append(spec)
+            i = len(self.specs) - 1
+        elif i is None:
+            raise ValueError(f"TensorTraceGraph.input: no input named {name!r} (inputs: {self.input_names()})")
+        return TraceTensorValue(self, lambda args, i=i: args[i])
 
     def input_names(self) -> List[str]:
-        return self._program.input_names if self._program else []
+        return [s[0] for s in self.specs]
+
+    def _value(self, node_id) -> "TraceTensorValue":
+        if not isinstance(node_id, int) or not 0 <= node_id < len(self._values):
+            raise ValueError(f"output node {node_id} does not exist")
+        return self._values[node_id]
 
     def lower_text(self) -> str:
-        return self._program.lower_text() if self._program else ""
+        return "\n".join(f"%{v.node_id}: {v.dtype.name}{list(v.shape)}" for v in self._values)
+
+    def evaluate(self, output_node_id, inputs):
+        return self._value(output_node_id).compile_cpu().evaluate(inputs)
+
+    def evaluate_vjp(self, output_node_id, inputs, output_cotangent):
+        return self._value(output_node_id).compile_cpu().evaluate_vjp(inputs, output_cotangent)[1]
+
+    def evaluate_value_and_vjp(self, output_node_id, inputs, output_cotangent):
+        return self._value(output_node_id).compile_cpu().evaluate_value_and_vjp(inputs, output_cotangent)
+
+    def evaluate_jvp(self, output_node_id, inputs, input_tangents):
+        return self._value(output_node_id).compile_cpu().evaluate_jvp(inputs, input_tangents)
+
+    def compile_cpu(self, output_node_id):
+        return self._value(output_node_id).compile_cpu()
 
     def __repr__(self):
         return f"TensorTraceGraph(inputs={self.input_names()})"
+
+
+class TraceTensorValue:
+    """A traced value of a TensorTraceGraph (v0.1's TraceTensor outside a transform): array
+    arithmetic and methods record more values; symbolic_jvp / symbolic_vjp differentiate;
+    compile_cpu gives a plan over the graph's inputs."""
+
+    def __init__(self, graph: TensorTraceGraph, fn):
+        self._graph, self._fn = graph, fn
+        # It can read only the inputs the graph has now: its programs take those alone.
+        self._specs = list(graph.specs)
+        self.node_id = len(graph._values)
+        graph._values.append(self)
+        self.shape, self.dtype = _trace_output(lambda *a: self._fn(a), self._specs)
+
+    @property
+    def graph(self) -> TensorTraceGraph:
+        return self._graph
+
+    def _program(self) -> Program:
+        fn = self._fn
+        return Program(lambda *a: fn(a), self._specs, "compile_cpu")
+
+    def _lift(self, other):
+        if isinstance(other, TraceTensorValue):
+            if other._graph is not self._graph:
+                raise ValueError("trace values must belong to the same trace graph")
+            return other._fn
+        return lambda args: other
+
+    def _binary(self, other, op, reverse=False):
+        a, b = self._fn, self._lift(other)
+        if reverse:
+            a, b = b, a
+        return TraceTensorValue(self._graph, lambda args: op(a(args), b(args)))
+
+    def __add__(self, o): return self._binary(o, lambda a, b: a + b)  # noqa: E704
+    def __radd__(self, o): return self._binary(o, lambda a, b: a + b, True)  # noqa: E704
+    def __sub__(self, o): return self._binary(o, lambda a, b: a - b)  # noqa: E704
+    def __rsub__(self, o): return self._binary(o, lambda a, b: a - b, True)  # noqa: E704
+    def __mul__(self, o): return self._binary(o, lambda a, b: a * b)  # noqa: E704
+    def __rmul__(self, o): return self._binary(o, lambda a, b: a * b, True)  # noqa: E704
+    def __truediv__(self, o): return self._binary(o, lambda a, b: a / b)  # noqa: E704
+    def __rtruediv__(self, o): return self._binary(o, lambda a, b: a / b, True)  # noqa: E704
+    def __pow__(self, o): return self._binary(o, lambda a, b: a ** b)  # noqa: E704
+    def __matmul__(self, o): return self._binary(o, lambda a, b: a @ b)  # noqa: E704
+    def __neg__(self): return TraceTensorValue(self._graph, lambda args, f=self._fn: -f(args))  # noqa: E704
+
+    def powi(self, n: int) -> "TraceTensorValue":
+        return self ** int(n)
+
+    def __getattr__(self, name):
+        # Array methods (sum, mean, tanh, reshape, ...) record a new value.
+        if name.startswith("_") or not hasattr(_core.Array, name):
+            raise AttributeError(f"TraceTensor has no attribute {name!r}")
+        fn = self._fn
+
+        def method(*args, **kwargs):
+            return TraceTensorValue(self._graph, lambda a: getattr(fn(a), name)(*args, **kwargs))
+        return method
+
+    def __bool__(self):
+        from .errors import TracerError
+        raise TracerError("TraceTensor cannot drive Python control flow; use quabla.where for elementwise selection "
+                          "or an explicit control-flow primitive")
+
+    def symbolic_jvp(self, input_name: str) -> "TensorTraceResult":
+        """The coordinate JVP (a tangent of ones for input_name), on the same graph."""
+        from ._ad import jvp
+        graph, fn = self._graph, self._fn
+        k = graph._index(input_name)
+        if k is None:
+            raise ValueError(f"symbolic_jvp: no input named {input_name!r} (inputs: {graph.input_names()})")
+        spec = graph.specs[k]
+        if not _is_float(spec[2]):
+            raise ValueError(f"symbolic_jvp: input {input_name!r} is {spec[2].name}; only float inputs carry tangents")
+
+        def tangent(args):
+            n = len(args)
+            ts = tuple(_core.ones_like(a) if i == k else _core.zeros_like(a) for i, a in enumerate(args))
+            return jvp(lambda *a: fn(a), tuple(args[:n]), ts)[1]
+        return TensorTraceResult(graph, TraceTensorValue(graph, tangent))
+
+    def symbolic_vjp(self, cotangent_name: str) -> Dict[str, "TensorTraceResult"]:
+        """One gradient per float input (keyed by name, sorted), on the same graph, which
+        gains the input `cotangent_name` (this value's shape and dtype)."""
+        from ._ad import vjp
+        graph, fn = self._graph, self._fn
+        names = [(i, s[0]) for i, s in enumerate(graph.specs) if _is_float(s[2])]
+        ct = graph.input(cotangent_name, list(self.shape), self.dtype)
+        k = graph._index(cotangent_name)
+        out = {}
+        for i, name in names:
+            def gradient(args, i=i):
+                primal_args = tuple(args[:k])
+                _, pullback = vjp(lambda *a: fn(a), *primal_args)
+                return pullback(args[k])[i]
+            out[name] = TensorTraceResult(graph, TraceTensorValue(graph, gradient))
+        del ct
+        return dict(sorted(out.items()))
+
+    def compile_cpu(self) -> "TensorCpuExecutionPlan":
+        return TensorCpuExecutionPlan(self._program())
+
+    def compile_mlx(self):
+        raise unavailable_target("mlx", "compile_mlx")
+
+    def compile_cuda(self, device_ordinal: int = 0):
+        raise unavailable_target("cuda", "compile_cuda")
+
+    def __repr__(self):
+        return f"TraceTensor(node_id={self.node_id}, shape={list(self.shape)}, dtype={self.dtype.name})"
+
+
+def _trace_output(fn, specs):
+    from ._facade import trace_output
+    return trace_output(fn, specs, "trace_tensor")
 
 
 class TensorCpuExecutionPlan:
@@ -729,6 +888,7 @@ class TensorCpuExecutionPlan:
     __call__ = evaluate
 
     def evaluate_vjp(self, inputs, output_cotangent):
+        """(output, {name: gradient}) for this cotangent."""
         return TensorVjpFunction(self._program._fn, self._program._specs)(inputs, output_cotangent)
 
     def evaluate_value_and_vjp(self, inputs, output_cotangent):
@@ -742,41 +902,42 @@ class TensorCpuExecutionPlan:
 
 
 class TensorTraceResult:
-    """trace_tensor's result: symbolic_jvp / symbolic_vjp give more traced programs,
-    compile_cpu a plan."""
+    """trace_tensor's result: its graph and output; symbolic_jvp / symbolic_vjp give more
+    results on the same graph, compile_cpu a plan."""
 
-    def __init__(self, program: Program):
-        self._program = program
-        self.graph = TensorTraceGraph(program)
+    def __init__(self, graph: TensorTraceGraph, output: TraceTensorValue):
+        self.graph, self.output = graph, output
 
     @property
     def output_shape(self) -> List[int]:
-        return self._program.output_shape
+        return list(self.output.shape)
 
     def symbolic_jvp(self, input_name: str) -> "TensorTraceResult":
-        return TensorTraceResult(self._program.jvp(input_name))
+        return self.output.symbolic_jvp(input_name)
 
     def symbolic_vjp(self, cotangent_name: str) -> Dict[str, "TensorTraceResult"]:
-        return {k: TensorTraceResult(p) for k, p in self._program.vjp(cotangent_name).items()}
+        return self.output.symbolic_vjp(cotangent_name)
 
     def compile_cpu(self) -> TensorCpuExecutionPlan:
-        return TensorCpuExecutionPlan(self._program)
+        return self.output.compile_cpu()
 
     def compile_mlx(self):
-        raise unavailable_target("mlx", "TensorTraceResult.compile_mlx") if not built_targets()["mlx"] else \
-            NotImplementedError("compile_mlx: use qb.jit(f, device='mlx')")
+        return self.output.compile_mlx()
 
     def compile_cuda(self, device_ordinal: int = 0):
-        raise unavailable_target("cuda", "TensorTraceResult.compile_cuda") if not built_targets()["cuda"] else \
-            NotImplementedError("compile_cuda: use qb.jit(f, device='cuda')")
+        return self.output.compile_cuda(device_ordinal)
 
     def __repr__(self):
-        return f"TensorTraceResult(output_shape={self.output_shape})"
+        return f"TensorTraceResult(output_node_id={self.output.node_id}, output_shape={self.output_shape})"
 
 
 def trace_tensor(function, input_specs):
+    """Traces function with one array per spec; the result lives on a TensorTraceGraph."""
     _check_callable(function, "trace_tensor")
-    return TensorTraceResult(Program(function, parse_specs(input_specs, "trace_tensor"), "trace_tensor"))
+    specs = parse_specs(input_specs, "trace_tensor")
+    graph = TensorTraceGraph(specs)
+    n = len(specs)
+    return TensorTraceResult(graph, TraceTensorValue(graph, lambda args: function(*args[:n])))
 
 
 # ---- region builders (v0.1 control flow) -----------------------------------------------------

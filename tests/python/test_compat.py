@@ -615,3 +615,30 @@ def test_top_level_where_and_concat_take_legacy_matrices():
         qb.where(m, qb.ones((2, 2)), m)
     # arrays are untouched
     assert NP(qb.where(qb.array([True, False]), 1.0, 2.0)).tolist() == [1.0, 2.0]
+
+
+def test_v01_pinn_pattern_extends_a_trace_after_tracing():
+    """v0.1's PINN idiom: u_xx by two coordinate JVPs of a traced u, then a loss built on
+    u_xx.output and the graph's input x, compiled and differentiated with a (scalar) seed."""
+    u = lambda x, w: qb.tanh(x * w)
+    traced = _quiet("trace_tensor")(u, [("x", [4]), ("w", [])])
+    u_xx = traced.symbolic_jvp("x").symbolic_jvp("x")
+    x_in = u_xx.graph.input("x")
+    loss = ((u_xx.output + x_in.sin()).powi(2)).mean()
+    assert "TraceTensor(node_id=" in repr(loss) and loss.shape == () and loss.dtype == qb.float64
+    plan = loss.compile_cpu()
+    x, w = qb.array([0.1, 0.4, 0.7, 1.0]), qb.array(1.3)
+    value, grads = plan.evaluate_value_and_vjp({"x": x, "w": w}, qb.Tensor([], [1.0]))
+
+    def ref_loss(x, w):
+        t = qb.tanh(x * w)
+        return qb.mean((-2.0 * w * w * t * (1.0 - t * t) + qb.sin(x)) ** 2)
+    ref_v, (gx, gw) = qb.value_and_grad(ref_loss, argnums=(0, 1))(x, w)
+    np.testing.assert_allclose(float(value), float(ref_v), rtol=1e-13)
+    assert list(grads) == ["w", "x"]
+    np.testing.assert_allclose(float(grads["w"]), float(gw), rtol=1e-12)
+    np.testing.assert_allclose(NP(grads["x"]), NP(gx), rtol=1e-12, atol=1e-15)
+    with pytest.raises(qb.TracerError, match="control flow"):
+        bool(loss)
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        loss.nonsense
