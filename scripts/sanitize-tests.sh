@@ -36,6 +36,9 @@ echo "== Hostile inputs, integer kernels, traced indexing, DLPack and the loop c
 pkg=$build/pkg/quabla
 mkdir -p "$pkg"
 for f in python/quabla/*.py; do ln -sf "$PWD/$f" "$pkg/"; done
+for d in python/quabla/*/; do  # subpackages (quabla.legacy)
+  [[ $(basename "$d") == __pycache__ ]] || ln -sfn "$PWD/${d%/}" "$pkg/"
+done
 ln -sf "$PWD/$(ls $build/_core*.so)" "$pkg/"
 site=$($VPY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 runtime="$(g++ -print-file-name=libasan.so):$(g++ -print-file-name=libubsan.so)"
