@@ -119,9 +119,11 @@ def jit(*args, **kwargs):  # noqa: F811
 def trace(*args, **kwargs):  # noqa: F811
     if (args and callable(args[0])) or "function" in kwargs or "input_specs" in kwargs:
         import warnings
-        warnings.warn("quabla.trace(function, input_specs) is deprecated; use quabla.legacy.trace (the 2D API) or "
-                      "qb.Compiler().trace(function, specs). The old form remains available through 0.x.",
-                      DeprecationWarning, stacklevel=2)
+        if "trace" not in _compat._warned:
+            _compat._warned.add("trace")
+            warnings.warn("quabla.trace(function, input_specs) is deprecated; use quabla.legacy.trace (the 2D API) "
+                          "or qb.Compiler().trace(function, specs). The old form remains available through 0.x.",
+                          DeprecationWarning, stacklevel=2)
         return legacy.trace(*args, **kwargs)
     return _trace_numpy(*args, **kwargs)
 
@@ -130,12 +132,18 @@ _where_core, _concat_core, _concatenate_core = where, concat, concatenate
 _LEGACY_2D = (legacy.Matrix, legacy.TraceMatrix)
 
 
+_stack_core, _einsum_core = stack, einsum
+
+
 @_wraps(_where_core)
 def where(condition, x, y):  # noqa: F811
     """where(condition, x, y): x where condition holds, else y (broadcast). Three
-    quabla.legacy Matrix (or TraceMatrix) operands take v0.1's 2D where."""
+    quabla.legacy Matrix (or TraceMatrix) operands take v0.1's 2D where; v0.1 trace values
+    (trace_tensor) record a traced where."""
     if isinstance(condition, _LEGACY_2D) or isinstance(x, _LEGACY_2D) or isinstance(y, _LEGACY_2D):
         return legacy.where(condition, x, y)
+    if _compat.has_trace_values((condition, x, y)):
+        return _compat.TraceTensorValue.lift(_where_core, condition, x, y)
     return _where_core(condition, x, y)
 
 
@@ -143,14 +151,35 @@ def _concat_dispatch(core):
     @_wraps(core)
     def join(arrays, axis=0):
         items = arrays if isinstance(arrays, (list, tuple)) else None
-        if items and isinstance(items[0], _LEGACY_2D):
+        if items and _builtins.any(isinstance(m, _LEGACY_2D) for m in items):
+            if not (_builtins.all(isinstance(m, legacy.Matrix) for m in items) or
+                    _builtins.all(isinstance(m, legacy.TraceMatrix) for m in items)):
+                raise TypeError(f"{core.__name__} expects a sequence containing only Matrix, Tensor, TraceMatrix, or "
+                                f"TraceTensor operands (one kind at a time)")
             return legacy.concat(items, axis)
+        if items and _compat.has_trace_values(items):
+            return _compat.TraceTensorValue.lift(lambda xs: core(xs, axis=axis), list(items))
         return core(arrays, axis=axis)
     return join
 
 
 concat = _concat_dispatch(_concat_core)  # noqa: F811
 concatenate = _concat_dispatch(_concatenate_core)  # noqa: F811
+
+
+@_wraps(_stack_core)
+def stack(arrays, axis=0):  # noqa: F811
+    if isinstance(arrays, (list, tuple)) and _compat.has_trace_values(arrays):
+        return _compat.TraceTensorValue.lift(lambda xs: _stack_core(xs, axis=axis), list(arrays))
+    return _stack_core(arrays, axis=axis)
+
+
+@_wraps(_einsum_core)
+def einsum(subscripts, *operands, **kwargs):  # noqa: F811
+    # v0.1's einsum(equation, [a, b]): one list of operands.
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return _einsum_core(subscripts, *operands, **kwargs)
 
 
 def __getattr__(name):

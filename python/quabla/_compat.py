@@ -17,7 +17,7 @@ import warnings
 from typing import Callable, Dict, List, Optional
 
 from . import _core
-from ._facade import Program, bind_inputs, built_targets, parse_specs, unavailable_target
+from ._facade import Program, bind_inputs, built_targets, parse_specs, trace_output, unavailable_target
 
 _FLOATS = (_core.float32, _core.float64)
 
@@ -356,6 +356,7 @@ class TensorBatchJitFunction:
         self.max_specializations = max_specializations
         self._device, self._parameters = device, parameter_names
         self._sizes: Dict[int, object] = {}
+        self._rest = None  # the non-batch shapes of the first call
 
     @property
     def specialization_count(self) -> int:
@@ -370,6 +371,14 @@ class TensorBatchJitFunction:
         if len(sizes) > 1:
             raise ValueError(f"{self._what}: mapped inputs disagree on the batch size ({sorted(sizes)})")
         b = sizes.pop() if sizes else 0
+        rest = [tuple(d for j, d in enumerate(a.shape) if ax is None or j != ax % a.ndim)
+                for a, ax in zip(arrays, self._axes)]
+        if self._rest is None:
+            self._rest = rest
+        for name, got, want in zip(self._names, rest, self._rest):
+            if got != want:
+                raise ValueError(f"{self._what}: input {name!r} has non-batch shape {list(got)}, first called with "
+                                 f"{list(want)}; only the batch size may change")
         if b not in self._sizes:
             if len(self._sizes) >= self.max_specializations:
                 raise ValueError(f"{self._what} reached max_specializations={self.max_specializations} before batch "
@@ -715,7 +724,7 @@ class TensorTraceGraph:
             i = len(self.specs) - 1
         elif i is None:
             raise ValueError(f"TensorTraceGraph.input: no input named {name!r} (inputs: {self.input_names()})")
-        return TraceTensorValue(self, lambda args, i=i: args[i])
+        return TraceTensorValue(self, lambda args, i=i: args[i], {i})
 
     def input_names(self) -> List[str]:
         return [s[0] for s in self.specs]
@@ -726,7 +735,8 @@ class TensorTraceGraph:
         return self._values[node_id]
 
     def lower_text(self) -> str:
-        return "\n".join(f"%{v.node_id}: {v.dtype.name}{list(v.shape)}" for v in self._values)
+        """The program of the latest value (the graph's inputs and everything traced so far)."""
+        return self._values[-1]._program().lower_text() if self._values else ""
 
     def evaluate(self, output_node_id, inputs):
         return self._value(output_node_id).compile_cpu().evaluate(inputs)
@@ -743,43 +753,59 @@ class TensorTraceGraph:
     def compile_cpu(self, output_node_id):
         return self._value(output_node_id).compile_cpu()
 
+    def compile_cuda(self, output_node_id, device_ordinal: int = 0):
+        return self._value(output_node_id).compile_cuda(device_ordinal)
+
+    def compile_mlx(self, output_node_id):
+        return self._value(output_node_id).compile_mlx()
+
+    def hessian_scalar(self, output_node_id, input_name, inputs) -> List[List[float]]:
+        p = self._value(output_node_id)._program()
+        return TensorHessianScalarFunction(p._fn, p._specs, input_name)(inputs)
+
+    def hvp_scalar(self, output_node_id, input_name, inputs, input_tangent):
+        p = self._value(output_node_id)._program()
+        return TensorHvpScalarFunction(p._fn, p._specs, input_name)(inputs, input_tangent)
+
     def __repr__(self):
         return f"TensorTraceGraph(inputs={self.input_names()})"
 
 
 class TraceTensorValue:
     """A traced value of a TensorTraceGraph (v0.1's TraceTensor outside a transform): array
-    arithmetic and methods record more values; symbolic_jvp / symbolic_vjp differentiate;
-    compile_cpu gives a plan over the graph's inputs."""
+    arithmetic, comparisons, indexing and methods record more values; symbolic_jvp /
+    symbolic_vjp differentiate; compile_cpu gives a plan over the inputs it reads."""
 
-    def __init__(self, graph: TensorTraceGraph, fn):
-        self._graph, self._fn = graph, fn
-        # It can read only the inputs the graph has now: its programs take those alone.
-        self._specs = list(graph.specs)
+    def __init__(self, graph: TensorTraceGraph, fn, reads):
+        self._graph, self._fn = graph, fn      # fn(args): args indexed like graph.specs
+        self._reads = frozenset(reads)         # the input positions fn reads
+        self._specs = [graph.specs[i] for i in sorted(self._reads)]
         self.node_id = len(graph._values)
         graph._values.append(self)
-        self.shape, self.dtype = _trace_output(lambda *a: self._fn(a), self._specs)
+        program = self._program()
+        self.shape, self.dtype = tuple(program.output_shape), program.output_dtype
 
     @property
     def graph(self) -> TensorTraceGraph:
         return self._graph
 
-    def _program(self) -> Program:
-        fn = self._fn
-        return Program(lambda *a: fn(a), self._specs, "compile_cpu")
+    def _on(self, positions):
+        """fn as a function of the arrays at `positions` alone (other inputs unread)."""
+        fn, n = self._fn, len(self._graph.specs)
 
-    def _lift(self, other):
-        if isinstance(other, TraceTensorValue):
-            if other._graph is not self._graph:
-                raise ValueError("trace values must belong to the same trace graph")
-            return other._fn
-        return lambda args: other
+        def at(*xs):
+            args = [None] * n
+            for i, x in zip(positions, xs):
+                args[i] = x
+            return fn(args)
+        return at
+
+    def _program(self) -> Program:
+        return Program(self._on(sorted(self._reads)), self._specs, "compile_cpu")
 
     def _binary(self, other, op, reverse=False):
-        a, b = self._fn, self._lift(other)
-        if reverse:
-            a, b = b, a
-        return TraceTensorValue(self._graph, lambda args: op(a(args), b(args)))
+        operands = (other, self) if reverse else (self, other)
+        return TraceTensorValue.lift(op, *operands)
 
     def __add__(self, o): return self._binary(o, lambda a, b: a + b)  # noqa: E704
     def __radd__(self, o): return self._binary(o, lambda a, b: a + b, True)  # noqa: E704
@@ -790,20 +816,45 @@ class TraceTensorValue:
     def __truediv__(self, o): return self._binary(o, lambda a, b: a / b)  # noqa: E704
     def __rtruediv__(self, o): return self._binary(o, lambda a, b: a / b, True)  # noqa: E704
     def __pow__(self, o): return self._binary(o, lambda a, b: a ** b)  # noqa: E704
+    def __rpow__(self, o): return self._binary(o, lambda a, b: a ** b, True)  # noqa: E704
     def __matmul__(self, o): return self._binary(o, lambda a, b: a @ b)  # noqa: E704
-    def __neg__(self): return TraceTensorValue(self._graph, lambda args, f=self._fn: -f(args))  # noqa: E704
+    def __rmatmul__(self, o): return self._binary(o, lambda a, b: a @ b, True)  # noqa: E704
+    def __lt__(self, o): return self._binary(o, lambda a, b: a < b)  # noqa: E704
+    def __le__(self, o): return self._binary(o, lambda a, b: a <= b)  # noqa: E704
+    def __gt__(self, o): return self._binary(o, lambda a, b: a > b)  # noqa: E704
+    def __ge__(self, o): return self._binary(o, lambda a, b: a >= b)  # noqa: E704
+    def __neg__(self): return TraceTensorValue.lift(lambda a: -a, self)  # noqa: E704
+    def __abs__(self): return TraceTensorValue.lift(abs, self)  # noqa: E704
+    def __invert__(self): return TraceTensorValue.lift(lambda a: ~a, self)  # noqa: E704
+    def __getitem__(self, idx): return TraceTensorValue.lift(lambda a: a[idx], self)  # noqa: E704
+
+    @classmethod
+    def lift(cls, function, *operands):
+        """function applied to operands of which some are graph values (in lists or tuples
+        too): a new graph value reading what they read."""
+        values = _flat_values(operands)
+        graph = values[0]._graph
+        if any(v._graph is not graph for v in values):
+            raise ValueError("trace values must belong to the same trace graph")
+        reads = frozenset().union(*(v._reads for v in values))
+        return cls(graph, lambda args: function(*_substitute(operands, args)), reads)
 
     def powi(self, n: int) -> "TraceTensorValue":
         return self ** int(n)
+
+    def gt(self, other) -> "TraceTensorValue":
+        return TraceTensorValue.lift(lambda a, b: (a > b).astype(a.dtype), self, other)
+
+    def where_select(self, on_true, on_false) -> "TraceTensorValue":
+        return TraceTensorValue.lift(_core.where, self, on_true, on_false)
 
     def __getattr__(self, name):
         # Array methods (sum, mean, tanh, reshape, ...) record a new value.
         if name.startswith("_") or not hasattr(_core.Array, name):
             raise AttributeError(f"TraceTensor has no attribute {name!r}")
-        fn = self._fn
 
         def method(*args, **kwargs):
-            return TraceTensorValue(self._graph, lambda a: getattr(fn(a), name)(*args, **kwargs))
+            return TraceTensorValue.lift(lambda a, *rest: getattr(a, name)(*rest, **kwargs), self, *args)
         return method
 
     def __bool__(self):
@@ -812,38 +863,44 @@ class TraceTensorValue:
                           "or an explicit control-flow primitive")
 
     def symbolic_jvp(self, input_name: str) -> "TensorTraceResult":
-        """The coordinate JVP (a tangent of ones for input_name), on the same graph."""
+        """The coordinate JVP (a tangent of ones for input_name, zeros for the others), on
+        the same graph."""
         from ._ad import jvp
-        graph, fn = self._graph, self._fn
+        graph = self._graph
         k = graph._index(input_name)
         if k is None:
             raise ValueError(f"symbolic_jvp: no input named {input_name!r} (inputs: {graph.input_names()})")
-        spec = graph.specs[k]
-        if not _is_float(spec[2]):
-            raise ValueError(f"symbolic_jvp: input {input_name!r} is {spec[2].name}; only float inputs carry tangents")
+        if not _is_float(graph.specs[k][2]):
+            raise ValueError(f"symbolic_jvp: input {input_name!r} is {graph.specs[k][2].name}; only float inputs "
+                             f"carry tangents")
+        positions = sorted(self._reads)
+        at = self._on(positions)
 
         def tangent(args):
-            n = len(args)
-            ts = tuple(_core.ones_like(a) if i == k else _core.zeros_like(a) for i, a in enumerate(args))
-            return jvp(lambda *a: fn(a), tuple(args[:n]), ts)[1]
-        return TensorTraceResult(graph, TraceTensorValue(graph, tangent))
+            primals = tuple(args[i] for i in positions)
+            ts = tuple(_core.ones_like(a) if i == k else _core.zeros_like(a) for i, a in zip(positions, primals))
+            return jvp(at, primals, ts)[1]
+        return TensorTraceResult(graph, TraceTensorValue(graph, tangent, self._reads))
 
     def symbolic_vjp(self, cotangent_name: str) -> Dict[str, "TensorTraceResult"]:
-        """One gradient per float input (keyed by name, sorted), on the same graph, which
-        gains the input `cotangent_name` (this value's shape and dtype)."""
+        """One gradient per float input of the graph (keyed by name, sorted), on the same
+        graph, which gains the input `cotangent_name` (this value's shape and dtype)."""
         from ._ad import vjp
-        graph, fn = self._graph, self._fn
-        names = [(i, s[0]) for i, s in enumerate(graph.specs) if _is_float(s[2])]
-        ct = graph.input(cotangent_name, list(self.shape), self.dtype)
+        graph = self._graph
+        names = [(i, s) for i, s in enumerate(graph.specs) if _is_float(s[2])]
+        graph.input(cotangent_name, list(self.shape), self.dtype)
         k = graph._index(cotangent_name)
+        positions = sorted(self._reads)
+        at = self._on(positions)
         out = {}
-        for i, name in names:
-            def gradient(args, i=i):
-                primal_args = tuple(args[:k])
-                _, pullback = vjp(lambda *a: fn(a), *primal_args)
-                return pullback(args[k])[i]
-            out[name] = TensorTraceResult(graph, TraceTensorValue(graph, gradient))
-        del ct
+        for i, spec in names:
+            def gradient(args, i=i, spec=spec):
+                if i not in positions:  # an input this value never reads: a zero gradient
+                    return _core.zeros(spec[1], dtype=spec[2])
+                _, pullback = vjp(at, *(args[j] for j in positions))
+                return pullback(args[k])[positions.index(i)]
+            reads = self._reads | {k} if i in positions else ()
+            out[spec[0]] = TensorTraceResult(graph, TraceTensorValue(graph, gradient, reads))
         return dict(sorted(out.items()))
 
     def compile_cpu(self) -> "TensorCpuExecutionPlan":
@@ -859,9 +916,28 @@ class TraceTensorValue:
         return f"TraceTensor(node_id={self.node_id}, shape={list(self.shape)}, dtype={self.dtype.name})"
 
 
-def _trace_output(fn, specs):
-    from ._facade import trace_output
-    return trace_output(fn, specs, "trace_tensor")
+def _flat_values(operands):
+    out = []
+    for o in operands:
+        if isinstance(o, TraceTensorValue):
+            out.append(o)
+        elif isinstance(o, (list, tuple)):
+            out.extend(_flat_values(o))
+    return out
+
+
+def _substitute(operands, args):
+    def sub(o):
+        if isinstance(o, TraceTensorValue):
+            return o._fn(args)
+        if isinstance(o, (list, tuple)):
+            return type(o)(sub(x) for x in o)
+        return o
+    return [sub(o) for o in operands]
+
+
+def has_trace_values(operands) -> bool:
+    return bool(_flat_values(operands))
 
 
 class TensorCpuExecutionPlan:
@@ -935,9 +1011,10 @@ def trace_tensor(function, input_specs):
     """Traces function with one array per spec; the result lives on a TensorTraceGraph."""
     _check_callable(function, "trace_tensor")
     specs = parse_specs(input_specs, "trace_tensor")
+    trace_output(function, specs, "trace_tensor", require_traced=True)
     graph = TensorTraceGraph(specs)
     n = len(specs)
-    return TensorTraceResult(graph, TraceTensorValue(graph, lambda args: function(*args[:n])))
+    return TensorTraceResult(graph, TraceTensorValue(graph, lambda args: function(*args[:n]), range(n)))
 
 
 # ---- region builders (v0.1 control flow) -----------------------------------------------------
@@ -1010,7 +1087,7 @@ def sum_gradients(gradient_sets, parameter_names=None):
 
 DEPRECATED = {
     "Adam": "qb.optim.Adam, which keeps the .step(params, grads) method",
-    "quabla": "the native module quabla._core",
+    "quabla": "the package itself (import quabla)",
     "TensorTraceGraph": "composition of transforms; qb.Compiler().trace(...) Program for inspection",
     "TensorTraceResult": "qb.Compiler().trace(...) (a Program)",
     "trace_tensor": "qb.jit(f).lower(...) or qb.Compiler().trace(f, specs)",
@@ -1104,7 +1181,8 @@ def _resolve(name: str):
         from .optim import Adam
         return Adam
     if name == "quabla":
-        return _core
+        import importlib
+        return importlib.import_module("quabla.quabla")
     if name in LEGACY:
         from . import legacy
         return getattr(legacy, name)
@@ -1189,6 +1267,48 @@ class Tensor(metaclass=_TensorType):
     def linspace(start, stop, num, dtype=None):
         return _core.linspace(start, stop, num, dtype=dtype or _core.float64)
 
+    # v0.1's random numbers take plain int keys (64 bits: the two words of a qb.random key).
+    # The streams are qb.random's (Threefry), not bit-for-bit v0.1's.
+    @staticmethod
+    def split_key(key: int, count: int = 2) -> List[int]:
+        return [_key_int(k) for k in _random().split(_int_key(key), count)]
+
+    @staticmethod
+    def fold_in_key(key: int, data: int) -> int:
+        return _key_int(_random().fold_in(_int_key(key), data))
+
+    @staticmethod
+    def random_normal(shape, key: int, mean: float = 0.0, stddev: float = 1.0, dtype=None):
+        return mean + stddev * _random().normal(_int_key(key), tuple(shape), dtype=dtype or _core.float64)
+
+    @staticmethod
+    def random_uniform(shape, key: int, minval: float = 0.0, maxval: float = 1.0, dtype=None):
+        return _random().uniform(_int_key(key), tuple(shape), dtype=dtype or _core.float64, minval=minval,
+                                 maxval=maxval)
+
+    @staticmethod
+    def glorot_normal(shape, key: int, dtype=None):
+        return _random().glorot_normal(_int_key(key), tuple(shape), dtype=dtype or _core.float64)
+
+
+def _random():
+    from . import random
+    return random
+
+
+def _int_key(key):
+    r = _random()
+    if isinstance(key, r.Key):
+        return key
+    if isinstance(key, bool) or not isinstance(key, int):
+        raise TypeError(f"a v0.1 random key is an int, got {type(key).__name__}")
+    return r.Key((key >> 32, key))
+
+
+def _key_int(k) -> int:
+    hi, lo = k.words
+    return (hi << 32) | lo
+
 
 class TensorView:
     """A read-only strided view of an array along one axis (``x.slice(axis, start, length,
@@ -1230,7 +1350,21 @@ class TensorView:
         return f"TensorView(shape={list(self.shape)}, strides={list(self.strides)}, offset={self.offset})"
 
 
+def _slice(self, axis, start, length_or_stop, step=1):
+    """v0.1: an eager Tensor.slice(axis, start, length, step=1) is a TensorView; a traced
+    TraceTensor.slice(axis, start, stop) is a traced array."""
+    if self._is_tracer:
+        idx = [slice(None)] * self.ndim
+        idx[axis] = slice(start, length_or_stop, step)
+        return self[tuple(idx)]
+    return TensorView(self, axis, start, length_or_stop, step)
+
+
 def install_array_methods():
-    """v0.1's array methods that v0.2 keeps: to_flat_list() and slice()."""
+    """v0.1's array methods that v0.2 keeps: to_flat_list(), slice(), gt() (a 0/1 mask of
+    the operand's dtype), powi(n) and where_select(on_true, on_false)."""
     _core.Array.to_flat_list = lambda self: _core.ravel(self).tolist()
-    _core.Array.slice = lambda self, axis, start, length, step=1: TensorView(self, axis, start, length, step)
+    _core.Array.slice = _slice
+    _core.Array.gt = lambda self, other: (self > other).astype(self.dtype)
+    _core.Array.powi = lambda self, n: self ** int(n)
+    _core.Array.where_select = lambda self, on_true, on_false: _core.where(self, on_true, on_false)

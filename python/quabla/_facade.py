@@ -73,14 +73,18 @@ def parse_specs(input_specs, what: str) -> List[Tuple[str, Tuple[int, ...], obje
     return out
 
 
-def trace_output(fn: Callable, specs, what: str):
-    """(shape, dtype) of fn's single array output, traced on placeholders (nothing runs)."""
+def trace_output(fn: Callable, specs, what: str, require_traced: bool = False):
+    """(shape, dtype) of fn's single array output, traced on placeholders (nothing runs).
+    With require_traced (a user's function), the output must be computed from the inputs."""
     trace = _core.Trace()
     try:
         out = fn(*[trace.parameter(shape, dtype) for _, shape, dtype in specs])
         if not isinstance(out, _core.Array):
             raise TypeError(f"{what}: the function must return one array (a single-output program), got "
                             f"{type(out).__name__}")
+        if require_traced and not out._is_tracer:
+            raise TypeError(f"{what}: the function must return a traced array computed from its inputs, got a "
+                            f"constant; use qb.zeros_like(x) + value to make one")
         return tuple(out.shape), out.dtype
     finally:
         trace.close()
@@ -224,7 +228,9 @@ class Compiler:
     def trace(self, function: Callable, input_specs) -> Program:
         if not callable(function):
             raise TypeError(f"Compiler.trace: expected a callable, got {type(function).__name__}")
-        return Program(function, parse_specs(input_specs, "Compiler.trace"))
+        specs = parse_specs(input_specs, "Compiler.trace")
+        trace_output(function, specs, "Compiler.trace", require_traced=True)
+        return Program(function, specs)
 
     def capability(self, target: str) -> bool:
         return built_targets()[_check_target(target)]

@@ -135,9 +135,25 @@ class SGDState(NamedTuple):
 
 
 def _check_grads(params, grads, name):
-    p_def, g_def = _tree.structure(params), _tree.structure(grads)
+    p_leaves, p_def = _tree.flatten(params)
+    g_leaves, g_def = _tree.flatten(grads)
     if p_def != g_def:
         raise ValueError(f"{name}: gradients have structure {g_def}, parameters {p_def}")
+    for i, (p, g) in enumerate(zip(p_leaves, g_leaves)):
+        ps, gs = tuple(getattr(p, "shape", ())), tuple(getattr(g, "shape", ()))
+        if ps != gs:
+            raise ValueError(f"{name}: gradient shape {list(gs)} does not match parameter leaf {i} of shape {list(ps)}")
+
+
+def _gradients_for(params, grads, name):
+    """v0.1's dictionary step: a dict of gradients may hold more keys than the parameters
+    (a helper's gradients of the data inputs too); those are ignored, a missing one raises."""
+    if isinstance(params, dict) and isinstance(grads, dict) and grads.keys() != params.keys():
+        for k in params:
+            if k not in grads:
+                raise ValueError(f'{name}: missing gradient for "{k}"')
+        return {k: grads[k] for k in params}
+    return grads
 
 
 class _Stateful:
@@ -153,6 +169,7 @@ class _Stateful:
     _flat_key = None
 
     def step(self, params, grads):
+        grads = _gradients_for(params, grads, type(self).__name__ + ".step")
         # Fast path: plain containers of arrays, flattened and keyed in C++; gradients must
         # have the parameters' structure, shapes and dtypes.
         fp, fg = _core.flatten_arrays(params), _core.flatten_arrays(grads)

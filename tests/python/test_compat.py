@@ -398,8 +398,12 @@ def test_adam_alias_keeps_v01_keywords_and_stateful_step():
     np.testing.assert_allclose(NP(p2["w"]), [0.8, -0.8], rtol=1e-5)
 
 
-def test_quabla_alias_is_the_native_module():
-    assert _quiet("quabla") is qb._core
+def test_quabla_alias_is_the_v01_namespace():
+    mod = _quiet("quabla")
+    import quabla.quabla
+    assert mod is quabla.quabla
+    assert mod.Matrix is legacy.Matrix and mod.grad is legacy.grad and mod.tensor_jit_fn is _quiet("tensor_jit_fn")
+    assert mod.sin is qb.sin
 
 
 @pytest.mark.parametrize("name", DEVICE)
@@ -642,3 +646,95 @@ def test_v01_pinn_pattern_extends_a_trace_after_tracing():
         bool(loss)
     with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
         loss.nonsense
+
+
+def test_review_fixes_adam_dictionary_step():
+    vag = _quiet("tensor_value_and_grad_fn")(lambda x, w: qb.sum((x * w - 1.0) ** 2), [("x", [3]), ("w", [])])
+    params = {"w": qb.array(0.5)}
+    loss, grads = vag({"x": qb.array([1.0, 2.0, 3.0]), **params})
+    assert sorted(grads) == ["w", "x"]
+    new = _quiet("Adam")(0.1).step(params, grads)  # the data input's gradient is ignored
+    assert list(new) == ["w"] and new["w"].shape == ()
+    with pytest.raises(ValueError, match='missing gradient for "w"'):
+        qb.optim.Adam(0.1).step(params, {"x": qb.array(1.0)})
+    with pytest.raises(ValueError, match="gradient shape"):
+        qb.optim.Adam(0.1).step({"w": qb.array(1.0)}, {"w": qb.array([1.0, 1.0])})
+
+
+def test_review_fixes_trace_values_combine_like_arrays():
+    u = _quiet("trace_tensor")(lambda x: x * 2.0, [("x", [3])])
+    out = u.output
+    x = qb.array([-1.0, 0.5, 2.0])
+    run = lambda v: v.compile_cpu().evaluate({"x": x})
+    assert NP(run(qb.where(out > 0.0, out, 0.0))).tolist() == [0.0, 1.0, 4.0]
+    assert run(qb.concat([out, out])).shape == (6,) and run(qb.stack([out, out], axis=1)).shape == (3, 2)
+    assert float(run(out[1])) == 1.0 and NP(run(abs(out))).tolist() == [2.0, 1.0, 4.0]
+    assert NP(run(out.gt(0.0))).tolist() == [0.0, 1.0, 1.0]
+    assert NP(run((out > 0.0).where_select(out, -out))).tolist() == [2.0, 1.0, 4.0]
+    assert float(run(out.matmul(out))) == 4 * float(qb.sum(x * x))
+    assert NP(run(2.0 ** out)).tolist() == [0.25, 2.0, 16.0]
+    with pytest.raises(ValueError, match="same trace graph"):
+        out + _quiet("trace_tensor")(lambda x: x, [("x", [3])]).output
+
+
+def test_review_fixes_plans_read_only_the_inputs_they_need():
+    u = _quiet("trace_tensor")(lambda x: qb.sum(x * x), [("x", [2])])
+    grads = u.symbolic_vjp("ct")
+    assert float((u.output * 2.0).compile_cpu().evaluate({"x": qb.ones(2)})) == 4.0  # no "ct" needed
+    assert NP(grads["x"].compile_cpu().evaluate({"x": qb.ones(2), "ct": qb.array(1.0)})).tolist() == [2.0, 2.0]
+    g = u.graph
+    assert g.hessian_scalar(u.output.node_id, "x", {"x": qb.ones(2)}) == [[2.0, 0.0], [0.0, 2.0]]
+    assert NP(g.hvp_scalar(u.output.node_id, "x", {"x": qb.ones(2)}, qb.array([1.0, 0.0]))).tolist() == [2.0, 0.0]
+    if "mlx" not in qb.devices():
+        with pytest.raises(qb.UnsupportedOperationError):
+            g.compile_mlx(u.output.node_id)
+    assert "mul" in g.lower_text() or g.lower_text()
+
+
+def test_review_fixes_array_methods_and_forms():
+    c = qb.Compiler()
+    p = c.trace(lambda x: x.powi(2).sum() + x.slice(0, 1, 3).sum() + x.gt(0.0).sum(), [("x", [4])])
+    x = qb.array([1.0, -2.0, 3.0, 4.0])
+    assert float(p.compile()({"x": x})) == 30.0 + 1.0 + 3.0
+    assert qb.Tensor([2], [1.0, 3.0]).gt(2.0).tolist() == [0.0, 1.0]
+    assert NP(qb.einsum("ij,jk->ik", [qb.eye(2), qb.ones((2, 2))])).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    keys = qb.Tensor.split_key(0, 3)
+    assert len(keys) == 3 and len(set(keys)) == 3 and all(isinstance(k, int) for k in keys)
+    a, b = qb.Tensor.random_normal([1000], 7, 1.0, 2.0), qb.Tensor.random_normal([1000], 7, 1.0, 2.0)
+    assert NP(a).tolist() == NP(b).tolist() and abs(float(qb.mean(a)) - 1.0) < 0.3
+    assert qb.Tensor.glorot_normal([4, 5], 1).shape == (4, 5)
+    u = qb.Tensor.random_uniform([100], 3, -1.0, 1.0)
+    assert float(qb.min(u)) >= -1.0 and float(qb.max(u)) < 1.0
+    with pytest.raises(TypeError, match="traced array computed from its inputs"):
+        c.trace(lambda x: qb.ones(2), [("x", [2])])
+
+
+def test_review_fixes_legacy_checks():
+    g, g3 = legacy.TraceGraph(), legacy.TraceGraph()
+    x, z = g.input("x", (1, 2)), g3.input("z", (1, 2))
+    with pytest.raises(ValueError, match="same trace graph"):
+        legacy.where(x.gt(0.0), x, z)
+    with pytest.raises(ValueError, match="division by zero scalar"):
+        x / 0.0
+    with pytest.raises(TypeError, match="only Matrix, Tensor, TraceMatrix, or TraceTensor"):
+        qb.concat([legacy.Matrix([[1.0]]), qb.ones((1, 1))], 0)
+    assert repr(legacy.jacobian_fn(lambda a: a.sin(), [("a", (2, 2))])).startswith(
+        "JacobianFunction(output_node_id=1, input_shape=(2, 2), output_shape=(2, 2))")
+    out = _run("""
+    import warnings
+    import quabla as qb
+    f = lambda a: a.sin()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        qb.trace(f, [("a", (1, 1))]); qb.trace(f, [("a", (1, 1))])
+    print(len([x for x in w if issubclass(x.category, DeprecationWarning)]))
+    """)
+    assert out.stdout.strip() == "1", out.stderr
+
+
+def test_review_fixes_batch_helpers_keep_non_batch_shapes():
+    b = _quiet("tensor_jit_batch_fn")(lambda x, w: x * w, ["x", "w"], [0, None])
+    b({"x": qb.ones((3, 2)), "w": qb.ones(2)})
+    b({"x": qb.ones((4, 2)), "w": qb.ones(2)})
+    with pytest.raises(ValueError, match="only the batch size may change"):
+        b({"x": qb.ones((3, 5)), "w": qb.ones(5)})

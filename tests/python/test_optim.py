@@ -136,8 +136,10 @@ def test_bad_hyperparameters_raise():
         optim.Adam(learning_rate=-1.0)
     with pytest.raises(ValueError):
         optim.Adam(b1=1.0)
-    with pytest.raises(ValueError, match="structure"):
+    with pytest.raises(ValueError, match='missing gradient for "w"'):
         optim.SGD().step({"w": qb.ones(2)}, {"v": qb.ones(2)})
+    with pytest.raises(ValueError, match="structure"):
+        optim.SGD().step([qb.ones(2)], [qb.ones(2), qb.ones(2)])
 
 
 def test_constant_schedule():

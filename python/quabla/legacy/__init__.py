@@ -205,6 +205,8 @@ class Matrix:
 def where(mask, on_true, on_false):
     """where(mask, a, b) of three Matrix (mask nonzero -> a) or three TraceMatrix."""
     if all(isinstance(m, TraceMatrix) for m in (mask, on_true, on_false)):
+        if on_true._graph is not mask._graph or on_false._graph is not mask._graph:
+            raise ValueError("trace where operands must belong to the same trace graph")
         return mask._graph._node("where", [mask, on_true, on_false],
                                  _broadcast_shape(_broadcast_shape(mask.shape, on_true.shape, "where"), on_false.shape,
                                                   "where"))
@@ -285,7 +287,9 @@ class TraceMatrix:
 
     def __truediv__(self, o):
         if _is_number(o):
-            return self * (1.0 / float(o)) if float(o) != 0.0 else self._binary("div", "/", o)
+            if float(o) == 0.0:
+                raise ValueError("division by zero scalar is not supported")
+            return self * (1.0 / float(o))
         return self._binary("div", "/", o)
 
     def __rtruediv__(self, o):
@@ -556,7 +560,7 @@ def _eval_node(n, x):
         return _core.full(shape, attrs["value"], dtype=_F64)
     if op in ("add", "sub", "mul", "div"):
         f = {"add": _core.add, "sub": _core.subtract, "mul": _core.multiply, "div": _core.divide}[op]
-        return f(x[0], x[1])
+        return f(x[0], x[1])  # a traced divisor's zeros give inf/NaN (IEEE); a zero scalar raises when traced
     if op == "gt":
         return _core.stop_gradient((x[0] > x[1]).astype(_F64))
     if op == "where":
@@ -737,6 +741,15 @@ class JacobiansFunction(_Traced):
         return self._jacobians(values)
 
 
+def _input_count_repr(self):
+    return (f"{type(self).__name__}(output_node_id={self._out}, input_count={len(self._graph._inputs)}, "
+            f"output_shape={_shape_str(self.output_shape)})")
+
+
+JacobiansFunction.__repr__ = _input_count_repr
+JvpFunction.__repr__ = _input_count_repr
+
+
 class JacobianFunction(JacobiansFunction):
     """f(values) -> the Jacobian (output size, input size) of the one input."""
 
@@ -745,6 +758,10 @@ class JacobianFunction(JacobiansFunction):
             raise ValueError("jacobian_fn currently supports exactly one input spec")
         super().__init__(function, input_specs)
         self._name, self._shape = _parse_specs(input_specs)[0]
+
+    def __repr__(self):
+        return (f"JacobianFunction(output_node_id={self._out}, input_shape={_shape_str(self._shape)}, "
+                f"output_shape={_shape_str(self.output_shape)})")
 
     def __call__(self, values):
         jac = self._jacobians(values)
