@@ -227,7 +227,10 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
                acc + ok.astype(_core.int32), rej + (~ok).astype(_core.int32), nfe + evals, done)
         if record:
             hs, lands = c[11], c[12]
-            out = out + (_core.where(ok, hs.at[acc].set(step), hs), _core.where(ok, lands.at[acc].set(landed), lands))
+            # One scatter of a conditional element (acc < max_steps here), not a scatter and
+            # a select of the whole max_steps-long buffers per attempt.
+            out = out + (hs.at[acc].set(_core.where(ok, step, hs[acc])),
+                         lands.at[acc].set(_core.where(ok, landed, lands[acc])))
         return out
 
     c = while_loop(lambda c: (c[10] == 0) & (c[7] + c[8] < max_steps), attempt, carry0)
@@ -238,11 +241,24 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
     return (out, info, c[11], c[12]) if record else (out, info)
 
 
-def _replay(stepper, f, y0, t0, t1, ts, hs, lands):
+def _replay_block(max_steps: int) -> int:
+    """Steps per block of the replay: about sqrt(max_steps), so the blocks past the last
+    accepted step (skipped whole) and the steps taken in the last partial block both cost
+    about sqrt(max_steps)."""
+    b = 8
+    while b * b < max_steps:
+        b *= 2
+    return b
+
+
+def _replay(stepper, f, y0, t0, t1, ts, hs, lands, accepted):
     """The accepted steps again, as a scan over the recorded sizes (zero-length past the
     last, which leaves the state as it is): differentiable in every mode, and the
     derivative of the computed solution with its step sizes held fixed (a step that landed
-    on an output time is target - t, so output times and t_span get their derivatives)."""
+    on an output time is target - t, so output times and t_span get their derivatives).
+    The steps run in blocks: a scan over blocks whose body is a cond that runs a block's
+    steps (an inner scan) only when it starts before the `accepted`-th step, so the cost
+    follows the steps taken, not max_steps (also in the transposed scan of reverse mode)."""
     targets = _core.reshape(t1, (1,)) if ts is None else ts
     n_out = targets.shape[0]
 
@@ -261,7 +277,29 @@ def _replay(stepper, f, y0, t0, t1, ts, hs, lands):
 
     zero_i = _core.asarray(0, dtype=_core.int32)
     c0 = (t0, y0, f(y0, t0), zero_i, _core.zeros((n_out,) + tuple(y0.shape), dtype=y0.dtype))
-    (_t, y, _k, _i, ys), _ = scan(one, c0, (hs, lands))
+    n = hs.shape[0]
+    block = _replay_block(n)
+    if n <= block:
+        (_t, y, _k, _i, ys), _ = scan(one, c0, (hs, lands))
+        return y if ts is None else ys
+    nb = -(-n // block)
+    pad = nb * block - n
+    if pad:  # zero-length steps that never land
+        hs = _core.concatenate([hs, _core.zeros((pad,), dtype=hs.dtype)])
+        lands = _core.concatenate([lands, _core.zeros((pad,), dtype=lands.dtype)])
+    starts = _core.arange(0, nb * block, block, dtype=_core.int32)
+    active = starts < _core.asarray(accepted).astype(_core.int32)
+
+    def run_block(c, blk):
+        h_blk, land_blk = blk
+        return scan(one, c, (h_blk, land_blk))[0]
+
+    def outer(c, x):
+        h_blk, land_blk, on = x
+        return cond(on, run_block, lambda c, blk: c, c, (h_blk, land_blk)), None
+
+    (_t, y, _k, _i, ys), _ = scan(outer, c0, (_core.reshape(hs, (nb, block)), _core.reshape(lands, (nb, block)),
+                                             active))
     return y if ts is None else ys
 
 
@@ -295,7 +333,8 @@ def _integrate_adaptive(stepper, order, rhs, y0v, t0, t1, ts, rtol, atol, max_st
                                        fixed[3] if has_ts else None, rtol, atol, max_steps, True)
 
         def replay(y0v, t0, t1, times, *cs):
-            return _replay(stepper, rhs_of(cs), y0v, t0, t1, times if has_ts else None, hs, lands)
+            return _replay(stepper, rhs_of(cs), y0v, t0, t1, times if has_ts else None, hs, lands,
+                           info.accepted)
         out, d_out = jvp(replay, tuple(primals), tuple(tangents))
         zero = _core.zeros_like(info.accepted)
         return (out, info), (d_out, OdeInfo(zero, zero, zero, zero))

@@ -404,3 +404,59 @@ def test_small_sums_are_adds_in_the_kernels_order(dtype):
     assert stats["scalar_loops"] == 1
     for a, b in zip(qb.tree.flatten(fast)[0], qb.tree.flatten(slow)[0]):
         _assert_bitwise(a, b)
+
+
+def test_scatter_into_a_large_carry_runs_in_place_and_matches_the_kernels():
+    """A history written one entry per step into a large carry (an adaptive integrator's
+    record of its steps) is updated in place; a scatter into a large const, or into a carry
+    that is read again after the scatter, or whose result is another carry, must not be."""
+    def make_while():
+        def body(c):
+            hist, other, i, t = c
+            t = t * 0.9 + qb.sin(i)
+            seen = hist[qb.minimum(i, 499).astype(qb.int32)]        # read before the scatter
+            hist = hist.at[i.astype(qb.int32)].set(t + seen)        # in place (its last use)
+            return hist, other, i + 1.0, t
+        return lambda h, o: qb.while_loop(lambda c: c[2] < 300.0, body, (h, o, qb.asarray(0.0), qb.asarray(1.0)))
+
+    h0, o0 = qb.array(np.linspace(0.0, 1.0, 500)), qb.array(np.linspace(1.0, 2.0, 500))
+    fast, slow, stats = _both(make_while, h0, o0)
+    assert stats["scalar_loops"] >= 1
+    _assert_bitwise(fast, slow)
+    assert np.asarray(fast[0])[299] != np.asarray(h0)[299] and np.asarray(fast[0])[400] == np.asarray(h0)[400]
+
+    def small_work(t, x):  # scalar bookkeeping, so the bodies qualify for the scalar form
+        for _ in range(6):
+            t = qb.sin(t) * 0.5 + x
+        return t
+
+    def make_scan():
+        def run(c, xs, table):
+            def body(c, x):
+                hist, acc, t = c
+                out = hist.at[3].set(x)           # hist is a carry read again below: not in place
+                acc = acc + out[3] + hist[3]
+                k = (x * 20.0).astype(qb.int32)
+                swapped = table.at[k].set(acc)    # a scatter into a large const: never in place
+                seen = swapped[0] + swapped[5] + swapped[10]  # later steps must see the const unchanged
+                return (out, acc + seen, small_work(t, x)), seen
+            return qb.scan(body, c, xs)
+        return run
+
+    c = (qb.array(np.linspace(-1.0, 1.0, 100)), qb.asarray(0.0), qb.asarray(0.1))
+    xs = qb.array(np.linspace(0.0, 1.0, 50))
+    fast, slow, stats = _both(make_scan, c, xs, qb.array(np.arange(200.0)))
+    assert stats["scalar_loops"] == 1
+    _assert_bitwise(fast, slow)
+
+    def make_swap():
+        def body(c, x):
+            a, b, t = c
+            # the scatter of b gives a's next value: not in place
+            return (b.at[0].set(x), a, small_work(t, x)), x
+        return lambda c, xs: qb.scan(body, c, xs)
+
+    fast, slow, stats = _both(make_swap, (qb.zeros(100), qb.ones(100), qb.asarray(0.0)), qb.array([5.0, 6.0, 7.0]))
+    assert stats["scalar_loops"] == 1
+    _assert_bitwise(fast, slow)
+    assert np.asarray(fast[0][0])[0] == 7.0 and np.asarray(fast[0][1])[0] == 6.0

@@ -51,8 +51,19 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(gr
     const std::size_t compiled = n.op == Op::CustomJvp || n.op == Op::CustomVjp || n.op == Op::LinearSolve ? 1 : n.regions.size();
     for (std::size_t k = 0; k < compiled; ++k) s.regions.push_back(std::make_shared<const Executable>(n.regions[k]));
     // Loop bodies over small values also get their scalar form (scalar_loop.h).
-    if (n.op == Op::Scan || n.op == Op::While)
-      for (const auto& r : n.regions) s.scalar.push_back(ScalarBody::compile(r));
+    if (n.op == Op::Scan || n.op == Op::While) {
+      // The carries: scan body parameters (index, consts, carries, xs) -> results (carries,
+      // ys); while body parameters (consts, carries) -> results (carries).
+      const auto nc = static_cast<std::size_t>(n.attrs.num_consts);
+      const std::size_t nk = n.op == Op::Scan ? static_cast<std::size_t>(n.attrs.num_carry) : n.inputs.size() - nc;
+      const std::size_t first = n.op == Op::Scan ? 1 + nc : nc;
+      std::vector<std::pair<std::size_t, std::size_t>> carries;
+      for (std::size_t k = 0; k < nk; ++k) carries.emplace_back(first + k, k);
+      for (std::size_t r = 0; r < n.regions.size(); ++r) {
+        const bool body = n.op == Op::Scan || r == 1;
+        s.scalar.push_back(ScalarBody::compile(n.regions[r], body ? std::span(carries) : std::span<const std::pair<std::size_t, std::size_t>>{}));
+      }
+    }
     steps_.push_back(std::move(s));
   }
 

@@ -49,8 +49,15 @@ bool disabled_by_env() {
 
 class ScalarLowering {
  public:
-  explicit ScalarLowering(ScalarBody& out)
-      : b_(out), g_(*out.graph_), regs_(g_.values.size()), slot_(g_.values.size()) {}
+  ScalarLowering(ScalarBody& out, std::span<const std::pair<std::size_t, std::size_t>> carries)
+      : b_(out), g_(*out.graph_), regs_(g_.values.size()), slot_(g_.values.size()),
+        carry_result_(g_.params.size(), -1), last_use_(g_.values.size(), -1), viewed_(g_.values.size(), false) {
+    for (const auto& [param, result] : carries)
+      if (param < carry_result_.size()) carry_result_[param] = static_cast<int>(result);
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i)
+      for (auto v : g_.nodes[i].inputs) last_use_[v] = static_cast<int>(i);
+    for (auto r : g_.results) last_use_[r] = static_cast<int>(g_.nodes.size());
+  }
 
   bool lower() {
     for (std::size_t v = 0; v < g_.values.size(); ++v)
@@ -64,7 +71,10 @@ class ScalarLowering {
       (touches_big(n) ? on_big : on_small) += 1;
     }
     if (on_big > on_small) return false;
-    for (const Node& n : g_.nodes) lower_node(n);
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      node_index_ = static_cast<int>(i);
+      lower_node(g_.nodes[i]);
+    }
     drop_dead_code();
     b_.code_.push_back(ScalarBody::Instr{Kind::End, Op::Parameter, 0, 0, 0, 0});
     for (auto p : g_.params) {
@@ -218,6 +228,21 @@ class ScalarLowering {
     b_.code_ = std::move(code);
   }
 
+  // A scatter into a large loop carry that is its last use, giving that carry's next value
+  // (a recorded history written one entry per step) updates the carry's buffer in place:
+  // the scatter kernel then copies nothing, and the carry needs no move between steps.
+  bool scatter_in_place(const Node& n) const {
+    if (n.op != Op::Scatter || !big(n.inputs[0])) return false;
+    const ValueId x = n.inputs[0];
+    const Node& producer = g_.producer_of(x);
+    if (producer.op != Op::Parameter || viewed_[x] || last_use_[x] != node_index_) return false;
+    for (std::size_t k = 1; k < n.inputs.size(); ++k)
+      if (n.inputs[k] == x) return false;
+    const auto p = static_cast<std::size_t>(producer.attrs.axis);
+    if (p >= carry_result_.size() || carry_result_[p] < 0) return false;
+    return g_.results[static_cast<std::size_t>(carry_result_[p])] == n.outputs[0];
+  }
+
   void kernel_call(const Node& n) {
     ScalarBody::KernelCall c{&n, {}, {}, {}, {}, {}, {}};
     for (auto v : n.inputs) {
@@ -226,9 +251,11 @@ class ScalarLowering {
       c.in_item.push_back(itemsize(t.dtype));
       c.in_offset.push_back(slot_[v].big ? slot_[v].offset : place(bytes_of(v)));
     }
+    const bool in_place = scatter_in_place(n);
     for (auto v : n.outputs) {
       const ValueType& t = g_.type(v);
-      if (big(v)) allocate_big(v);
+      if (in_place) slot_[v] = slot_[n.inputs[0]];
+      else if (big(v)) allocate_big(v);
       else regs_[v] = fresh(num_elements(t.shape), t.dtype);
       c.out_regs.push_back(regs_[v]);
       c.out_item.push_back(itemsize(t.dtype));
@@ -291,6 +318,7 @@ class ScalarLowering {
                               (n.op == Op::Convert && g_.type(n.inputs[0]).dtype == out_type(n).dtype);
       if (same_bytes && slot_[n.inputs[0]].big) {
         slot_[n.outputs[0]] = slot_[n.inputs[0]];
+        viewed_[n.inputs[0]] = true;
         return;
       }
       return kernel_call(n);
@@ -413,14 +441,19 @@ class ScalarLowering {
   const Graph& g_;
   std::vector<Regs> regs_;
   std::vector<ScalarBody::Slot> slot_;
+  std::vector<int> carry_result_;  // per parameter: the result that is its next value, or -1
+  std::vector<int> last_use_;      // per value: the last node reading it (results: past the end)
+  std::vector<bool> viewed_;       // per value: a view (reshape, ...) shares its buffer
+  int node_index_ = 0;
   std::uint32_t next_ = 0;
 };
 
-std::shared_ptr<const ScalarBody> ScalarBody::compile(std::shared_ptr<const Graph> body) {
+std::shared_ptr<const ScalarBody> ScalarBody::compile(std::shared_ptr<const Graph> body,
+                                                      std::span<const std::pair<std::size_t, std::size_t>> carries) {
   if (disabled_by_env()) return nullptr;
   auto b = std::make_shared<ScalarBody>();
   b->graph_ = std::move(body);
-  ScalarLowering lowering(*b);
+  ScalarLowering lowering(*b, carries);
   if (!lowering.lower()) return nullptr;
   return b;
 }

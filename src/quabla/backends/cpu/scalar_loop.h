@@ -15,8 +15,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "quabla/ir/graph.h"
@@ -42,7 +43,10 @@ class ScalarBody : public std::enable_shared_from_this<ScalarBody> {
   // more ops on large values than on small ones) or when QUABLA_LOOP_SCALAR=0. Values over
   // kMaxElements elements live in scratch buffers and every op that reads or writes one
   // runs its kernel.
-  static std::shared_ptr<const ScalarBody> compile(std::shared_ptr<const Graph> body);
+  // `carries`: (parameter, result) pairs of the loop's carries (the result is the
+  // parameter's next value), which lets a scatter into a large carry run in place.
+  static std::shared_ptr<const ScalarBody> compile(std::shared_ptr<const Graph> body,
+                                                   std::span<const std::pair<std::size_t, std::size_t>> carries = {});
 
   // Per run: the registers (constants loaded), the scratch (large values and the staging
   // areas of kernel calls) and the temporaries of results_to_params.
