@@ -460,3 +460,32 @@ def test_scatter_into_a_large_carry_runs_in_place_and_matches_the_kernels():
     assert stats["scalar_loops"] == 1
     _assert_bitwise(fast, slow)
     assert np.asarray(fast[0][0])[0] == 7.0 and np.asarray(fast[0][1])[0] == 6.0
+
+
+@pytest.mark.parametrize("dtype", [qb.float32, qb.float64])
+def test_classification_and_exact_conversions_are_bitwise_the_kernels(dtype):
+    """isnan / isinf / isfinite, pow, and the exact conversions (bool and integers to every
+    dtype, anything to bool) are scalar instructions: bitwise the kernels on special values."""
+    vals = qb.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 3e38, 1e-45, 7.0], dtype=dtype)
+
+    def make():
+        def body(c, x):
+            acc, n, m, cnt = c
+            fin, nan, inf = qb.isfinite(x), qb.isnan(x), qb.isinf(x)
+            i32 = fin.astype(qb.int32) + nan.astype(qb.int32) * 2 + inf.astype(qb.int32) * 4
+            i64 = i32.astype(qb.int64) * 3 + n
+            back = i64.astype(dtype) + i32.astype(dtype) * 0.5 + fin.astype(dtype)
+            finite_is_1 = i32 - 1  # zero exactly where x is finite
+            bools = (x.astype(qb.bool_), finite_is_1.astype(qb.bool_), (finite_is_1.astype(qb.int64) + n * 0).astype(
+                qb.bool_), (x * 0.0 + finite_is_1.astype(dtype)).astype(qb.bool_))
+            as_bool = bools[0].astype(dtype) + bools[1].astype(qb.int64).astype(dtype)
+            p = qb.power(qb.abs(x) + 0.5, 1.0 / 3.0) + qb.power(2.0 + acc * 0.0, x * 0.0 + 1.5)
+            cnt = cnt + (i64.astype(qb.int32) > 2).astype(qb.int64)
+            return (acc + qb.where(fin, back + p, 0.0), i64, m + as_bool, cnt), (back, p, fin, nan, inf, i32, i64) + bools
+        return lambda c, xs: qb.scan(body, c, xs)
+
+    c0 = (qb.zeros((), dtype=dtype), qb.asarray(0, dtype=qb.int64), qb.zeros((), dtype=dtype),
+          qb.asarray(0, dtype=qb.int64))
+    fast, slow, stats = _both(make, c0, vals)
+    assert stats["scalar_loops"] == 1
+    _assert_bitwise(fast, slow)

@@ -446,6 +446,10 @@ class NativeEmitter {
   case Kind::P##Sqrt: return line("sqrt" SUF "(" + a + ")");          \
   case Kind::P##Max: return line("qb_max" T "(" + a + ", " + b + ")"); \
   case Kind::P##Min: return line("qb_min" T "(" + a + ", " + b + ")"); \
+  case Kind::P##Pow: return line("pow" SUF "(" + a + ", " + b + ")");  \
+  case Kind::P##IsNan: return line("isnan(" + a + ") ? 1 : 0");        \
+  case Kind::P##IsInf: return line("isinf(" + a + ") ? 1 : 0");        \
+  case Kind::P##IsFinite: return line("isfinite(" + a + ") ? 1 : 0");  \
   QB_COMPARE_EMIT(P)
       QB_FLOAT_EMIT(F64, "d", "")
       QB_FLOAT_EMIT(F32, "f", "f")
@@ -473,6 +477,12 @@ class NativeEmitter {
       case Kind::Select: return line(a + " ? " + b + " : " + c);
       case Kind::F64ToF32: return line("(float)" + a);
       case Kind::F32ToF64: return line("(double)" + a);
+      case Kind::BoolToI32: case Kind::I64ToI32: return line("(int32_t)" + a);
+      case Kind::BoolToI64: case Kind::I32ToI64: return line("(int64_t)" + a);
+      case Kind::BoolToF32: case Kind::I32ToF32: case Kind::I64ToF32: return line("(float)" + a);
+      case Kind::BoolToF64: case Kind::I32ToF64: case Kind::I64ToF64: return line("(double)" + a);
+      case Kind::I32ToBool: case Kind::I64ToBool: case Kind::F32ToBool: case Kind::F64ToBool:
+        return line("(" + a + " != 0)");
       case Kind::Call: {
         const auto& call = cur_->calls_[in.a];
         for (const auto& regs : call.in_regs)

@@ -157,6 +157,20 @@ class ScalarLowering {
     regs_[n.outputs[0]] = std::move(out);
   }
 
+  static Kind convert_kind(DType from, DType to) {
+    using D = DType;
+    struct Entry { D from, to; Kind kind; };
+    static constexpr Entry kTable[] = {
+        {D::bool_, D::i32, Kind::BoolToI32}, {D::bool_, D::i64, Kind::BoolToI64}, {D::bool_, D::f32, Kind::BoolToF32},
+        {D::bool_, D::f64, Kind::BoolToF64}, {D::i32, D::i64, Kind::I32ToI64}, {D::i64, D::i32, Kind::I64ToI32},
+        {D::i32, D::f32, Kind::I32ToF32}, {D::i32, D::f64, Kind::I32ToF64}, {D::i64, D::f32, Kind::I64ToF32},
+        {D::i64, D::f64, Kind::I64ToF64}, {D::i32, D::bool_, Kind::I32ToBool}, {D::i64, D::bool_, Kind::I64ToBool},
+        {D::f32, D::bool_, Kind::F32ToBool}, {D::f64, D::bool_, Kind::F64ToBool}};
+    for (const auto& e : kTable)
+      if (e.from == from && e.to == to) return e.kind;
+    return Kind::Call;
+  }
+
   // The instruction kind of elementwise node n, or Call when it has none.
   Kind kind_of(const Node& n) const {
     const DType d = g_.type(n.inputs[n.op == Op::Select ? 1 : 0]).dtype;
@@ -165,7 +179,7 @@ class ScalarLowering {
     if (n.op == Op::Convert) {
       if (d == DType::f64 && od == DType::f32) return Kind::F64ToF32;
       if (d == DType::f32 && od == DType::f64) return Kind::F32ToF64;
-      return Kind::Call;
+      return convert_kind(d, od);
     }
     auto pick = [&](Kind f64, Kind f32, Kind i64, Kind i32) {
       switch (d) {
@@ -193,6 +207,10 @@ class ScalarLowering {
       case Op::Neg: return pick(Kind::F64Neg, Kind::F32Neg, Kind::Call, Kind::Call);
       case Op::Abs: return pick(Kind::F64Abs, Kind::F32Abs, Kind::Call, Kind::Call);
       case Op::Sqrt: return pick(Kind::F64Sqrt, Kind::F32Sqrt, Kind::Call, Kind::Call);
+      case Op::Pow: return pick(Kind::F64Pow, Kind::F32Pow, Kind::Call, Kind::Call);  // std::pow, as the kernel
+      case Op::IsNan: return pick(Kind::F64IsNan, Kind::F32IsNan, Kind::Call, Kind::Call);
+      case Op::IsInf: return pick(Kind::F64IsInf, Kind::F32IsInf, Kind::Call, Kind::Call);
+      case Op::IsFinite: return pick(Kind::F64IsFinite, Kind::F32IsFinite, Kind::Call, Kind::Call);
       case Op::Not: return d == DType::bool_ ? Kind::BoolNot : Kind::Call;
       case Op::And: return d == DType::bool_ ? Kind::BoolAnd : Kind::Call;
       case Op::Or: return d == DType::bool_ ? Kind::BoolOr : Kind::Call;
@@ -585,6 +603,10 @@ void ScalarBody::run(State& s) const {
   L_##P##Sqrt: D.M = std::sqrt(A.M); QB_NEXT();                 \
   L_##P##Max: D.M = math::maximum(A.M, B.M); QB_NEXT();         \
   L_##P##Min: D.M = math::minimum(A.M, B.M); QB_NEXT();         \
+  L_##P##Pow: D.M = std::pow(A.M, B.M); QB_NEXT();              \
+  L_##P##IsNan: D.b = std::isnan(A.M); QB_NEXT();              \
+  L_##P##IsInf: D.b = std::isinf(A.M); QB_NEXT();              \
+  L_##P##IsFinite: D.b = std::isfinite(A.M); QB_NEXT();        \
   QB_COMPARE_HANDLERS(P, M)
   QB_FLOAT_HANDLERS(F64, f64)
   QB_FLOAT_HANDLERS(F32, f32)
@@ -621,6 +643,20 @@ L_Select:
 L_F64ToF32:
   D.f32 = static_cast<float>(A.f64);
   QB_NEXT();
+L_BoolToI32: D.i32 = A.b; QB_NEXT();
+L_BoolToI64: D.i64 = A.b; QB_NEXT();
+L_BoolToF32: D.f32 = static_cast<float>(A.b); QB_NEXT();
+L_BoolToF64: D.f64 = static_cast<double>(A.b); QB_NEXT();
+L_I32ToI64: D.i64 = A.i32; QB_NEXT();
+L_I64ToI32: D.i32 = static_cast<std::int32_t>(A.i64); QB_NEXT();
+L_I32ToF32: D.f32 = static_cast<float>(A.i32); QB_NEXT();
+L_I32ToF64: D.f64 = static_cast<double>(A.i32); QB_NEXT();
+L_I64ToF32: D.f32 = static_cast<float>(A.i64); QB_NEXT();
+L_I64ToF64: D.f64 = static_cast<double>(A.i64); QB_NEXT();
+L_I32ToBool: D.b = A.i32 != 0; QB_NEXT();
+L_I64ToBool: D.b = A.i64 != 0; QB_NEXT();
+L_F32ToBool: D.b = A.f32 != 0.0f; QB_NEXT();
+L_F64ToBool: D.b = A.f64 != 0.0; QB_NEXT();
 L_F32ToF64:
   D.f64 = static_cast<double>(A.f32);
   QB_NEXT();

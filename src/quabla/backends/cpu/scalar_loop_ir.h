@@ -11,11 +11,16 @@ namespace qb::cpu {
 
 // One instruction kind per (operation, dtype): one dispatch per instruction.
 #define QB_FLOAT_KINDS(X, P) X(P##Add) X(P##Sub) X(P##Mul) X(P##Div) X(P##Neg) X(P##Abs) X(P##Sqrt) \
-  X(P##Max) X(P##Min) X(P##Lt) X(P##Le) X(P##Gt) X(P##Ge) X(P##Eq) X(P##Ne) X(P##Vec)
+  X(P##Max) X(P##Min) X(P##Pow) X(P##Lt) X(P##Le) X(P##Gt) X(P##Ge) X(P##Eq) X(P##Ne) X(P##Vec) \
+  X(P##IsNan) X(P##IsInf) X(P##IsFinite)
 #define QB_INT_KINDS(X, P) X(P##Add) X(P##Sub) X(P##Mul) X(P##Max) X(P##Min) X(P##Lt) X(P##Le) X(P##Gt) \
   X(P##Ge) X(P##Eq) X(P##Ne)
+// Exact conversions (static_cast, as the convert kernel): bool and integers to anything but
+// float -> int (which saturates in the kernel: a kernel call), and anything to bool.
+#define QB_CVT_KINDS(X) X(BoolToI32) X(BoolToI64) X(BoolToF32) X(BoolToF64) X(I32ToI64) X(I64ToI32) \
+  X(I32ToF32) X(I32ToF64) X(I64ToF32) X(I64ToF64) X(I32ToBool) X(I64ToBool) X(F32ToBool) X(F64ToBool)
 #define QB_KINDS(X) QB_FLOAT_KINDS(X, F64) QB_FLOAT_KINDS(X, F32) QB_INT_KINDS(X, I64) QB_INT_KINDS(X, I32) \
-  X(BoolNot) X(BoolAnd) X(BoolOr) X(Select) X(F64ToF32) X(F32ToF64) X(Call) X(End)
+  X(BoolNot) X(BoolAnd) X(BoolOr) X(Select) X(F64ToF32) X(F32ToF64) QB_CVT_KINDS(X) X(Call) X(End)
 #define QB_ENUM(k) k,
 enum class ScalarBody::Kind : std::uint8_t { QB_KINDS(QB_ENUM) };
 #undef QB_ENUM
