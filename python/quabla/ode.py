@@ -179,7 +179,8 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
     """Attempts of ``stepper`` in a while loop, with Hairer's PI step-size controller on the
     error estimate of order ``order``, until the end or ``max_steps`` attempts. With
     ``record`` it also returns each accepted step's size and whether it landed on an output
-    time (buffers of max_steps entries, zero past the last), for _replay."""
+    time (buffers of max_steps entries; the first info.accepted are those steps, the rest
+    is not meaningful: _replay masks it), for _replay."""
     dt = y0.dtype
     alpha = 1.0 / (order + 1) - 0.75 * _BETA
     direction = _core.where(t1 >= t0, 1.0, -1.0).astype(dt)
@@ -227,10 +228,11 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
                acc + ok.astype(_core.int32), rej + (~ok).astype(_core.int32), nfe + evals, done)
         if record:
             hs, lands = c[11], c[12]
-            # One scatter of a conditional element (acc < max_steps here), not a scatter and
-            # a select of the whole max_steps-long buffers per attempt.
-            out = out + (hs.at[acc].set(_core.where(ok, step, hs[acc])),
-                         lands.at[acc].set(_core.where(ok, landed, lands[acc])))
+            # Every attempt writes entry acc (acc < max_steps here): a rejected attempt's entry
+            # is overwritten by the accepted one that follows at the same acc, and the replay
+            # ignores entries from `accepted` on. One in-place scatter per buffer and attempt,
+            # not a copy and a select of the whole max_steps-long buffers.
+            out = out + (hs.at[acc].set(step), lands.at[acc].set(landed))
         return out
 
     c = while_loop(lambda c: (c[10] == 0) & (c[7] + c[8] < max_steps), attempt, carry0)
@@ -264,9 +266,14 @@ def _replay(stepper, f, y0, t0, t1, ts, hs, lands, accepted):
 
     single = ts is None
 
+    taken = _core.asarray(accepted).astype(_core.int32)
+
     def one(c, x):
         t, y, k1, idx, ys = c
-        h, landed = x
+        h, landed, i = x
+        live = i < taken  # entries from `accepted` on are zero-length steps that never land
+        h = _core.where(live, h, 0.0)
+        landed = landed & live
         target = t1 if single else targets[_core.minimum(idx, n_out - 1)]
         step = _core.where(landed, target - t, h)
         y_new, _err, k_new, _n = stepper(f, t, y, step, k1)
@@ -280,25 +287,24 @@ def _replay(stepper, f, y0, t0, t1, ts, hs, lands, accepted):
     n = hs.shape[0]
     block = _replay_block(n)
     if n <= block:
-        (_t, y, _k, _i, ys), _ = scan(one, c0, (hs, lands))
+        (_t, y, _k, _i, ys), _ = scan(one, c0, (hs, lands, _core.arange(n, dtype=_core.int32)))
         return y if ts is None else ys
     nb = -(-n // block)
     pad = nb * block - n
     if pad:  # zero-length steps that never land
         hs = _core.concatenate([hs, _core.zeros((pad,), dtype=hs.dtype)])
         lands = _core.concatenate([lands, _core.zeros((pad,), dtype=lands.dtype)])
-    starts = _core.arange(0, nb * block, block, dtype=_core.int32)
-    active = starts < _core.asarray(accepted).astype(_core.int32)
+    ids = _core.reshape(_core.arange(nb * block, dtype=_core.int32), (nb, block))
+    active = ids[:, 0] < taken
 
     def run_block(c, blk):
-        h_blk, land_blk = blk
-        return scan(one, c, (h_blk, land_blk))[0]
+        return scan(one, c, blk)[0]
 
     def outer(c, x):
-        h_blk, land_blk, on = x
-        return cond(on, run_block, lambda c, blk: c, c, (h_blk, land_blk)), None
+        h_blk, land_blk, id_blk, on = x
+        return cond(on, run_block, lambda c, blk: c, c, (h_blk, land_blk, id_blk)), None
 
-    (_t, y, _k, _i, ys), _ = scan(outer, c0, (_core.reshape(hs, (nb, block)), _core.reshape(lands, (nb, block)),
+    (_t, y, _k, _i, ys), _ = scan(outer, c0, (_core.reshape(hs, (nb, block)), _core.reshape(lands, (nb, block)), ids,
                                              active))
     return y if ts is None else ys
 
