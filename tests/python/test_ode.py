@@ -261,3 +261,61 @@ def test_neural_ode_example_trains():
         params, state, value = step(params, state)
         first = value.item() if first is None else first
     assert value.item() < 0.5 * first
+
+
+@pytest.mark.parametrize("method", ["rk4", "dopri5"])
+def test_implicit_solves_inside_f_cg_and_newton(method):
+    """f itself solves: y' = -A(k)^-1 y with the solve by qb.linalg.cg (A symmetric positive
+    definite), and y' = -z(y) with z + z^3 = y by qb.newton. Values against SciPy with the
+    same f done by NumPy, gradients in the parameter against central differences."""
+    m = np.array([[2.0, 0.3, 0.0], [0.3, 1.5, 0.2], [0.0, 0.2, 1.0]])
+    y0 = np.array([1.0, -0.5, 0.25])
+    kw = dict(method=method, steps=40) if method == "rk4" else dict(method=method, rtol=1e-10, atol=1e-12)
+
+    def f_cg(y, t, k):
+        a = qb.array(m) + k * qb.eye(3)
+        return -qb.linalg.cg(lambda v: a @ v, y, tol=1e-13, maxiter=50)[0]
+
+    def end_cg(k):
+        return qb.ode.odeint(f_cg, qb.array(y0), (0.0, 1.0), args=(k,), **kw)
+
+    ref = solve_ivp(lambda t, y: -np.linalg.solve(m + 0.5 * np.eye(3), y), (0.0, 1.0), y0, rtol=1e-12,
+                    atol=1e-12).y[:, -1]
+    np.testing.assert_allclose(np.asarray(end_cg(qb.asarray(0.5))), ref, rtol=1e-7, atol=1e-9)
+    g = float(qb.grad(lambda k: qb.sum(end_cg(k)))(qb.asarray(0.5)))
+    fd = central(lambda k: float(qb.sum(end_cg(qb.asarray(k)))), 0.5)
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+
+    def f_newton(y, t, c):
+        return -qb.newton(lambda z, y: z + c * z ** 3 - y, y * 0.5, args=(y,), tol=1e-13)
+
+    def end_newton(c):
+        return qb.ode.odeint(f_newton, qb.array(y0), (0.0, 1.0), args=(c,), **kw)
+
+    from scipy.optimize import brentq
+
+    def f_np(t, y):
+        return [-brentq(lambda z: z + 0.7 * z ** 3 - v, -5, 5, xtol=1e-15) for v in y]
+    ref = solve_ivp(f_np, (0.0, 1.0), y0, rtol=1e-12, atol=1e-12).y[:, -1]
+    np.testing.assert_allclose(np.asarray(end_newton(qb.asarray(0.7))), ref, rtol=1e-7, atol=1e-9)
+    g = float(qb.grad(lambda c: qb.sum(end_newton(c)))(qb.asarray(0.7)))
+    fd = central(lambda c: float(qb.sum(end_newton(qb.asarray(c)))), 0.7)
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+
+
+def test_odeint_inside_fori_loop_and_its_gradient():
+    """Integrating in three chunks inside qb.fori_loop equals one integration (fixed steps
+    that line up), and reverse mode goes through the loop and the solver."""
+    def chunked(p):
+        return qb.fori_loop(0, 3, lambda i, y: qb.ode.odeint(lotka, y, (0.0, 0.5), method="rk4", steps=25,
+                                                             args=(p, 1.0, 3.0, 1.0)), qb.array([1.0, 1.0]))
+
+    def whole(p):
+        return qb.ode.odeint(lotka, qb.array([1.0, 1.0]), (0.0, 1.5), method="rk4", steps=75, args=(p, 1.0, 3.0, 1.0))
+
+    p = qb.asarray(1.5)
+    np.testing.assert_allclose(np.asarray(chunked(p)), np.asarray(whole(p)), rtol=1e-12)
+    g1 = float(qb.grad(lambda p: qb.sum(chunked(p)))(p))
+    g2 = float(qb.grad(lambda p: qb.sum(whole(p)))(p))
+    np.testing.assert_allclose(g1, g2, rtol=1e-10)
+    np.testing.assert_allclose(g1, central(lambda v: float(qb.sum(whole(qb.asarray(v)))), 1.5), rtol=1e-6)
