@@ -131,9 +131,44 @@ _E_TSIT = (-0.00178001105222577714, -0.0008164344596567469, 0.007880878010261995
            0.5823571654525552, -0.45808210592918697, 1.0 / 66.0)
 
 
-def _explicit_step(c, a, e):
+# Dense output. Dormand-Prince: Shampine's (1986) order-4 continuous extension, in Hairer's
+# nested form y(t + th h) = r1 + th (r2 + (1 - th) (r3 + th (r4 + (1 - th) r5))).
+_D_DOPRI = (-12715105075.0 / 11282082432.0, 0.0, 87487479700.0 / 32700410799.0, -10690763975.0 / 1880347072.0,
+            701980252875.0 / 199316789632.0, -1453857185.0 / 822651844.0, 69997945.0 / 29380423.0)
+# Tsitouras: the interpolant of the 2011 paper, y(t + th h) = y + h sum_i b_i(th) k_i with
+# b_i(th) = sum_p R[i][p] th^(p+1) (p = 0..3).
+_R_TSIT = ((1.0, -2.763706197274826, 2.9132554618219126, -1.0530884977290216),
+           (0.0, 0.13169999999999998, -0.2234, 0.1017),
+           (0.0, 3.9302962368947516, -5.941033872131505, 2.490627285651253),
+           (0.0, -12.411077166933676, 30.33818863028232, -16.548102889244902),
+           (0.0, 37.50931341651104, -88.1789048947664, 47.37952196281928),
+           (0.0, -27.896526289197286, 65.09189467479366, -34.8706578614966),
+           (0.0, 1.5, -4.0, 2.5))
+
+
+def _dopri5_interp(y, y_new, ks, step, th):
+    """The Dormand-Prince solution at y(t + th step) for a column th [m, 1]: [m, n]."""
+    r2 = y_new - y
+    r3 = step * ks[0] - r2
+    r4 = r2 - step * ks[6] - r3
+    r5 = step * sum(w * k for w, k in zip(_D_DOPRI, ks) if w != 0.0)
+    one = 1.0 - th
+    return y + th * (r2 + one * (r3 + th * (r4 + one * r5)))
+
+
+def _tsit5_interp(y, y_new, ks, step, th):
+    """Tsitouras's interpolant at y(t + th step) for a column th [m, 1]: [m, n]."""
+    total = 0.0
+    for row, k in zip(_R_TSIT, ks):
+        b = th * (row[0] + th * (row[1] + th * (row[2] + th * row[3])))
+        total = total + b * k
+    return y + step * total
+
+
+def _explicit_step(c, a, e, interp):
     """One attempt of a 7-stage FSAL pair: (y_new, error estimate, f at the new point,
-    evaluations); the last stage row of ``a`` holds the propagated weights."""
+    evaluations, the stages); the last stage row of ``a`` holds the propagated weights.
+    ``step_fn.interp`` is the pair's dense output."""
     def step_fn(f, t, y, step, k1):
         ks = [k1]
         for s in range(1, 7):
@@ -141,12 +176,26 @@ def _explicit_step(c, a, e):
             ks.append(f(y + step * incr, t + c[s] * step))
         y_new = y + step * sum(w * k for w, k in zip(a[6], ks[:6]) if w != 0.0)
         err = step * sum(w * k for w, k in zip(e, ks) if w != 0.0)
-        return y_new, err, ks[6], 6
+        return y_new, err, ks[6], 6, ks
+    step_fn.interp = interp
     return step_fn
 
 
-_dopri5_step = _explicit_step(_C, _A, _E)
-_tsit5_step = _explicit_step(_C_TSIT, _A_TSIT, _E_TSIT)
+_dopri5_step = _explicit_step(_C, _A, _E, _dopri5_interp)
+_tsit5_step = _explicit_step(_C_TSIT, _A_TSIT, _E_TSIT, _tsit5_interp)
+
+
+def _dense_outputs(stepper, targets, direction, t, t_new, y, y_new, ks, step, ys, write, t0):
+    """ys with the output times in (t, t_new] (in the direction of integration; [t0, t_new]
+    for the first step) set from the step's dense output, where `write` (the step was
+    accepted) holds. An output at t0 is the interpolant at 0 (y0, with its slope)."""
+    ahead = (targets - t) * direction
+    starts = (ahead > 0.0) | ((ahead == 0.0) & (t == t0))
+    inside = starts & ((targets - t_new) * direction <= 0.0) & write
+    safe = _core.where(step == 0.0, 1.0, step)
+    th = _core.reshape((targets - t) / safe, (-1, 1))
+    vals = stepper.interp(y, y_new, ks, step, th)
+    return _core.where(_core.reshape(inside, (-1,) + (1,) * (ys.ndim - 1)), vals, ys)
 
 
 _D = 1.0 / (2.0 + 2.0 ** 0.5)
@@ -172,7 +221,10 @@ def _rosenbrock23_step(f, t, y, step, f0):
     f2 = f(y_new, t + step)
     k3 = lu_solve(lu, f2 - _E32 * (k2 - f1) - 2.0 * (k1 - f0) + hdt)
     err = (step / 6.0) * (k1 - 2.0 * k2 + k3)
-    return y_new, err, f2, 2 + n + 1
+    return y_new, err, f2, 2 + n + 1, None
+
+
+_rosenbrock23_step.interp = None  # it lands on each output time instead
 
 
 def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
@@ -198,15 +250,20 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
         carry0 = carry0 + (_core.zeros((max_steps,), dtype=dt), _core.zeros((max_steps,), dtype=_core.bool_))
 
     single = ts is None  # one output time: no dynamic indexing (scalar code stays scalar)
+    # With a dense output the steps run to the last output time and every output comes from
+    # the interpolant of the step it falls in; without one (rosenbrock23) steps land on each.
+    dense = not single and stepper.interp is not None
+    if dense:
+        last = targets[n_out - 1]
 
     def attempt(c):
         t, y, h, k1, err_prev, idx, ys, acc, rej, nfe, _done = c[:11]
-        target = t1 if single else targets[idx]
+        target = t1 if single else (last if dense else targets[idx])
         remaining = (target - t) * direction
         h_ctrl = stop_gradient(h)
         clipped = h_ctrl >= remaining
         step = direction * _core.where(clipped, remaining, h_ctrl)
-        y_new, err_vec, k_new, evals = stepper(f, t, y, step, k1)
+        y_new, err_vec, k_new, evals, ks = stepper(f, t, y, step, k1)
         scale = atol + rtol * _core.maximum(_core.abs(y), _core.abs(y_new))
         err = stop_gradient(_rms(err_vec / scale))
         ok = err <= 1.0
@@ -218,9 +275,13 @@ def _adaptive(stepper, order, f, y0, t0, t1, ts, rtol, atol, max_steps, record):
         h_next = stop_gradient(base * _core.where(ok, grow, _core.minimum(shrink, 1.0)))
         t_new = _core.where(clipped, target, t + step)
         landed = ok & clipped
-        if not single:
-            ys = _core.where(landed, ys.at[idx].set(y_new), ys)
-        idx_new = _core.where(landed, idx + 1, idx)
+        if dense:
+            ys = _dense_outputs(stepper, targets, direction, t, t_new, y, y_new, ks, step, ys, ok, t0)
+            idx_new = _core.where(landed, n_out, idx)
+        else:
+            if not single:
+                ys = _core.where(landed, ys.at[idx].set(y_new), ys)
+            idx_new = _core.where(landed, idx + 1, idx)
         # Progress: 0 running, 1 reached the end, 2 stopped on a non-finite error estimate.
         done = _core.where(broken, 2, _core.where(idx_new >= n_out, 1, 0)).astype(_core.int32)
         out = (_core.where(ok, t_new, t), _core.where(ok, y_new, y), h_next, _core.where(ok, k_new, k1),
@@ -267,6 +328,9 @@ def _replay(stepper, f, y0, t0, t1, ts, hs, lands, accepted):
     single = ts is None
 
     taken = _core.asarray(accepted).astype(_core.int32)
+    dense = not single and stepper.interp is not None
+    direction = _core.where(t1 >= t0, 1.0, -1.0).astype(y0.dtype)
+    last = targets[n_out - 1]
 
     def one(c, x):
         t, y, k1, idx, ys = c
@@ -274,11 +338,13 @@ def _replay(stepper, f, y0, t0, t1, ts, hs, lands, accepted):
         live = i < taken  # entries from `accepted` on are zero-length steps that never land
         h = _core.where(live, h, 0.0)
         landed = landed & live
-        target = t1 if single else targets[_core.minimum(idx, n_out - 1)]
+        target = t1 if single else (last if dense else targets[_core.minimum(idx, n_out - 1)])
         step = _core.where(landed, target - t, h)
-        y_new, _err, k_new, _n = stepper(f, t, y, step, k1)
+        y_new, _err, k_new, _n, ks = stepper(f, t, y, step, k1)
         t_new = _core.where(landed, target, t + step)
-        if not single:
+        if dense:
+            ys = _dense_outputs(stepper, targets, direction, t, t_new, y, y_new, ks, step, ys, live, t0)
+        elif not single:
             ys = _core.where(landed, ys.at[idx].set(y_new), ys)
         return (t_new, y_new, k_new, idx + landed.astype(_core.int32), ys), None
 

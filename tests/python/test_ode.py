@@ -319,3 +319,43 @@ def test_odeint_inside_fori_loop_and_its_gradient():
     g2 = float(qb.grad(lambda p: qb.sum(whole(p)))(p))
     np.testing.assert_allclose(g1, g2, rtol=1e-10)
     np.testing.assert_allclose(g1, central(lambda v: float(qb.sum(whole(qb.asarray(v)))), 1.5), rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["dopri5", "tsit5"])
+def test_dense_output_interpolants_have_order_four(method):
+    """The saveat values of the explicit pairs come from their interpolants (Shampine's for
+    Dormand-Prince, Tsitouras's): on y' = -y one step's interpolant at th = 0.3, 0.5, 0.8
+    has local error O(h^5) (halving h divides it by about 32), and at th = 1 it is the step."""
+    from quabla.ode import _dopri5_step, _tsit5_step
+    stepper = _dopri5_step if method == "dopri5" else _tsit5_step
+    f = lambda y, t: -y
+    th = qb.reshape(qb.array([0.3, 0.5, 0.8, 1.0]), (-1, 1))
+    errs = []
+    for h in (0.2, 0.1, 0.05):
+        y0 = qb.array([1.0])
+        y1, _, _, _, ks = stepper(f, qb.asarray(0.0), y0, qb.asarray(h), f(y0, 0.0))
+        vals = np.asarray(stepper.interp(y0, y1, ks, qb.asarray(h), th))[:, 0]
+        exact = np.exp(-h * np.array([0.3, 0.5, 0.8, 1.0]))
+        np.testing.assert_allclose(vals[-1], float(np.asarray(y1)[0]), rtol=1e-15)
+        errs.append(np.max(np.abs(vals[:3] - exact[:3])))
+    assert errs[0] / errs[1] > 25 and errs[1] / errs[2] > 25, errs
+
+
+@pytest.mark.parametrize("method", ["dopri5", "tsit5"])
+def test_saveat_does_not_change_the_steps_of_the_explicit_pairs(method):
+    """Outputs come from the interpolant: 60 output times cost no extra steps, and the
+    values are within the tolerance of the closed form; gradients with respect to the output
+    times equal f at the interpolated points to the interpolant's accuracy."""
+    y0 = np.array([1.0, 0.0])
+    ts = np.linspace(0.0, 3.0, 60)
+    kw = dict(method=method, rtol=1e-9, atol=1e-11, info=True)
+    ys, info = qb.ode.odeint(linear, qb.array(y0), (0.0, 3.0), saveat=qb.array(ts), **kw)
+    _, info_end = qb.ode.odeint(linear, qb.array(y0), (0.0, 3.0), **kw)
+    assert int(info.accepted) == int(info_end.accepted)
+    exact = np.stack([linear_exact(y0, t) for t in ts])
+    np.testing.assert_allclose(np.asarray(ys), exact, atol=1e-8)
+    # d y(ts_j) / d ts_j is the interpolant's slope there: about f(y(ts_j))
+    g = np.asarray(qb.jacfwd(lambda s: qb.ode.odeint(linear, qb.array(y0), (0.0, 3.0), saveat=s, method=method,
+                                                     rtol=1e-9, atol=1e-11))(qb.array(ts)))
+    slopes = np.stack([g[j, :, j] for j in range(len(ts))])
+    np.testing.assert_allclose(slopes, exact @ A_LIN.T, atol=1e-6)
