@@ -416,7 +416,7 @@ def _integrate_adaptive(stepper, order, rhs, y0v, t0, t1, ts, rtol, atol, max_st
 
 def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = None, args: tuple = (),
            save: bool = False, saveat=None, rtol: float = 1e-6, atol: float = 1e-9, max_steps: int = 512,
-           info: bool = False):
+           info: bool = False, adjoint: str = "replay"):
     """Integrates dy/dt = f(y, t, *args) from t_span[0] to t_span[1].
 
     ``method``: "euler", "heun", "rk4" (fixed steps: ``steps`` equal steps over t_span, or
@@ -429,10 +429,16 @@ def odeint(f: Callable, y0: Any, t_span, *, method: str = "rk4", steps: int = No
     max_steps attempts raises ValueError when called on concrete values; inside jit its
     info says status 1 and y is where it stopped. Differentiable with respect to y0, args,
     t_span and saveat, in forward and reverse mode (adaptive step sizes held fixed).
+    ``adjoint``: "replay" (the only one: derivatives of the computed solution by replaying
+    its recorded steps, as diffrax's RecursiveCheckpointAdjoint); a continuous adjoint
+    ("backsolve") is not provided.
     """
     name = "odeint"
     if not callable(f):
         raise TypeError(f"{name}: f must be a function f(y, t, *args), got {type(f).__name__}")
+    if adjoint != "replay":
+        raise ValueError(f"{name}: adjoint={adjoint!r} is not available; derivatives replay the recorded steps "
+                         f"(adjoint='replay', exact for the computed solution, a few values of memory per step)")
     if method not in _FIXED + _ADAPTIVE:
         raise ValueError(f"{name}: method must be one of {', '.join(_FIXED + _ADAPTIVE)}, got {method!r}")
     if not isinstance(args, tuple):

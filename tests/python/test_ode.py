@@ -113,6 +113,8 @@ def test_odeint_errors_and_max_steps_status():
         qb.ode.odeint(linear, y0, (0.0, 1.0), method="rk4", steps=0)
     with pytest.raises(ValueError, match="t_span must be a pair"):
         qb.ode.odeint(linear, y0, 1.0, method="rk4", steps=3)
+    with pytest.raises(ValueError, match="adjoint='backsolve' is not available"):
+        qb.ode.odeint(linear, y0, (0.0, 1.0), method="dopri5", adjoint="backsolve")
     with pytest.raises(ValueError, match="saveat must run from"):
         qb.ode.odeint(linear, y0, (0.0, 1.0), method="dopri5", saveat=[0.5, 0.2])
     with pytest.raises(ValueError, match="saveat must run from"):
@@ -140,10 +142,14 @@ def test_odeint_errors_and_max_steps_status():
     assert int(info.status) == 1 and int(info.accepted) + int(info.rejected) == 10
 
 
-@pytest.mark.parametrize("method", ["rk4", "dopri5", "tsit5"])
+@pytest.mark.parametrize("method", ["euler", "heun", "rk4", "dopri5", "tsit5", "rosenbrock23"])
 def test_gradients_against_differences_forward_and_second_order(method):
-    kw = dict(method=method, steps=200) if method == "rk4" else dict(method=method, rtol=1e-10, atol=1e-10,
-                                                                     max_steps=3000)
+    if method in ("euler", "heun", "rk4"):
+        kw = dict(method=method, steps=200)
+    elif method == "rosenbrock23":
+        kw = dict(method=method, rtol=1e-12, atol=1e-12, max_steps=60000)
+    else:
+        kw = dict(method=method, rtol=1e-10, atol=1e-10, max_steps=3000)
 
     def loss(y0, p, t1, ts):
         args = (p[0], p[1], p[2], p[3])
