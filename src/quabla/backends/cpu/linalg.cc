@@ -241,6 +241,11 @@ void triangular_solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t
         continue;
       }
       const auto N = static_cast<int>(n), K = static_cast<int>(k);
+      if (k == 1) {  // one right-hand side: trsv (trsm packs its operands first, which costs more here)
+        if constexpr (std::is_same_v<T, double>) scipy_cblas_dtrsv(CblasRowMajor, uplo, trans, diag, N, ai, N, x, 1);
+        else scipy_cblas_strsv(CblasRowMajor, uplo, trans, diag, N, ai, N, x, 1);
+        continue;
+      }
       if constexpr (std::is_same_v<T, double>) scipy_cblas_dtrsm(CblasRowMajor, CblasLeft, uplo, trans, diag, N, K, 1.0, ai, N, x, K);
       else scipy_cblas_strsm(CblasRowMajor, CblasLeft, uplo, trans, diag, N, K, 1.0f, ai, N, x, K);
     }
