@@ -139,11 +139,10 @@ def _alternate_steps(variants, steps):
         for name, st in states.items():
             step, params, adam, data, times = st
             t = time.perf_counter()
-            value, grads = step(params, *data)
+            _, grads = step(params, *data)
             st[1] = adam.step(params, grads)
             if i:
                 times.append(time.perf_counter() - t)
-            value.block_until_ready() if hasattr(value, "block_until_ready") else None
     return {name: float(np.median(st[4])) * 1e3 for name, st in states.items()}
 
 

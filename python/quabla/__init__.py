@@ -133,6 +133,16 @@ _LEGACY_2D = (legacy.Matrix, legacy.TraceMatrix)
 
 
 _stack_core, _einsum_core = stack, einsum
+# Operand types that go straight to the core: the v0.1 dispatch below costs the common
+# eager call nothing but these type lookups.
+_PLAIN = frozenset({Array, float, int, bool})
+
+
+def _plain(items) -> bool:
+    for m in items:
+        if type(m) not in _PLAIN:
+            return False
+    return True
 
 
 @_wraps(_where_core)
@@ -140,6 +150,8 @@ def where(condition, x, y):  # noqa: F811
     """where(condition, x, y): x where condition holds, else y (broadcast). Three
     quabla.legacy Matrix (or TraceMatrix) operands take v0.1's 2D where; v0.1 trace values
     (trace_tensor) record a traced where."""
+    if type(condition) in _PLAIN and type(x) in _PLAIN and type(y) in _PLAIN:
+        return _where_core(condition, x, y)
     if isinstance(condition, _LEGACY_2D) or isinstance(x, _LEGACY_2D) or isinstance(y, _LEGACY_2D):
         return legacy.where(condition, x, y)
     if _compat.has_trace_values((condition, x, y)):
@@ -151,6 +163,8 @@ def _concat_dispatch(core):
     @_wraps(core)
     def join(arrays, axis=0):
         items = arrays if isinstance(arrays, (list, tuple)) else None
+        if items is None or _plain(items):
+            return core(arrays, axis=axis)
         if items and _builtins.any(isinstance(m, _LEGACY_2D) for m in items):
             if not (_builtins.all(isinstance(m, legacy.Matrix) for m in items) or
                     _builtins.all(isinstance(m, legacy.TraceMatrix) for m in items)):
@@ -169,7 +183,7 @@ concatenate = _concat_dispatch(_concatenate_core)  # noqa: F811
 
 @_wraps(_stack_core)
 def stack(arrays, axis=0):  # noqa: F811
-    if isinstance(arrays, (list, tuple)) and _compat.has_trace_values(arrays):
+    if isinstance(arrays, (list, tuple)) and not _plain(arrays) and _compat.has_trace_values(arrays):
         return _compat.TraceTensorValue.lift(lambda xs: _stack_core(xs, axis=axis), list(arrays))
     return _stack_core(arrays, axis=axis)
 

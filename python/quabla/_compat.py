@@ -76,7 +76,7 @@ class _Helper:
 
     @property
     def node_count(self) -> int:
-        return Program.compile(self._program).node_count
+        return self._program.compile().node_count
 
     def _bind(self, values):
         return bind_inputs(self._specs, values, type(self).__name__)

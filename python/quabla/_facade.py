@@ -123,8 +123,9 @@ class Executable:
 
     @property
     def node_count(self) -> int:
-        args = [_core.zeros(shape, dtype=dtype) for _, shape, dtype in self._program._specs]
-        return self._jitted.lower(*args).compile().stats()["nodes"]
+        from ._jit import ShapeDtype
+        specs = [ShapeDtype(shape, dtype) for _, shape, dtype in self._program._specs]
+        return self._jitted.lower(*specs).compile().stats()["nodes"]
 
     def evaluate(self, inputs: dict):
         return self._jitted(*bind_inputs(self._program._specs, inputs, "Executable"))

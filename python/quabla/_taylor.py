@@ -158,12 +158,12 @@ def _along(fun: Callable, argnum: int, v, order: int, name: str) -> Callable:
     inner = fun if order <= 2 else _along(fun, argnum, v, order - 2, name)
 
     def g(*args, **kwargs):
-        arg = args[argnum]
-        dirs = [_core.expand_dims(d, 0) for d in _tree.leaves(v)]
-        a_leaves = [a for a in _tree.leaves(arg)]
-        pick = [d.astype(a.dtype) if isinstance(a, _core.Array) and _is_float(a.dtype) else d
-                for d, a in zip(dirs, a_leaves)]
-        _, y1, y2 = _second_order(inner, args, kwargs, argnum, lambda leaves: pick[:len(leaves)], None, name)
+        # One direction: each leaf of v with a leading axis of one, in its argument leaf's
+        # dtype (the argument's float leaves, the ones _second_order differentiates).
+        def one_direction(leaves):
+            return [_core.expand_dims(_core.asarray(d), 0).astype(a.dtype) for d, a in zip(_tree.leaves(v), leaves)]
+
+        _, y1, y2 = _second_order(inner, args, kwargs, argnum, one_direction, None, name)
         if order == 1:
             return _tree.map(lambda y: y[0], y1)
         return y2

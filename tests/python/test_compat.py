@@ -123,40 +123,8 @@ def test_unknown_attributes_raise_attribute_error():
 
 # ---- the compiler facade and the README Quickstart --------------------------------------
 
-QUICKSTART = '''
-import numpy as np
-import quabla as qb
-
-x = qb.array([-1.0, 0.5, 1.0, 2.0], dtype=qb.float32)  # from a list
-w = qb.asarray(np.array([0.3, -0.2, 0.1, 0.4], dtype=np.float32))  # dtype from NumPy
-
-def loss(params, x):
-    y = qb.tanh(x * params["w"] + params["b"])
-    return qb.sum(qb.where(x > 0.0, y, 0.0) ** 2)  # masked entries contribute 0
-
-params = {"w": w, "b": qb.array(0.2, dtype=qb.float32)}
-compiler = qb.Compiler()
-print(compiler.capabilities())
-specs = [("x", [4], qb.float32), ("w", [4], qb.float32), ("b", [], qb.float32)]
-program = compiler.trace(lambda x, w, b: loss({"w": w, "b": b}, x), specs)
-grad_w = program.vjp("loss_bar")["w"]  # symbolic reverse mode, also a Program
-inputs = {"x": x, **params}
-seed = {"loss_bar": qb.array(1.0, dtype=qb.float32)}  # d loss / d loss
-for target in ("cpu", "mlx", "cuda"):
-    if compiler.capability(target):
-        value = program.compile(target)(inputs).item()
-        print(target, value, grad_w.compile(target)({**inputs, **seed}).tolist())
-'''
-
-
-def test_quickstart_compiler_facade_block_prints_the_documented_cpu_line():
-    out = _run(QUICKSTART)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
-    built = qb.devices()
-    assert lines[0] == str({"cpu": True, "cuda": "cuda" in built, "mlx": "mlx" in built})
-    # The product description's cpu line, verbatim (its mlx line needs an MLX build).
-    assert lines[1] == "cpu 0.6748224496841431 [-0.0, 0.09867792576551437, 0.53318190574646, 1.2793999910354614]"
+# The Quickstart's compiler-facade block is run from the README itself, after the blocks
+# before it (tests/python/test_readme.py), and must print the product description's cpu line.
 
 
 def _program():
@@ -422,10 +390,41 @@ def test_device_plan_classes_raise_until_their_backend_exists(name):
         getattr(qb, name)()
 
 
-@pytest.mark.parametrize("name", [n for n in DEPRECATED if n.startswith("Tensor") and n.endswith("Function")])
-def test_result_classes_are_the_helpers_result_types(name):
-    cls = _quiet(name)
-    assert isinstance(cls, type)
+_PER = lambda x, w: qb.sum(qb.sin(x * w))  # noqa: E731
+_RESULTS = {  # each CPU helper (called on small programs) and the v0.1 class of what it returns
+    "TensorJitFunction": lambda: _quiet("tensor_jit_fn")(_f, SPECS),
+    "TensorValueAndGradFunction": lambda: _quiet("tensor_value_and_grad_fn")(_f, SPECS),
+    "TensorGradScalarFunction": lambda: _quiet("tensor_grad_scalar_fn")(_f, SPECS),
+    "TensorVjpFunction": lambda: _quiet("tensor_vjp_fn")(_f, SPECS),
+    "TensorJvpFunction": lambda: _quiet("tensor_jvp_fn")(_f, SPECS),
+    "TensorJacobianFunction": lambda: _quiet("tensor_jacobian_fn")(_f, SPECS, "w"),
+    "TensorHessianScalarFunction": lambda: _quiet("tensor_hessian_scalar_fn")(_f, SPECS, "w"),
+    "TensorHvpScalarFunction": lambda: _quiet("tensor_hvp_scalar_fn")(_f, SPECS, "w"),
+    "TensorVmapFunction": lambda: _quiet("tensor_vmap_fn")(_PER, [("x", [3]), ("w", [3])], 2),
+    "TensorVmapJvpFunction": lambda: _quiet("tensor_vmap_jvp_fn")(_PER, [("x", [3]), ("w", [3])], 2),
+    "TensorVmapVjpFunction": lambda: _quiet("tensor_vmap_vjp_fn")(_PER, [("x", [3]), ("w", [3])], 2),
+    "TensorVmapHvpScalarFunction": lambda: _quiet("tensor_vmap_hvp_scalar_fn")(_PER, [("x", [3]), ("w", [3])], 2, "x"),
+    "TensorBatchJitFunction": lambda: _quiet("tensor_jit_batch_fn")(_PER, ["x", "w"]),
+    "TensorBatchValueAndGradFunction": lambda: _quiet("tensor_value_and_grad_batch_fn")(_PER, ["x", "w"]),
+    "TensorCondFunction": lambda: _quiet("tensor_cond_fn")(_f, _f, SPECS),
+    "TensorCondJvpFunction": lambda: _quiet("tensor_cond_jvp_fn")(_f, _f, SPECS),
+    "TensorCondValueAndGradFunction": lambda: _quiet("tensor_cond_value_and_grad_fn")(_f, _f, SPECS),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_RESULTS))
+def test_cpu_helpers_return_their_v01_result_classes(name):
+    obj = _RESULTS[name]()
+    assert type(obj) is _quiet(name)
+
+
+def test_device_result_classes_are_their_cpu_counterparts_subclasses():
+    pairs = [("TensorCudaValueAndGradFunction", "TensorValueAndGradFunction"),
+             ("TensorMlxValueAndGradFunction", "TensorValueAndGradFunction"),
+             ("TensorBatchCudaJitFunction", "TensorBatchJitFunction"),
+             ("TensorVmapCudaFunction", "TensorVmapFunction"), ("TensorVmapMlxVjpFunction", "TensorVmapVjpFunction")]
+    for device, cpu in pairs:
+        assert issubclass(_quiet(device), _quiet(cpu))
 
 
 # ---- core names: Tensor, TensorView, TraceTensor, dtype ---------------------------------------

@@ -28,7 +28,7 @@ def _shape_str(shape) -> str:
 
 
 def _is_number(x) -> bool:
-    return isinstance(x, Real) and not isinstance(x, bool) or isinstance(x, bool)
+    return isinstance(x, Real)  # bools included, as v0.1's numeric scalars
 
 
 def _broadcast_shape(a, b, op: str):
@@ -40,7 +40,7 @@ def _broadcast_shape(a, b, op: str):
     return tuple(out)
 
 
-def _axis_shape(shape, axis, what):
+def _axis_shape(shape, axis):
     if axis is None:
         return (1, 1)
     if axis == 0:
@@ -99,11 +99,11 @@ class Matrix:
         return Matrix(_core.reshape(self._a, (rows, cols)))
 
     def sum(self, axis=None) -> "Matrix":
-        shape = _axis_shape(self.shape, axis, "sum")
+        shape = _axis_shape(self.shape, axis)
         return Matrix(_core.reshape(_core.sum(self._a, axis=axis), shape))
 
     def mean(self, axis=None) -> "Matrix":
-        shape = _axis_shape(self.shape, axis, "mean")
+        shape = _axis_shape(self.shape, axis)
         return Matrix(_core.reshape(_core.mean(self._a, axis=axis), shape))
 
     def _operand(self, other, what="operand") -> _core.Array:
@@ -329,10 +329,10 @@ class TraceMatrix:
     __matmul__ = matmul
 
     def sum(self, axis=None):
-        return self._graph._node("sum", [self], _axis_shape(self.shape, axis, "sum"), {"axis": axis})
+        return self._graph._node("sum", [self], _axis_shape(self.shape, axis), {"axis": axis})
 
     def mean(self, axis=None):
-        return self._graph._node("mean", [self], _axis_shape(self.shape, axis, "mean"), {"axis": axis})
+        return self._graph._node("mean", [self], _axis_shape(self.shape, axis), {"axis": axis})
 
     @property
     def T(self):
