@@ -57,9 +57,20 @@ from .io import save, load  # noqa: E402,F401
 _array_methods.install()
 
 
-def devices():
-    """The targets this build can compile for."""
-    return ["cpu"]
+def devices(backend=None):
+    """The devices programs can run on: "cpu", then "cuda:N" for each CUDA GPU present.
+
+    ``devices("cuda")`` lists only CUDA devices and raises RuntimeError, saying why in one
+    sentence, when there is none (no driver, no GPU, no NVRTC). QUABLA_CUDA_EMULATOR=1 makes
+    "cuda:0" the host emulator (for testing the backend without a GPU).
+    """
+    from . import _cuda
+    if backend not in (None, "cpu", "cuda"):
+        raise ValueError(f"devices: backend must be None, 'cpu' or 'cuda', got {backend!r}")
+    cuda = _cuda.device_names() if backend in (None, "cuda") else []
+    if backend == "cuda" and not cuda:
+        raise RuntimeError(f"devices: no CUDA device: {_cuda.unavailable_reason()}")
+    return (["cpu"] if backend in (None, "cpu") else []) + cuda
 
 
 # ---- Quabla v0.1 compatibility (docs/migration.md) ------------------------------------------

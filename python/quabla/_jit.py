@@ -17,7 +17,7 @@ import threading
 import warnings
 from typing import Any, Callable, Iterable, Optional, Tuple
 
-from . import _config, _core
+from . import _config, _core, _cuda
 from . import tree as _tree
 from .errors import RetraceWarning, TracerError, UnsupportedOperationError
 
@@ -47,16 +47,20 @@ class ShapeDtype:
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?|mlx)$")
 
 
-def _check_device(device: Optional[str]) -> None:
+def _check_device(device: Optional[str]) -> Tuple[int, bool]:
+    """(cuda ordinal or -1 for the CPU, emulate) for a jit device argument."""
     if device is None:
-        return
+        return -1, False
     if not isinstance(device, str) or not _DEVICE.match(device):
         raise ValueError(f"jit: device must be 'cpu', 'cuda', 'cuda:N' or 'mlx', got {device!r}")
-    if device != "cpu":
-        raise UnsupportedOperationError(
-            f"jit: the {device.split(':')[0]} backend is not built in this version of Quabla; "
-            f"qb.devices() lists the available targets (use device='cpu')",
-            op="jit", device=device)
+    if device == "cpu":
+        return -1, False
+    if device.startswith("cuda"):
+        return _cuda.resolve(device, "jit")
+    raise UnsupportedOperationError(
+        f"jit: the {device.split(':')[0]} backend is not built in this version of Quabla; "
+        f"qb.devices() lists the available targets (use device='cpu')",
+        op="jit", device=device)
 
 
 def _static_key(value: Any, what: str = "a static argument") -> Any:
@@ -181,7 +185,7 @@ class JittedFunction:
     def __init__(self, fun, static_argnums, static_argnames, max_traces, device, precision):
         if not callable(fun):
             raise TypeError(f"jit: expected a callable, got {type(fun).__name__}")
-        _check_device(device)
+        self._cuda = _check_device(device)
         if precision not in (None, "float32", "float64"):
             raise ValueError(f"jit: precision must be None, 'float32' or 'float64', got {precision!r}")
         if not isinstance(max_traces, int) or max_traces < 1:
@@ -267,7 +271,7 @@ class JittedFunction:
             else:
                 kinds.append("static")
                 statics.append(leaf)
-        program = trace.finish(arrays)
+        program = trace.finish(arrays, cuda_ordinal=self._cuda[0], cuda_emulate=self._cuda[1])
         self.trace_count += 1
         return Compiled(program, out_treedef, kinds, statics, in_positions)
 

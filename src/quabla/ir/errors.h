@@ -3,6 +3,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace qb {
 
@@ -27,6 +28,22 @@ struct TracerError : std::runtime_error {
 // The user interrupted a long-running program (Ctrl-C). Python: KeyboardInterrupt.
 struct Interrupted : std::runtime_error {
   Interrupted() : std::runtime_error("interrupted") {}
+};
+// A backend cannot run an op of the program (raised when it compiles). Python:
+// quabla.UnsupportedOperationError with .op and .device.
+struct UnsupportedOperation : std::runtime_error {
+  UnsupportedOperation(const std::string& message, std::string op_name, std::string device_name)
+      : std::runtime_error(message), op(std::move(op_name)), device(std::move(device_name)) {}
+  std::string op, device;
+};
+// A device allocation that does not fit (the message names the bytes requested and held).
+// Python: MemoryError.
+struct DeviceMemoryError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// A device or driver call that failed (a lost device, a launch error). Python: RuntimeError.
+struct DeviceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 // A broken internal invariant (a bug in Quabla, not in the user's program). Python: QuablaError.
 struct InternalError : std::logic_error {

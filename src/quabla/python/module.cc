@@ -1,6 +1,7 @@
 // The extension module quabla._core. Every C++ exception is converted here: typed user
 // errors to the documented Python exceptions, internal errors to QuablaError.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
 
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
@@ -48,6 +49,20 @@ NB_MODULE(_core, m) {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const qb::Interrupted&) {
       PyErr_SetNone(PyExc_KeyboardInterrupt);
+    } catch (const qb::UnsupportedOperation& e) {
+      // The Python class lives in quabla.errors (a QuablaError, ValueError and
+      // NotImplementedError); built here with its op and device.
+      try {
+        nb::object cls = nb::module_::import_("quabla.errors").attr("UnsupportedOperationError");
+        nb::object err = cls(e.what(), e.op, e.device);
+        PyErr_SetObject(cls.ptr(), err.ptr());
+      } catch (nb::python_error& pe) {
+        pe.restore();
+      }
+    } catch (const qb::DeviceMemoryError& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const qb::DeviceError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (const qb::InternalError& e) {
       PyErr_SetString(qb::py::quabla_error_type(), (std::string("internal error (please report): ") + e.what()).c_str());
     } catch (const std::bad_alloc&) {
@@ -73,6 +88,7 @@ NB_MODULE(_core, m) {
   qb::py::bind_random(m);
   qb::py::bind_flatten(m);
   qb::py::bind_dlpack(m, array_class);
+  qb::py::bind_cuda(m);
   m.def("set_num_threads", [](nb::handle n_h) {
     // Validated before any thread starts: the pool keeps what it starts.
     constexpr std::int64_t kMaxThreads = 1024;

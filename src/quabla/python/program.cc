@@ -7,6 +7,7 @@
 #include "quabla/api/eager.h"
 #include "quabla/api/trace.h"
 #include "quabla/backends/cpu/executable.h"
+#include "quabla/backends/cuda/program.h"
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
 #include "quabla/transforms/simplify.h"
@@ -18,6 +19,7 @@ namespace {
 struct Program {
   std::shared_ptr<const Graph> traced;     // as recorded
   std::shared_ptr<cpu::Executable> exe;    // simplified and planned
+  std::shared_ptr<cuda::Program> cuda;     // the same graph on a CUDA device, when compiled for one
 
   std::vector<Array> run(const std::vector<Array>& args) const {
     const Graph& g = exe->graph();
@@ -33,7 +35,25 @@ struct Program {
                         args[i].type.str());
       }
     }
+    if (cuda) return run_cuda(args);
     return run_program(*exe, args);
+  }
+
+  std::vector<Array> run_cuda(const std::vector<Array>& args) const {
+    std::vector<BufferPtr> bufs;
+    bufs.reserve(args.size());
+    for (const Array& a : args) bufs.push_back(a.storage);
+    auto outs = cuda->run_host(bufs);
+    const Graph& g = exe->graph();
+    std::vector<Array> result;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      Array a;
+      a.storage = std::move(outs[i]);
+      a.type = g.type(g.results[i]);
+      a.type.weak = false;
+      result.push_back(std::move(a));
+    }
+    return result;
   }
 };
 
@@ -67,6 +87,11 @@ void bind_program(nb::module_& m) {
         return p.run(in);
       })
       .def("as_text", [](const Program& p) { return print(p.exe->graph()); })
+      .def_prop_ro("device", [](const Program& p) { return p.cuda ? p.cuda->device().description() : std::string("cpu"); })
+      .def("cuda_source", [](const Program& p) {
+        if (!p.cuda) throw ValueError("cuda_source: this program was compiled for the CPU");
+        return p.cuda->cuda_source();
+      })
       .def("plan_text", [](const Program& p) { return p.exe->plan_text(); })
       .def("traced_text", [](const Program& p) { return print(*p.traced); })
       .def("stats", [](const Program& p) {
@@ -79,6 +104,11 @@ void bind_program(nb::module_& m) {
         d["loops"] = s.loops;
         d["scalar_loops"] = s.scalar_loops;
         d["nodes"] = p.exe->graph().nodes.size();
+        if (p.cuda) {
+          d["kernels"] = p.cuda->launches();
+          d["generated_kernels"] = p.cuda->plan().kernels.size();
+          d["fused_kernels"] = p.cuda->plan().fused_kernels;
+        }
         return d;
       });
 
@@ -94,13 +124,17 @@ void bind_program(nb::module_& m) {
       // How many tracers of enclosing traces the function read (closures over an outer
       // transform's values); a program with any cannot run on its own.
       .def_prop_ro("num_captured", [](const Trace& t) { return t.captured.size(); })
-      .def("finish", [](Trace& t, nb::handle results) {
+      // cuda_ordinal >= 0 compiles for that CUDA device (the host emulator when
+      // cuda_emulate) as well as for the CPU; run() then runs on the device.
+      .def("finish", [](Trace& t, nb::handle results, int cuda_ordinal, bool cuda_emulate) {
         std::vector<Array> outs;
         for (nb::handle h : nb::borrow<nb::sequence>(results)) outs.push_back(to_operand(h));
         auto traced = t.finish(outs);
         auto simplified = std::make_shared<const Graph>(simplify(*traced));
-        return Program{traced, std::make_shared<cpu::Executable>(simplified)};
-      }, nb::arg("results"))
+        Program p{traced, std::make_shared<cpu::Executable>(simplified), nullptr};
+        if (cuda_ordinal >= 0) p.cuda = std::make_shared<cuda::Program>(simplified, cuda::device(cuda_ordinal, cuda_emulate));
+        return p;
+      }, nb::arg("results"), nb::arg("cuda_ordinal") = -1, nb::arg("cuda_emulate") = false)
       .def("stage_everything", [](const std::shared_ptr<Trace>& t) { stage_everything_in(t); },
            "Record every operation run while this trace is innermost (a cond branch).")
       .def("close", [](Trace& t) { t.open = false; });

@@ -5,11 +5,7 @@
 // for later calls. libmvec functions and the ops that run as kernels are reached through a
 // table passed in, so results stay bitwise those of tier 0 and of the kernel plan.
 //
-// Shared objects are cached on disk under $QUABLA_CACHE_DIR (default
-// $XDG_CACHE_HOME/quabla or ~/.cache/quabla), keyed by a hash of the source, the compiler's
-// identity and the flags. Writes are atomic (a private temporary, then rename), so
-// concurrent processes are safe; an entry that fails to load is rebuilt; a cache directory
-// that cannot be written falls back to a private temporary directory. QUABLA_LOOP_JIT=0
+// Shared objects are cached on disk under <cache>/loops (runtime/native_build.h). QUABLA_LOOP_JIT=0
 // disables tier 1; QUABLA_LOOP_JIT=sync builds at the first call instead of in the
 // background; QUABLA_CC names the compiler (default cc). Without a working compiler every
 // loop stays on tier 0 (QUABLA_LOOP_JIT_DEBUG=1 prints why, once).
@@ -36,12 +32,11 @@
 #include "quabla/backends/cpu/scalar_loop.h"
 #include "quabla/backends/cpu/scalar_loop_ir.h"
 #include "quabla/backends/cpu/vector_math.h"
+#include "quabla/runtime/native_build.h"
 
 namespace qb::cpu {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 // What the generated code calls back (the same layout as QbEnv in the C source).
 struct NativeEnv {
@@ -103,165 +98,20 @@ std::string compiler() {
 
 constexpr const char* kFlags = "-O2 -ffp-contract=off -fno-strict-aliasing -fPIC -shared -w";
 
-// Runs argv, quietly; true on exit status 0.
-bool run_quietly(const std::vector<std::string>& argv, std::string* output = nullptr) {
-  std::string cmd;
-  for (const auto& a : argv) {
-    cmd += "'";
-    for (char c : a) cmd += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    cmd += "' ";
-  }
-  cmd += "2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return false;
-  char buf[512];
-  std::string out;
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  const int status = ::pclose(p);
-  if (output) *output = out;
-  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-// The compiler's identity (its --version line), or empty when it does not run.
-// (Process-lifetime objects here are never destroyed: a background build may still run
-// while the process exits.)
-const std::string& compiler_identity() {
-  static std::once_flag once;
-  static const std::string* id = nullptr;
-  std::call_once(once, [] {
-    std::string out;
-    id = new std::string(run_quietly({compiler(), "--version"}, &out) ? out.substr(0, out.find('\n')) : std::string());
-  });
-  return *id;
-}
-
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-fs::path cache_dir() {
-  if (const char* v = std::getenv("QUABLA_CACHE_DIR"); v && *v) return fs::path(v);
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "quabla";
-  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "quabla";
-  return fs::temp_directory_path() / "quabla-cache";
-}
-
-bool writable_dir(const fs::path& d) {
-  std::error_code ec;
-  fs::create_directories(d, ec);
-  return fs::is_directory(d, ec) && ::access(d.c_str(), W_OK) == 0;
-}
-
-// Temporaries ("<key>.<pid>-<n>-<t>.c/.so") that a process killed mid-build left behind,
-// once they are an hour old.
-void remove_stale_temporaries(const fs::path& dir) {
-  std::error_code ec;
-  const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (std::count(name.begin(), name.end(), '.') < 2) continue;  // "<key>.so" entries stay
-    std::error_code e2;
-    if (fs::last_write_time(it->path(), e2) < cutoff && !e2) fs::remove(it->path(), e2);
-  }
-}
-
-// A directory this process may write: the cache, else a private temporary one.
-fs::path output_dir() {
-  static std::mutex mu;
-  static std::string* last_env = nullptr;  // QUABLA_CACHE_DIR may change between builds
-  static fs::path* dir = nullptr;
-  std::lock_guard<std::mutex> lock(mu);
-  const char* env = std::getenv("QUABLA_CACHE_DIR");
-  const std::string now = env ? env : "";
-  if (dir && last_env && *last_env == now) return *dir;
-  if (!last_env) last_env = new std::string();
-  *last_env = now;
-  if (!dir) dir = new fs::path();
-  const fs::path c = cache_dir() / "loops";
-  if (writable_dir(c)) {
-    *dir = c;
-    remove_stale_temporaries(c);
-    return *dir;
-  }
-  std::string tmpl = (fs::temp_directory_path() / "quabla-loops-XXXXXX").string();
-  *dir = ::mkdtemp(tmpl.data()) ? fs::path(tmpl) : fs::path();
-  return *dir;
-}
-
 using Fn = void*;
 
-Fn load(const fs::path& so) {
-  void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) return nullptr;
-  void* f = ::dlsym(h, "qb_loop");
-  if (!f) {
-    ::dlclose(h);
-    return nullptr;
-  }
-  return f;  // the handle stays open for the life of the process
-}
-
-std::string unique_suffix() {
-  static std::atomic<unsigned> counter{0};
-  return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
-         std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
-}
-
-Fn announce(Fn f, const fs::path& so) {
-  if (f && debug()) std::fprintf(stderr, "quabla: loop compiler tier 1 loaded %s\n", so.c_str());
-  return f;
-}
-
-// The shared object for this source: from the cache, or built and cached.
+// The loop function of this source: from the cache, or built and cached.
 Fn build(const std::string& source) {
-  const std::string& id = compiler_identity();
-  if (id.empty()) {
-    say("no working C compiler (" + compiler() + "; set QUABLA_CC)");
+  const native::Build b = native::build_shared_object(source, compiler(), kFlags, "loops", ".c", {"-lm"});
+  if (!b.handle) {
+    say(b.error.rfind("no working compiler", 0) == 0 ? "no working C compiler (" + compiler() + "; set QUABLA_CC)"
+                                                      : b.error.substr(0, 400));
     return nullptr;
   }
-  const fs::path dir = output_dir();
-  if (dir.empty()) {
-    say("no writable directory for compiled loops");
-    return nullptr;
-  }
-  char key[17];
-  std::snprintf(key, sizeof key, "%016llx",
-                static_cast<unsigned long long>(fnv1a(source + "\n" + id + "\n" + kFlags + "\n" + compiler())));
-  const fs::path so = dir / (std::string(key) + ".so");
-  std::error_code ec;
-  if (fs::exists(so, ec)) {
-    if (Fn f = load(so)) return announce(f, so);
-    fs::remove(so, ec);  // corrupt or foreign: rebuilt below
-  }
-  const std::string tmp = (dir / (std::string(key) + "." + unique_suffix())).string();
-  {
-    std::ofstream out(tmp + ".c");
-    out << source;
-    if (!out) {
-      say("cannot write " + tmp + ".c");
-      return nullptr;
-    }
-  }
-  std::vector<std::string> argv{compiler()};
-  std::istringstream flags(kFlags);
-  for (std::string f; flags >> f;) argv.push_back(f);
-  argv.insert(argv.end(), {tmp + ".c", "-o", tmp + ".so", "-lm"});
-  std::string log;
-  const bool ok = run_quietly(argv, &log);
-  fs::remove(tmp + ".c", ec);
-  if (!ok) {
-    say("the C compiler failed: " + log.substr(0, 400));
-    fs::remove(tmp + ".so", ec);
-    return nullptr;
-  }
-  fs::rename(tmp + ".so", so, ec);  // atomic: readers see the old entry or the new one
-  if (ec) return announce(load(tmp + ".so"), tmp + ".so");  // the rename failed: use ours where it is
-  return announce(load(so), so);
+  Fn f = ::dlsym(b.handle, "qb_loop");
+  if (!f) say("no qb_loop in " + b.path);
+  else if (debug()) std::fprintf(stderr, "quabla: loop compiler tier 1 loaded %s\n", b.path.c_str());
+  return f;
 }
 
 extern "C" void qb_native_vec_f64(int op, const double* x, double* y) { vector_unary_f64(static_cast<Op>(op), x, y, 1); }

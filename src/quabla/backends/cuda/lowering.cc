@@ -1,0 +1,463 @@
+#include "quabla/backends/cuda/lowering.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "quabla/backends/cpu/fusion.h"
+#include "quabla/ir/errors.h"
+
+namespace qb::cuda {
+
+namespace {
+
+std::string id(ValueId v) { return std::to_string(v); }
+
+// Statements setting `var` to offset + sum_a idx_a * strides[a], where idx is the
+// row-major multi-index of the flat index `flat` over `shape`.
+std::string offset_code(const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset,
+                        const std::string& flat, const std::string& var) {
+  std::ostringstream o;
+  o << "    qb_i64 " << var << " = " << offset << ";\n";
+  if (shape.empty()) return o.str();
+  const auto contiguous = row_major_strides(shape);
+  if (std::vector<std::int64_t>(contiguous.begin(), contiguous.end()) == strides) {
+    o << "    " << var << " += " << flat << ";\n";
+    return o.str();
+  }
+  o << "    { qb_i64 r_ = " << flat << ";\n";
+  for (std::size_t a = shape.size(); a-- > 0;) {
+    if (strides[a] != 0) o << "      " << var << " += (r_ % " << shape[a] << ") * (" << strides[a] << ");\n";
+    if (a > 0) o << "      r_ /= " << shape[a] << ";\n";
+  }
+  o << "    }\n";
+  return o.str();
+}
+
+// How many partial sums each output of a reduction over `red` elements is split into, so
+// that `outputs * parts` threads keep a GPU busy; fixed by the sizes alone (determinism).
+std::int64_t parts_for(std::int64_t outputs, std::int64_t red) {
+  if (red <= 64) return 1;
+  const std::int64_t want = (65536 + outputs - 1) / std::max<std::int64_t>(outputs, 1);
+  return std::clamp<std::int64_t>(want, 1, std::min<std::int64_t>(1024, red / 16));
+}
+
+std::string pointer(DType d, bool is_const) { return std::string(is_const ? "const " : "") + c_type(d) + "*"; }
+
+class Lowerer {
+ public:
+  Lowerer(std::shared_ptr<const Graph> g, std::string device) : g_(std::move(g)), device_(std::move(device)) {}
+
+  Plan run() {
+    const Graph& g = *g_;
+    const cpu::FusionPlan fusion = cpu::plan_fusion(g);
+    for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
+      const int k = fusion.group[i];
+      if (k >= 0) {
+        if (fusion.first_node[static_cast<std::size_t>(k)] == i) fused(*fusion.kernels[static_cast<std::size_t>(k)], i);
+        continue;
+      }
+      node(i);
+    }
+    assign_releases();
+    plan_.graph = g_;
+    return std::move(plan_);
+  }
+
+ private:
+  const Graph& g() const { return *g_; }
+  const ValueType& type(ValueId v) const { return g_->type(v); }
+  std::string ctype(ValueId v) const { return c_type(type(v).dtype); }
+  static Arg value(ValueId v) { return Arg{Arg::Value, v, -1, 0}; }
+  static Arg temp(int t) { return Arg{Arg::Temp, 0, t, 0}; }
+
+  // The kernel with these parameters and body (shared by identical ones).
+  int kernel(std::vector<KernelParam> params, std::string body) {
+    std::string key;
+    for (const auto& p : params) key += p.type + " " + p.name + ",";
+    key += "\n" + body;
+    if (auto it = by_key_.find(key); it != by_key_.end()) return it->second;
+    const int index = static_cast<int>(plan_.kernels.size());
+    plan_.kernels.push_back(KernelSource{"qb_k" + std::to_string(index), std::move(params), std::move(body)});
+    by_key_.emplace(std::move(key), index);
+    return index;
+  }
+
+  [[noreturn]] void unsupported(const Node& n) const {
+    const std::string op(op_name(n.op));
+    throw UnsupportedOperation(op + " is not supported on the CUDA backend yet (" + device_ +
+                                   "); run this program on the CPU (device='cpu')",
+                               op, device_);
+  }
+
+  Step& new_step(std::uint32_t node, std::vector<ValueId> outputs) {
+    Step s;
+    s.node = node;
+    s.outputs = std::move(outputs);
+    plan_.steps.push_back(std::move(s));
+    return plan_.steps.back();
+  }
+
+  // ---- fused elementwise kernels ---------------------------------------------------------
+
+  // The micro-ops of `fk` at element `e` (a variable name): locals x<id>, materialised
+  // members stored.
+  std::string chain(const cpu::FusedKernel& fk, const std::string& e) const {
+    std::ostringstream b;
+    std::set<ValueId> local;
+    const std::set<ValueId> stored(fk.outputs.begin(), fk.outputs.end());
+    for (const cpu::FusedKernel::MicroOp& m : fk.ops) {
+      const std::string t = c_type(m.out_dtype);
+      if (m.op == Op::BroadcastInDim || m.op == Op::Slice) {
+        const ValueId src = m.srcs[0].value;
+        b << offset_code(fk.shape, m.load_strides, m.load_offset, e, "o" + id(m.out));
+        b << "    const " << t << " x" << m.out << " = v" << src << "[o" << m.out << "];\n";
+      } else {
+        std::vector<std::string> args;
+        for (const auto& s : m.srcs) {
+          switch (s.kind) {
+            case cpu::FusedKernel::Source::Slot: args.push_back("x" + id(s.value)); break;
+            case cpu::FusedKernel::Source::Scalar: args.push_back("v" + id(s.value) + "[0]"); break;
+            case cpu::FusedKernel::Source::Full: case cpu::FusedKernel::Source::Materialized:
+              args.push_back(local.count(s.value) ? "x" + id(s.value) : "v" + id(s.value) + "[" + e + "]");
+              break;
+          }
+        }
+        b << "    const " << t << " x" << m.out << " = " << elementwise_expr(m.op, m.in_dtype, m.out_dtype, args)
+          << ";\n";
+      }
+      local.insert(m.out);
+      if (stored.count(m.out)) b << "    v" << m.out << "[" << e << "] = x" << m.out << ";\n";
+    }
+    return b.str();
+  }
+
+  void fused(const cpu::FusedKernel& fk, std::uint32_t node) {
+    std::vector<KernelParam> params;
+    std::vector<Arg> args;
+    for (ValueId v : fk.inputs) {
+      params.push_back({pointer(type(v).dtype, true), "v" + id(v)});
+      args.push_back(value(v));
+    }
+    std::vector<ValueId> outs = fk.outputs;
+    for (ValueId v : fk.outputs) {
+      params.push_back({pointer(type(v).dtype, false), "v" + id(v)});
+      args.push_back(value(v));
+    }
+    ++plan_.fused_kernels;
+    if (!fk.epilogue) {
+      Step& s = new_step(node, outs);
+      s.launches.push_back(Launch{kernel(params, "    const qb_i64 e = i;\n" + chain(fk, "e")), fk.n, args});
+      return;
+    }
+    const auto& ep = *fk.epilogue;
+    const std::int64_t red = ep.row_len, inner = ep.inner, outputs = num_elements(type(ep.out).shape);
+    const std::int64_t parts = parts_for(outputs, red);
+    const std::string acc_t = ctype(ep.out);
+    outs.push_back(ep.out);
+    Step& s = new_step(node, outs);
+    std::ostringstream b;
+    if (inner == 1) b << "    const qb_i64 o = i / " << parts << ", p = i % " << parts << ";\n";
+    else b << "    const qb_i64 p = i / " << outputs << ", o = i % " << outputs << ";\n";
+    b << "    const qb_i64 oo = o / " << inner << ", ii = o % " << inner << ";\n";
+    b << "    " << acc_t << " acc = 0;\n";
+    b << "    for (qb_i64 r = p; r < " << red << "; r += " << parts << ") {\n";
+    b << "    const qb_i64 e = (oo * " << red << " + r) * " << inner << " + ii;\n";
+    b << chain(fk, "e");
+    b << "    acc += x" << ep.input << ";\n    }\n";
+    if (parts == 1) {
+      params.push_back({pointer(type(ep.out).dtype, false), "v" + id(ep.out)});
+      args.push_back(value(ep.out));
+      b << "    v" << ep.out << "[o] = acc;\n";
+      s.launches.push_back(Launch{kernel(params, b.str()), outputs, args});
+      return;
+    }
+    params.push_back({acc_t + "*", "t0"});
+    args.push_back(temp(0));
+    b << "    t0[o * " << parts << " + p] = acc;\n";
+    s.temp_bytes.push_back(static_cast<std::size_t>(outputs * parts) * itemsize(type(ep.out).dtype));
+    s.launches.push_back(Launch{kernel(params, b.str()), outputs * parts, args});
+    finish_partials(s, ep.out, parts, acc_t + " acc = 0", "acc += t0[i * " + std::to_string(parts) + " + p]");
+  }
+
+  // out[i] = combine of the `parts` partials of output i, in order.
+  void finish_partials(Step& s, ValueId out, std::int64_t parts, const std::string& init, const std::string& combine) {
+    std::ostringstream b;
+    b << "    " << init << ";\n    for (qb_i64 p = 0; p < " << parts << "; ++p) " << combine << ";\n";
+    b << "    y[i] = acc;\n";
+    const std::vector<KernelParam> params{{pointer(type(out).dtype, true), "t0"}, {pointer(type(out).dtype, false), "y"}};
+    s.launches.push_back(Launch{kernel(params, b.str()), num_elements(type(out).shape), {temp(0), value(out)}});
+  }
+
+  // ---- single nodes ------------------------------------------------------------------------
+
+  void node(std::uint32_t i) {
+    const Node& n = g().nodes[i];
+    if (n.op == Op::Parameter || n.op == Op::Constant) return;
+    if (has_regions(n.op)) unsupported(n);
+    const ValueType& ot = type(n.outputs[0]);
+    const std::int64_t count = num_elements(ot.shape);
+    if (count == 0 && n.op != Op::Reshape) {
+      new_step(i, n.outputs);  // empty results: buffers of no bytes, nothing runs
+      return;
+    }
+    if (is_elementwise(n.op)) return elementwise(n, i);
+    switch (n.op) {
+      case Op::Reshape: {
+        Step& s = new_step(i, n.outputs);
+        s.kind = Step::Alias;
+        s.a = n.inputs[0];
+        return;
+      }
+      case Op::BroadcastInDim: {
+        const Shape& xs = type(n.inputs[0]).shape;
+        const auto xst = row_major_strides(xs);
+        std::vector<std::int64_t> st(ot.shape.size(), 0);
+        for (std::size_t a = 0; a < xs.size(); ++a)
+          st[static_cast<std::size_t>(n.attrs.dims[a])] = xs[a] == 1 ? 0 : xst[a];
+        return strided_copy(n, i, st, 0);
+      }
+      case Op::Transpose: {
+        const auto xst = row_major_strides(type(n.inputs[0]).shape);
+        std::vector<std::int64_t> st(n.attrs.dims.size());
+        for (std::size_t a = 0; a < st.size(); ++a) st[a] = xst[static_cast<std::size_t>(n.attrs.dims[a])];
+        return strided_copy(n, i, st, 0);
+      }
+      case Op::Slice: {
+        const auto xst = row_major_strides(type(n.inputs[0]).shape);
+        std::int64_t off = 0;
+        std::vector<std::int64_t> st(xst.size());
+        for (std::size_t a = 0; a < st.size(); ++a) {
+          off += n.attrs.starts[a] * xst[a];
+          st[a] = n.attrs.strides[a] * xst[a];
+        }
+        return strided_copy(n, i, st, off);
+      }
+      case Op::Reverse: {
+        const auto rst = row_major_strides(ot.shape);
+        std::vector<std::int64_t> st(rst.begin(), rst.end());
+        std::int64_t off = 0;
+        for (auto a : n.attrs.dims) {
+          off += (ot.shape[static_cast<std::size_t>(a)] - 1) * st[static_cast<std::size_t>(a)];
+          st[static_cast<std::size_t>(a)] = -st[static_cast<std::size_t>(a)];
+        }
+        return strided_copy(n, i, st, off);
+      }
+      case Op::Pad: return pad(n, i);
+      case Op::Concat: return concat(n, i);
+      case Op::ReduceSum: case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceAny:
+      case Op::ReduceAll:
+        return reduce(n, i);
+      case Op::Cumsum: return cumsum(n, i);
+      case Op::MatMul: return matmul(n, i);
+      default: unsupported(n);
+    }
+  }
+
+  void elementwise(const Node& n, std::uint32_t i) {
+    const ValueType& ot = type(n.outputs[0]);
+    const std::int64_t count = num_elements(ot.shape);
+    std::vector<KernelParam> params;
+    std::vector<Arg> args;
+    std::vector<std::string> operands;
+    for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+      const ValueId v = n.inputs[k];
+      params.push_back({pointer(type(v).dtype, true), "a" + std::to_string(k)});
+      args.push_back(value(v));
+      const std::int64_t m = num_elements(type(v).shape);
+      if (m != count && m != 1) throw InternalError("cuda lowering: elementwise operand of another size");
+      operands.push_back("a" + std::to_string(k) + (m == 1 ? "[0]" : "[i]"));
+    }
+    params.push_back({pointer(ot.dtype, false), "y"});
+    args.push_back(value(n.outputs[0]));
+    const DType in = type(n.inputs[n.op == Op::Select ? 1 : 0]).dtype;
+    Step& s = new_step(i, n.outputs);
+    s.launches.push_back(
+        Launch{kernel(params, "    y[i] = " + elementwise_expr(n.op, in, ot.dtype, operands) + ";\n"), count, args});
+  }
+
+  void strided_copy(const Node& n, std::uint32_t i, const std::vector<std::int64_t>& strides, std::int64_t offset) {
+    const ValueType& ot = type(n.outputs[0]);
+    const std::vector<KernelParam> params{{pointer(ot.dtype, true), "x"}, {pointer(ot.dtype, false), "y"}};
+    Step& s = new_step(i, n.outputs);
+    s.launches.push_back(Launch{kernel(params, offset_code(ot.shape, strides, offset, "i", "s") + "    y[i] = x[s];\n"),
+                                num_elements(ot.shape), {value(n.inputs[0]), value(n.outputs[0])}});
+  }
+
+  void pad(const Node& n, std::uint32_t i) {
+    const ValueType& ot = type(n.outputs[0]);
+    const Shape& xs = type(n.inputs[0]).shape;
+    const auto ost = row_major_strides(ot.shape);
+    std::int64_t off = 0;
+    std::vector<std::int64_t> st(ost.size());
+    for (std::size_t a = 0; a < st.size(); ++a) {
+      off += n.attrs.starts[a] * ost[a];
+      st[a] = (n.attrs.strides[a] + 1) * ost[a];
+    }
+    Step& s = new_step(i, n.outputs);
+    const std::string t = c_type(ot.dtype);
+    s.launches.push_back(Launch{kernel({{pointer(ot.dtype, true), "p"}, {pointer(ot.dtype, false), "y"}}, "    y[i] = p[0];\n"),
+                                num_elements(ot.shape), {value(n.inputs[1]), value(n.outputs[0])}});
+    if (num_elements(xs) == 0) return;
+    s.launches.push_back(Launch{kernel({{pointer(ot.dtype, true), "x"}, {pointer(ot.dtype, false), "y"}},
+                                       offset_code(xs, st, off, "i", "s") + "    y[s] = x[i];\n"),
+                                num_elements(xs), {value(n.inputs[0]), value(n.outputs[0])}});
+  }
+
+  void concat(const Node& n, std::uint32_t i) {
+    const ValueType& ot = type(n.outputs[0]);
+    const auto axis = static_cast<std::size_t>(n.attrs.axis);
+    std::int64_t outer = 1;
+    for (std::size_t a = 0; a < axis; ++a) outer *= ot.shape[a];
+    const std::int64_t out_row = num_elements(ot.shape) / std::max<std::int64_t>(outer, 1);
+    Step& s = new_step(i, n.outputs);
+    std::int64_t col = 0;
+    for (ValueId v : n.inputs) {
+      const std::int64_t m = num_elements(type(v).shape), row = m / std::max<std::int64_t>(outer, 1);
+      if (m > 0) {
+        std::ostringstream b;
+        b << "    const qb_i64 o = i / " << row << ", j = i % " << row << ";\n";
+        b << "    y[o * " << out_row << " + " << col << " + j] = x[i];\n";
+        s.launches.push_back(Launch{kernel({{pointer(ot.dtype, true), "x"}, {pointer(ot.dtype, false), "y"}}, b.str()), m,
+                                    {value(v), value(n.outputs[0])}});
+      }
+      col += row;
+    }
+  }
+
+  void reduce(const Node& n, std::uint32_t i) {
+    const ValueType& xt = type(n.inputs[0]);
+    const ValueType& ot = type(n.outputs[0]);
+    const DType d = xt.dtype;
+    const bool fl = d == DType::f32 || d == DType::f64;
+    const auto xst = row_major_strides(xt.shape);
+    const std::set<std::int64_t> axes(n.attrs.dims.begin(), n.attrs.dims.end());
+    Shape kept_shape, red_shape;
+    std::vector<std::int64_t> kept_st, red_st;
+    for (std::size_t a = 0; a < xt.shape.size(); ++a) {
+      if (axes.count(static_cast<std::int64_t>(a))) {
+        red_shape.push_back(xt.shape[a]);
+        red_st.push_back(xst[a]);
+      } else {
+        kept_shape.push_back(xt.shape[a]);
+        kept_st.push_back(xst[a]);
+      }
+    }
+    const std::int64_t outputs = num_elements(kept_shape), red = num_elements(red_shape);
+    // Trailing reduced axes: a thread's elements are contiguous, so threads of one output
+    // take neighbouring elements; otherwise neighbouring threads take neighbouring outputs.
+    bool trailing = true;
+    for (std::size_t a = 0; a < xt.shape.size(); ++a)
+      if (!axes.count(static_cast<std::int64_t>(a)) && a + axes.size() >= xt.shape.size()) trailing = false;
+    const std::string t = c_type(d);
+    std::string init, combine;  // combine: acc with `x`
+    const std::string inf = d == DType::f32 ? "QB_INF_F" : "QB_INF_D";
+    const std::string lo = d == DType::i32 ? "(qb_i32)(-2147483647 - 1)" : "(qb_i64)(-9223372036854775807ll - 1)";
+    const std::string hi = d == DType::i32 ? "(qb_i32)2147483647" : "(qb_i64)9223372036854775807ll";
+    switch (n.op) {
+      case Op::ReduceSum: init = "0"; combine = fl ? "acc + x" : "qb_iadd(acc, x)"; break;
+      case Op::ReduceProd: init = "1"; combine = fl ? "acc * x" : "qb_imul(acc, x)"; break;
+      case Op::ReduceMax: init = fl ? "-" + inf : lo; combine = fl ? "qb_max(acc, x)" : "qb_imax(acc, x)"; break;
+      case Op::ReduceMin: init = fl ? inf : hi; combine = fl ? "qb_min(acc, x)" : "qb_imin(acc, x)"; break;
+      case Op::ReduceAny: init = "0"; combine = "(qb_u8)(acc | (x != 0))"; break;
+      case Op::ReduceAll: init = "1"; combine = "(qb_u8)(acc & (x != 0))"; break;
+      default: unsupported(n);
+    }
+    if (d == DType::bool_ && n.op != Op::ReduceAny && n.op != Op::ReduceAll) unsupported(n);
+    const std::int64_t parts = parts_for(outputs, red);
+    std::ostringstream b;
+    if (trailing) b << "    const qb_i64 o = i / " << parts << ", p = i % " << parts << ";\n";
+    else b << "    const qb_i64 p = i / " << outputs << ", o = i % " << outputs << ";\n";
+    b << offset_code(kept_shape, kept_st, 0, "o", "ob");
+    b << "    " << t << " acc = " << init << ";\n";
+    b << "    for (qb_i64 r = p; r < " << red << "; r += " << parts << ") {\n";
+    b << offset_code(red_shape, red_st, 0, "r", "rb");
+    b << "    const " << t << " x = a[ob + rb];\n    acc = " << combine << ";\n    }\n";
+    Step& s = new_step(i, n.outputs);
+    if (parts == 1) {
+      b << "    y[o] = acc;\n";
+      s.launches.push_back(Launch{kernel({{pointer(d, true), "a"}, {pointer(ot.dtype, false), "y"}}, b.str()), outputs,
+                                  {value(n.inputs[0]), value(n.outputs[0])}});
+      return;
+    }
+    b << "    t0[o * " << parts << " + p] = acc;\n";
+    s.temp_bytes.push_back(static_cast<std::size_t>(outputs * parts) * itemsize(d));
+    s.launches.push_back(Launch{kernel({{pointer(d, true), "a"}, {pointer(d, false), "t0"}}, b.str()), outputs * parts,
+                                {value(n.inputs[0]), temp(0)}});
+    std::string fin = combine;
+    fin.replace(fin.rfind('x'), 1, "t0[i * " + std::to_string(parts) + " + p]");
+    finish_partials(s, n.outputs[0], parts, t + " acc = " + init, "acc = " + fin);
+  }
+
+  void cumsum(const Node& n, std::uint32_t i) {
+    const ValueType& ot = type(n.outputs[0]);
+    const auto axis = static_cast<std::size_t>(n.attrs.axis);
+    std::int64_t outer = 1, inner = 1;
+    for (std::size_t a = 0; a < axis; ++a) outer *= ot.shape[a];
+    for (std::size_t a = axis + 1; a < ot.shape.size(); ++a) inner *= ot.shape[a];
+    const std::int64_t len = ot.shape[axis];
+    const bool fl = ot.dtype == DType::f32 || ot.dtype == DType::f64;
+    std::ostringstream b;
+    b << "    const qb_i64 oo = i / " << inner << ", ii = i % " << inner << ";\n";
+    b << "    " << c_type(ot.dtype) << " acc = 0;\n";
+    b << "    for (qb_i64 q = 0; q < " << len << "; ++q) {\n";
+    b << "      const qb_i64 r = " << (n.attrs.reverse ? std::to_string(len - 1) + " - q" : std::string("q")) << ";\n";
+    b << "      const qb_i64 e = (oo * " << len << " + r) * " << inner << " + ii;\n";
+    b << "      acc = " << (fl ? "acc + x[e]" : "qb_iadd(acc, x[e])") << ";\n      y[e] = acc;\n    }\n";
+    Step& s = new_step(i, n.outputs);
+    s.launches.push_back(Launch{kernel({{pointer(ot.dtype, true), "x"}, {pointer(ot.dtype, false), "y"}}, b.str()),
+                                outer * inner, {value(n.inputs[0]), value(n.outputs[0])}});
+  }
+
+  void matmul(const Node& n, std::uint32_t i) {
+    const ValueType& ot = type(n.outputs[0]);
+    if (ot.dtype != DType::f32 && ot.dtype != DType::f64) {
+      throw UnsupportedOperation("matmul of " + std::string(dtype_name(ot.dtype)) + " arrays is not supported on " +
+                                     device_ + " (cuBLAS multiplies floats); convert with astype(float32)",
+                                 "matmul", device_);
+    }
+    const Shape& xs = type(n.inputs[0]).shape;
+    const std::size_t r = xs.size();
+    Step& s = new_step(i, n.outputs);
+    s.kind = Step::Gemm;
+    s.a = n.inputs[0];
+    s.b = n.inputs[1];
+    s.dtype = ot.dtype;
+    s.batch = num_elements(std::span(xs).first(r - 2));
+    s.m = xs[r - 2];
+    s.k = xs[r - 1];
+    s.n = ot.shape[r - 1];
+  }
+
+  // Each value's buffer is released after the last step that reads it (results never).
+  void assign_releases() {
+    const Graph& gr = g();
+    std::vector<int> last(gr.values.size(), -1);
+    for (std::size_t k = 0; k < plan_.steps.size(); ++k) {
+      const Step& s = plan_.steps[k];
+      auto use = [&](ValueId v) { last[v] = static_cast<int>(k); };
+      for (const Launch& l : s.launches)
+        for (const Arg& a : l.args)
+          if (a.kind == Arg::Value) use(a.value);
+      if (s.kind != Step::Kernels) use(s.a);
+      if (s.kind == Step::Gemm) use(s.b);
+      for (ValueId v : s.outputs) use(v);
+    }
+    std::vector<bool> keep(gr.values.size(), false);
+    for (ValueId v : gr.results) keep[v] = true;
+    for (std::size_t v = 0; v < last.size(); ++v)
+      if (last[v] >= 0 && !keep[v]) plan_.steps[static_cast<std::size_t>(last[v])].release.push_back(static_cast<ValueId>(v));
+  }
+
+  std::shared_ptr<const Graph> g_;
+  std::string device_;
+  Plan plan_;
+  std::map<std::string, int> by_key_;
+};
+
+}  // namespace
+
+Plan lower(std::shared_ptr<const Graph> graph, const std::string& device) { return Lowerer(std::move(graph), device).run(); }
+
+}  // namespace qb::cuda
