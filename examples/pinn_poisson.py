@@ -37,11 +37,11 @@ def loss(p, x):
     return qb.mean(residual ** 2) + qb.mean(boundary ** 2)
 
 
-def main(steps: int = 3000, figure: str = "docs/assets/pinn_poisson.png"):
+def main(steps: int = 3000, figure: str = "docs/assets/pinn_poisson.png", device: str = "cpu"):
     params = init_params(qb.random.key(2026))
     x = qb.array([(i + 1) / 33 for i in range(32)])
     adam = qb.optim.Adam(learning_rate=0.01)
-    step = qb.jit(qb.value_and_grad(loss))
+    step = qb.jit(qb.value_and_grad(loss), device=device)
     history = []
     start = time.perf_counter()
     for _ in range(steps):
@@ -50,7 +50,7 @@ def main(steps: int = 3000, figure: str = "docs/assets/pinn_poisson.png"):
         history.append(value.item())
     elapsed = time.perf_counter() - start
     x_eval = qb.linspace(0.0, 1.0, 201)
-    pred = qb.jit(u_batch)(params, x_eval)
+    pred = qb.jit(u_batch, device=device)(params, x_eval)
     exact = qb.sin(math.pi * x_eval)
     err = qb.max(qb.abs(pred - exact)).item()
     print(f"steps = {steps}, final loss = {history[-1]:.3e}, max abs error = {err:.2e} "
@@ -83,4 +83,5 @@ def main(steps: int = 3000, figure: str = "docs/assets/pinn_poisson.png"):
 
 
 if __name__ == "__main__":
-    main()
+    # python examples/pinn_poisson.py [--device cuda]
+    main(device=sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu")

@@ -19,7 +19,16 @@ std::string mib(std::size_t b) { return std::to_string((b + (1 << 20) - 1) >> 20
 }  // namespace
 
 DeviceBuffer::~DeviceBuffer() {
-  if (device && ptr) device->give_back(ptr, capacity);
+  if (device && ptr && !parent) device->give_back(ptr, capacity);
+}
+
+DeviceBufferPtr view(const DeviceBufferPtr& base, std::size_t offset, std::size_t bytes) {
+  auto v = std::make_shared<DeviceBuffer>();
+  v->device = base->device;
+  v->ptr = bytes ? base->ptr + offset : 0;
+  v->bytes = bytes;
+  v->parent = base;
+  return v;
 }
 
 DeviceBufferPtr Device::allocate(std::size_t bytes) {

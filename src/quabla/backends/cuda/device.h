@@ -26,6 +26,8 @@ struct DeviceBuffer {
   CUdeviceptr ptr = 0;
   std::size_t bytes = 0;  // requested
   std::size_t capacity = 0;  // the size class it came from
+  // A view (a loop's x slice) keeps the buffer it points into alive and owns nothing.
+  std::shared_ptr<DeviceBuffer> parent;
   DeviceBuffer() = default;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -58,6 +60,7 @@ class Device {
 
   virtual void upload(CUdeviceptr dst, const void* src, std::size_t bytes) = 0;
   virtual void download(void* dst, CUdeviceptr src, std::size_t bytes) = 0;
+  virtual void copy(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) = 0;  // device to device
   virtual std::shared_ptr<const Module> load(const std::vector<KernelSource>& kernels) = 0;
   // Runs kernel `index` of `m` over `count` indices; args[0] points at the count, args[k]
   // at the k-th parameter's value (cuLaunchKernel's convention).
@@ -80,6 +83,9 @@ class Device {
   std::multimap<std::size_t, CUdeviceptr> free_;  // capacity -> block
   std::size_t in_use_ = 0, cached_ = 0;
 };
+
+// `bytes` of `base` from `offset` on, without copying.
+DeviceBufferPtr view(const DeviceBufferPtr& base, std::size_t offset, std::size_t bytes);
 
 // The number of CUDA GPUs (0 when there is no driver or no device).
 int gpu_count();

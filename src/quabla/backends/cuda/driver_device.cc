@@ -62,6 +62,12 @@ class Gpu final : public Device {
     check(api_->cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
   }
 
+  void copy(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) override {
+    if (!bytes) return;
+    current();
+    check(api_->cuMemcpyDtoD(dst, src, bytes), "cuMemcpyDtoD");
+  }
+
   std::shared_ptr<const Module> load(const std::vector<KernelSource>& kernels) override {
     auto m = std::make_shared<GpuModule>();
     m->api = api_;

@@ -46,6 +46,10 @@ class Emulator final : public Device {
     if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
   }
 
+  void copy(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) override {
+    if (bytes) std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  }
+
   std::shared_ptr<const Module> load(const std::vector<KernelSource>& kernels) override {
     auto m = std::make_shared<EmulatedModule>();
     if (kernels.empty()) return m;

@@ -195,7 +195,12 @@ class Lowerer {
   void node(std::uint32_t i) {
     const Node& n = g().nodes[i];
     if (n.op == Op::Parameter || n.op == Op::Constant) return;
-    if (has_regions(n.op)) unsupported(n);
+    if (has_regions(n.op)) {
+      if (n.op == Op::CustomVjpLin) unsupported(n);  // only transforms consume it (the CPU rejects it too)
+      Step& s = new_step(i, n.outputs);
+      s.kind = Step::Region;
+      return;
+    }
     const ValueType& ot = type(n.outputs[0]);
     const std::int64_t count = num_elements(ot.shape);
     if (count == 0 && n.op != Op::Reshape) {
@@ -251,6 +256,12 @@ class Lowerer {
         return reduce(n, i);
       case Op::Cumsum: return cumsum(n, i);
       case Op::MatMul: return matmul(n, i);
+      case Op::Gather: return gather(n, i);
+      case Op::ScatterAdd: return scatter_add(n, i);
+      case Op::Take: return take(n, i);
+      case Op::Scatter: return scatter(n, i);
+      case Op::Argsort: return argsort(n, i);
+      case Op::SearchSorted: return searchsorted(n, i);
       default: unsupported(n);
     }
   }
@@ -430,6 +441,167 @@ class Lowerer {
     s.n = ot.shape[r - 1];
   }
 
+  // ---- indexing and sorting -----------------------------------------------------------------
+
+  struct Split {
+    std::int64_t outer = 1, len = 1, inner = 1;
+  };
+  static Split split(const Shape& shape, std::int64_t axis) {
+    Split s;
+    for (std::int64_t a = 0; a < axis; ++a) s.outer *= shape[static_cast<std::size_t>(a)];
+    s.len = shape[static_cast<std::size_t>(axis)];
+    for (std::size_t a = static_cast<std::size_t>(axis) + 1; a < shape.size(); ++a) s.inner *= shape[a];
+    return s;
+  }
+  Arg blob(std::vector<std::int64_t> data) {
+    plan_.blobs.push_back(std::move(data));
+    return Arg{Arg::Blob, 0, static_cast<int>(plan_.blobs.size() - 1), 0};
+  }
+  // y = x, elementwise (the start of a scatter).
+  void copy_launch(Step& s, ValueId x, ValueId y) {
+    const DType d = type(y).dtype;
+    s.launches.push_back(Launch{kernel({{pointer(d, true), "x"}, {pointer(d, false), "y"}}, "    y[i] = x[i];\n"),
+                                num_elements(type(y).shape), {value(x), value(y)}});
+  }
+
+  void gather(const Node& n, std::uint32_t i) {  // static indices
+    const DType d = type(n.outputs[0]).dtype;
+    const Split sp = split(type(n.inputs[0]).shape, n.attrs.axis);
+    const auto k = static_cast<std::int64_t>(n.attrs.dims.size());
+    std::ostringstream b;
+    b << "    const qb_i64 o = i / " << k * sp.inner << ", j = (i / " << sp.inner << ") % " << k << ", ii = i % "
+      << sp.inner << ";\n";
+    b << "    y[i] = x[(o * " << sp.len << " + idx[j]) * " << sp.inner << " + ii];\n";
+    Step& s = new_step(i, n.outputs);
+    s.launches.push_back(Launch{kernel({{pointer(d, true), "x"}, {"const qb_i64*", "idx"}, {pointer(d, false), "y"}}, b.str()),
+                                num_elements(type(n.outputs[0]).shape),
+                                {value(n.inputs[0]), blob(n.attrs.dims), value(n.outputs[0])}});
+  }
+
+  // One thread per (outer, inner) position applies its updates in index order, so repeated
+  // indices combine in the same order on every run (the CPU kernel's order too).
+  void scatter_add(const Node& n, std::uint32_t i) {  // static indices, add
+    const DType d = type(n.outputs[0]).dtype;
+    const Split sp = split(type(n.outputs[0]).shape, n.attrs.axis);
+    const auto k = static_cast<std::int64_t>(n.attrs.dims.size());
+    Step& s = new_step(i, n.outputs);
+    copy_launch(s, n.inputs[0], n.outputs[0]);
+    std::ostringstream b;
+    b << "    const qb_i64 o = i / " << sp.inner << ", ii = i % " << sp.inner << ";\n";
+    b << "    for (qb_i64 j = 0; j < " << k << "; ++j) {\n";
+    b << "      const qb_i64 at = (o * " << sp.len << " + idx[j]) * " << sp.inner << " + ii;\n";
+    b << "      y[at] = y[at] + u[(o * " << k << " + j) * " << sp.inner << " + ii];\n    }\n";
+    s.launches.push_back(Launch{kernel({{pointer(d, true), "u"}, {"const qb_i64*", "idx"}, {pointer(d, false), "y"}}, b.str()),
+                                sp.outer * sp.inner, {value(n.inputs[1]), blob(n.attrs.dims), value(n.outputs[0])}});
+  }
+
+  void take(const Node& n, std::uint32_t i) {
+    const DType d = type(n.outputs[0]).dtype, id_t = type(n.inputs[1]).dtype;
+    const Split sp = split(type(n.inputs[0]).shape, n.attrs.axis);
+    const std::int64_t k = num_elements(type(n.inputs[1]).shape);
+    std::ostringstream b;
+    b << "    const qb_i64 o = i / " << k * sp.inner << ", j = (i / " << sp.inner << ") % " << k << ", ii = i % "
+      << sp.inner << ";\n";
+    b << "    qb_i64 at = (qb_i64)idx[j];\n";
+    b << "    if (at < 0 || at >= " << sp.len << ") {\n";
+    if (n.attrs.mode == 1) b << "      y[i] = 0;\n      continue;\n";
+    else b << "      at = at < 0 ? 0 : " << sp.len - 1 << ";\n";
+    b << "    }\n    y[i] = x[(o * " << sp.len << " + at) * " << sp.inner << " + ii];\n";
+    Step& s = new_step(i, n.outputs);
+    s.launches.push_back(Launch{kernel({{pointer(d, true), "x"}, {pointer(id_t, true), "idx"}, {pointer(d, false), "y"}},
+                                       b.str()),
+                                num_elements(type(n.outputs[0]).shape),
+                                {value(n.inputs[0]), value(n.inputs[1]), value(n.outputs[0])}});
+  }
+
+  void scatter(const Node& n, std::uint32_t i) {
+    const DType d = type(n.outputs[0]).dtype, id_t = type(n.inputs[1]).dtype;
+    const Split sp = split(type(n.outputs[0]).shape, n.attrs.axis);
+    const std::int64_t k = num_elements(type(n.inputs[1]).shape);
+    const bool fl = d == DType::f32 || d == DType::f64;
+    std::string combine;  // of y[at] and v
+    switch (n.attrs.mode) {
+      case kScatterAdd: combine = fl ? "y[at] + v" : "qb_iadd(y[at], v)"; break;
+      case kScatterSet: combine = "v"; break;
+      case kScatterMul: combine = fl ? "y[at] * v" : "qb_imul(y[at], v)"; break;
+      case kScatterMin: combine = fl ? "qb_min(y[at], v)" : "qb_imin(y[at], v)"; break;
+      case kScatterMax: combine = fl ? "qb_max(y[at], v)" : "qb_imax(y[at], v)"; break;
+      default: throw InternalError("cuda lowering: unknown scatter mode");
+    }
+    if (d == DType::bool_ && n.attrs.mode != kScatterSet) unsupported(n);
+    Step& s = new_step(i, n.outputs);
+    copy_launch(s, n.inputs[0], n.outputs[0]);
+    std::ostringstream b;
+    b << "    const qb_i64 o = i / " << sp.inner << ", ii = i % " << sp.inner << ";\n";
+    b << "    for (qb_i64 j = 0; j < " << k << "; ++j) {\n";
+    b << "      const qb_i64 w = (qb_i64)idx[j];\n      if (w < 0 || w >= " << sp.len << ") continue;\n";
+    b << "      const qb_i64 at = (o * " << sp.len << " + w) * " << sp.inner << " + ii;\n";
+    b << "      const " << c_type(d) << " v = u[(o * " << k << " + j) * " << sp.inner << " + ii];\n";
+    b << "      y[at] = " << combine << ";\n    }\n";
+    s.launches.push_back(Launch{kernel({{pointer(id_t, true), "idx"}, {pointer(d, true), "u"}, {pointer(d, false), "y"}},
+                                       b.str()),
+                                sp.outer * sp.inner, {value(n.inputs[1]), value(n.inputs[2]), value(n.outputs[0])}});
+  }
+
+  // NaN-last ascending comparison of two elements (descending mirrors it).
+  static std::string less_expr(DType d, const std::string& a, const std::string& b) {
+    if (d == DType::f32 || d == DType::f64) return "(!(" + a + " != " + a + ") && ((" + b + " != " + b + ") || " + a + " < " + b + "))";
+    return "(" + a + " < " + b + ")";
+  }
+
+  // One thread per row: a bottom-up stable merge sort of the row's indices (the temporary
+  // holds the second buffer), so equal elements keep their index order as the CPU's
+  // stable_sort does.
+  void argsort(const Node& n, std::uint32_t i) {
+    const ValueType& xt = type(n.inputs[0]);
+    const DType d = xt.dtype, out_t = type(n.outputs[0]).dtype;
+    const std::int64_t len = xt.shape.back(), rows = num_elements(xt.shape) / std::max<std::int64_t>(len, 1);
+    const bool desc = n.attrs.mode == 1;
+    std::ostringstream b;
+    const std::string it = c_type(out_t);
+    b << "    const qb_i64 base = i * " << len << ";\n";
+    b << "    " << it << "* a = y + base;\n    " << it << "* w2 = t0 + base;\n";
+    b << "    for (qb_i64 p = 0; p < " << len << "; ++p) a[p] = (" << it << ")p;\n";
+    b << "    " << it << "* w = a; " << it << "* z = w2;\n";
+    b << "    for (qb_i64 width = 1; width < " << len << "; width *= 2) {\n";
+    b << "      for (qb_i64 lo = 0; lo < " << len << "; lo += 2 * width) {\n";
+    b << "        const qb_i64 mid = lo + width < " << len << " ? lo + width : " << len << ";\n";
+    b << "        const qb_i64 hi = lo + 2 * width < " << len << " ? lo + 2 * width : " << len << ";\n";
+    b << "        qb_i64 p = lo, q = mid, r = lo;\n";
+    // Take from the right run only when its head goes strictly before the left run's head.
+    const std::string right_first = desc ? less_expr(d, "x[base + w[p]]", "x[base + w[q]]")
+                                         : less_expr(d, "x[base + w[q]]", "x[base + w[p]]");
+    b << "        while (p < mid && q < hi) z[r++] = " << right_first << " ? w[q++] : w[p++];\n";
+    b << "        while (p < mid) z[r++] = w[p++];\n        while (q < hi) z[r++] = w[q++];\n";
+    b << "      }\n      " << it << "* sw = w; w = z; z = sw;\n    }\n";
+    b << "    if (w != a) for (qb_i64 p = 0; p < " << len << "; ++p) a[p] = w[p];\n";
+    Step& s = new_step(i, n.outputs);
+    s.temp_bytes.push_back(static_cast<std::size_t>(num_elements(xt.shape)) * itemsize(out_t));
+    s.launches.push_back(Launch{kernel({{pointer(d, true), "x"}, {pointer(out_t, false), "t0"}, {pointer(out_t, false), "y"}},
+                                       b.str()),
+                                rows, {value(n.inputs[0]), temp(0), value(n.outputs[0])}});
+  }
+
+  void searchsorted(const Node& n, std::uint32_t i) {
+    const ValueType& at = type(n.inputs[0]);
+    const DType d = at.dtype, out_t = type(n.outputs[0]).dtype;
+    const std::int64_t len = at.shape.back(), m = type(n.inputs[1]).shape.back();
+    const bool right = n.attrs.mode == 1;
+    std::ostringstream b;
+    b << "    const qb_i64 r = i / " << m << ";\n    const " << c_type(d) << " val = v[i];\n";
+    b << "    qb_i64 lo = 0, hi = " << len << ";\n";
+    b << "    while (lo < hi) {\n      const qb_i64 mid = lo + (hi - lo) / 2;\n      const " << c_type(d)
+      << " e = a[r * " << len << " + mid];\n";
+    // lower_bound: first e with !(e < val); upper_bound: first e with val < e.
+    if (right) b << "      if (" << less_expr(d, "val", "e") << ") hi = mid; else lo = mid + 1;\n";
+    else b << "      if (" << less_expr(d, "e", "val") << ") lo = mid + 1; else hi = mid;\n";
+    b << "    }\n    y[i] = (" << c_type(out_t) << ")lo;\n";
+    Step& s = new_step(i, n.outputs);
+    s.launches.push_back(Launch{kernel({{pointer(d, true), "a"}, {pointer(d, true), "v"}, {pointer(out_t, false), "y"}}, b.str()),
+                                num_elements(type(n.outputs[0]).shape),
+                                {value(n.inputs[0]), value(n.inputs[1]), value(n.outputs[0])}});
+  }
+
   // Each value's buffer is released after the last step that reads it (results never).
   void assign_releases() {
     const Graph& gr = g();
@@ -440,8 +612,10 @@ class Lowerer {
       for (const Launch& l : s.launches)
         for (const Arg& a : l.args)
           if (a.kind == Arg::Value) use(a.value);
-      if (s.kind != Step::Kernels) use(s.a);
+      if (s.kind == Step::Alias || s.kind == Step::Gemm) use(s.a);
       if (s.kind == Step::Gemm) use(s.b);
+      if (s.kind == Step::Region)
+        for (ValueId v : gr.nodes[s.node].inputs) use(v);
       for (ValueId v : s.outputs) use(v);
     }
     std::vector<bool> keep(gr.values.size(), false);

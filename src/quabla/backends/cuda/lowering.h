@@ -17,9 +17,10 @@ namespace qb::cuda {
 
 // A kernel argument: a value's buffer, a temporary of the step, or an integer.
 struct Arg {
-  enum Kind : std::uint8_t { Value, Temp, Int } kind = Value;
+  // Blob: a constant int64 array of the plan (a gather's static indices), on the device.
+  enum Kind : std::uint8_t { Value, Temp, Int, Blob } kind = Value;
   ValueId value = 0;
-  int temp = -1;
+  int temp = -1;  // Temp and Blob: the index
   std::int64_t imm = 0;
 };
 
@@ -30,7 +31,9 @@ struct Launch {
 };
 
 struct Step {
-  enum Kind : std::uint8_t { Kernels, Gemm, Alias } kind = Kernels;
+  // Region: a cond, loop or custom-rule node whose bodies run as programs of their own,
+  // driven from the host (program.cc); its outputs are set by the bodies, not allocated.
+  enum Kind : std::uint8_t { Kernels, Gemm, Alias, Region } kind = Kernels;
   std::uint32_t node = 0;
   std::vector<ValueId> outputs;            // allocated before the step (fresh buffers)
   std::vector<std::size_t> temp_bytes;     // temporaries, freed after the step
@@ -47,6 +50,7 @@ struct Plan {
   std::shared_ptr<const Graph> graph;
   std::vector<KernelSource> kernels;
   std::vector<Step> steps;
+  std::vector<std::vector<std::int64_t>> blobs;
   int fused_kernels = 0;  // kernels that stand for several nodes
 };
 

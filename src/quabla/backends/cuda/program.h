@@ -31,10 +31,19 @@ class Program {
   int launches() const;
 
  private:
+  void run_region(std::size_t step, std::vector<DeviceBufferPtr>& env) const;  // host-driven bodies
+
   Plan plan_;
   Device* device_;
+  // Per step of kind Region: its bodies compiled for the same device (cond: false, true;
+  // scan: body; while: cond, body; custom rules and checkpoints: the primal body), and for a
+  // scan the step indices start + t as float64 values on the device (x slices of the body's
+  // index parameter).
+  std::vector<std::vector<std::shared_ptr<const Program>>> regions_;
+  std::vector<DeviceBufferPtr> scan_index_;
   std::shared_ptr<const Module> module_;
   std::vector<DeviceBufferPtr> constants_;  // by value id (null for non-constants)
+  std::vector<DeviceBufferPtr> blobs_;      // the plan's constant index arrays
 };
 
 }  // namespace qb::cuda
