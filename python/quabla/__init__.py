@@ -57,6 +57,10 @@ from .io import save, load  # noqa: E402,F401
 _array_methods.install()
 
 
+from ._cuda import device_put  # noqa: E402,F401
+DeviceArray = _core.DeviceArray
+
+
 def devices(backend=None):
     """The devices programs can run on: "cpu", then "cuda:N" for each CUDA GPU present.
 

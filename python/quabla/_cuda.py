@@ -74,3 +74,65 @@ def resolve(device: str, what: str = "jit") -> Tuple[int, bool]:
         raise ValueError(f"{what}: {device!r} does not exist; this machine has {count} CUDA device(s): "
                          f"{', '.join(device_names())}")
     return ordinal, False
+
+
+def device_put(x, device=None):
+    """x on `device`: "cpu" (or None) gives a host qb.Array, "cuda" / "cuda:N" a DeviceArray.
+
+    Host data (qb arrays, NumPy arrays, lists, numbers) is copied to the device once; a
+    jitted function called on device arrays runs there without copies and returns device
+    arrays. Copies back are explicit: x.to_host(), np.asarray(x), x.tolist(), x.item().
+    """
+    if device is None or device == "cpu":
+        return x.to_host() if isinstance(x, _core.DeviceArray) else _core.asarray(x)
+    if not isinstance(device, str) or not (device == "cuda" or device.startswith("cuda:")):
+        raise ValueError(f"device_put: device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    try:
+        ordinal, emulate = resolve(device, "device_put")
+    except UnsupportedOperationError as e:
+        raise UnsupportedOperationError(str(e), op="device_put", device=device) from None
+    return _core.device_put(x, ordinal, emulate)
+
+
+def _host_method(name):
+    def method(self, *args, **kwargs):
+        return getattr(self.to_host(), name)(*args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"Copies the array to the host and returns its {name}() there."
+    return method
+
+
+def _refuse(name):
+    def method(self, *args, **kwargs):
+        raise TypeError(f"{name} on an array on {self.device}: eager operations run on host arrays. Compute on "
+                        f"device arrays under qb.jit(f, device='{self.device}'), or copy it back with x.to_host()")
+    method.__name__ = name
+    return method
+
+
+def _repr(self):
+    text = repr(self.to_host())
+    text = "Device" + text if text.startswith("Array(") else text
+    return text[:-1] + f", device='{self.device}')" if text.endswith(")") else text
+
+
+def _install_device_array_methods():
+    cls = _core.DeviceArray
+    for name in ("numpy", "tolist", "item", "__float__", "__int__", "__bool__", "__index__"):
+        setattr(cls, name, _host_method(name))
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+        return np.asarray(self.to_host(), dtype=dtype)
+    cls.__array__ = __array__
+    cls.__repr__ = _repr
+    cls.__str__ = lambda self: str(self.to_host())
+    for name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+                 "__rtruediv__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__getitem__",
+                 "__lt__", "__le__", "__gt__", "__ge__", "__abs__", "astype", "reshape", "sum", "mean", "T"):
+        setattr(cls, name, _refuse(name))
+    cls.__eq__ = _refuse("__eq__")
+    cls.__ne__ = _refuse("__ne__")
+    cls.__hash__ = None
+
+
+_install_device_array_methods()

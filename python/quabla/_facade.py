@@ -39,6 +39,16 @@ def built_targets() -> Dict[str, bool]:
 
 def unavailable_target(target: str, what: str) -> UnsupportedOperationError:
     """The error for a target this build does not have, as jit(device=...) raises it."""
+    if target == "cuda":
+        from . import _cuda
+        if _cuda.unavailable_reason() is None:
+            return UnsupportedOperationError(
+                f"{what}: not provided for CUDA by the v0.1 compatibility layer; use qb.jit(f, device='cuda') or "
+                f"qb.Trainer(..., device='cuda')", op=what, device=target)
+        return UnsupportedOperationError(
+            f"{what}: CUDA is not available on this machine: {_cuda.unavailable_reason()}; qb.devices() lists the "
+            f"available targets (use target 'cpu', or qb.Compiler().capability('cuda') to check first)",
+            op=what, device=target)
     return UnsupportedOperationError(
         f"{what}: the {target} backend is not built in this version of Quabla; qb.devices() lists the "
         f"available targets (use target 'cpu', or qb.Compiler().capability({target!r}) to check first)",
@@ -116,9 +126,9 @@ def bind_inputs(specs, inputs, what: str) -> list:
 class Executable:
     """A compiled Program: call it (or .evaluate) with a dict of arrays keyed by input name."""
 
-    def __init__(self, program: "Program", target: str):
+    def __init__(self, program: "Program", target: str, device_ordinal: int = 0):
         self._program = program
-        self._jitted = _core_jit(program._fn)
+        self._jitted = _core_jit(program._fn, None if target == "cpu" else f"{target}:{device_ordinal}")
         self.target = target
 
     @property
@@ -136,9 +146,9 @@ class Executable:
         return f"Executable(target={self.target}, node_count={self.node_count})"
 
 
-def _core_jit(fn):
+def _core_jit(fn, device=None):
     from ._jit import jit
-    return jit(fn)
+    return jit(fn, device=device)
 
 
 class Program:
@@ -217,7 +227,7 @@ class Program:
         _check_target(target)
         if not built_targets()[target]:
             raise unavailable_target(target, "Program.compile")
-        return Executable(self, target)
+        return Executable(self, target, device_ordinal)
 
     def __repr__(self):
         return f"Program(output_shape={self.output_shape})"

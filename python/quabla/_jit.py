@@ -91,6 +91,8 @@ def _classify_leaf(x: Any):
         return "array", (x.shape, x.dtype.name), x
     if isinstance(x, ShapeDtype):
         return "array", (x.shape, x.dtype.name), x
+    if isinstance(x, _core.DeviceArray):
+        return "array", (x.shape, x.dtype.name, x.device), x
     if isinstance(x, (bool, int, float)):
         return "static", _static_key(x), x
     if _is_array_like(x):
@@ -149,8 +151,8 @@ class Compiled:
                                 "arguments of the signature it was compiled for (call the jitted function "
                                 "instead: it compiles once per signature)")
         leaves = _tree.leaves((args, kwargs))
-        return self._run([leaves[i] if isinstance(leaves[i], _core.Array) else _core.asarray(leaves[i])
-                          for i in self._in_positions])
+        return self._run([leaves[i] if isinstance(leaves[i], (_core.Array, _core.DeviceArray)) else
+                          _core.asarray(leaves[i]) for i in self._in_positions])
 
 
 def _signature_mismatch(expected, got) -> str:

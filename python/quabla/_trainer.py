@@ -12,8 +12,10 @@ import sys
 import time
 from typing import Any, Callable, Optional, Sequence
 
+from . import _core
 from . import tree as _tree
 from ._ad import value_and_grad
+from ._cuda import device_put
 from ._jit import jit
 
 __all__ = ["Trainer"]
@@ -39,6 +41,14 @@ class Trainer:
         if opt_state is not None:
             s_leaves = _checked_state(opt_state, s_leaves, self._s_def)
         self._p_leaves, self._s_leaves = list(p_leaves), list(s_leaves)
+        # On a CUDA device the parameters, optimizer state and data live in its memory from
+        # here on: a step copies nothing in or out (the loss stays there until read).
+        self._on_device = isinstance(device, str) and device.startswith("cuda")
+        if self._on_device:
+            self._device = device
+            self._p_leaves = [self._put(x) for x in self._p_leaves]
+            self._s_leaves = [self._put(x) for x in self._s_leaves]
+            self._data = [self._put_tree(d) for d in self._data]
         n_p, n_s = len(p_leaves), len(s_leaves)
         p_def, s_def = self._p_def, self._s_def
         vg = value_and_grad(loss)
@@ -63,7 +73,7 @@ class Trainer:
             if len(batches) != len(self._batch_argnums):
                 raise ValueError(f"Trainer.step: expected {len(self._batch_argnums)} batches, got {len(batches)}")
             for i, b in zip(self._batch_argnums, batches):
-                self._data[i] = b
+                self._data[i] = self._put_tree(b) if self._on_device else b
         outs = self._step(*self._p_leaves, *self._s_leaves, *self._data)
         n_p, n_s = len(self._p_leaves), len(self._s_leaves)
         self._p_leaves = list(outs[:n_p])
@@ -72,13 +82,26 @@ class Trainer:
         self.steps += 1
         return self._last
 
+    def _put(self, x):
+        return device_put(x, self._device) if isinstance(x, (_core.Array, _core.DeviceArray)) or hasattr(x, "__array__") \
+            else x
+
+    def _put_tree(self, tree):
+        return _tree.map(self._put, tree)
+
+    @staticmethod
+    def _host(leaves):
+        return [x.to_host() if isinstance(x, _core.DeviceArray) else x for x in leaves]
+
     @property
     def params(self):
-        return _tree.unflatten(self._p_def, self._p_leaves)
+        """The current parameters (host copies when training on a device)."""
+        return _tree.unflatten(self._p_def, self._host(self._p_leaves))
 
     @property
     def state(self):
-        return _tree.unflatten(self._s_def, self._s_leaves)
+        """The optimizer state (host copies when training on a device)."""
+        return _tree.unflatten(self._s_def, self._host(self._s_leaves))
 
     def loss(self) -> float:
         """The loss at the current parameters (one evaluation and readback)."""

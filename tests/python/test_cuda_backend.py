@@ -338,3 +338,73 @@ def test_nvrtc_reports_a_bad_source():
         pytest.skip("no NVRTC")
     with pytest.raises(qb.QuablaError, match="NVRTC rejected"):
         qb._core.nvrtc_compile("extern \"C\" __global__ void k() { undefined_name(); }", "sm_90")
+
+
+# ---------------------------------------------------------------------------------------
+# Device arrays and the Trainer on a device
+
+@pytest.mark.parametrize("value", [np.arange(6.0).reshape(2, 3), np.array([1, -2, 3], np.int32),
+                                   np.array([True, False]), np.array(2.5, np.float32)])
+def test_device_put_round_trip(value):
+    d = qb.device_put(value, "cuda")
+    assert isinstance(d, qb.DeviceArray) and d.device == "cuda:0"
+    assert d.shape == value.shape and d.ndim == value.ndim and d.size == value.size
+    assert np.asarray(d).dtype == value.dtype
+    np.testing.assert_array_equal(np.asarray(d), value)
+    np.testing.assert_array_equal(np.asarray(qb.device_put(d, "cpu")), value)
+    assert isinstance(qb.device_put(d, "cpu"), qb.Array)
+    assert d.tolist() == value.tolist()
+    assert "device='cuda:0'" in repr(d) and repr(d).startswith("DeviceArray(")
+
+
+def test_jit_keeps_device_arrays_on_the_device():
+    f = qb.jit(lambda a, b: (qb.sin(a) * b, qb.sum(a)), device="cuda")
+    x = np.linspace(0, 1, 6).reshape(2, 3)
+    d = qb.device_put(x, "cuda")
+    y, s = f(d, d)
+    assert isinstance(y, qb.DeviceArray) and isinstance(s, qb.DeviceArray)
+    np.testing.assert_allclose(np.asarray(y), np.sin(x) * x, rtol=1e-15)
+    assert s.item() == pytest.approx(x.sum(), rel=1e-15)
+    y2, _ = f(qb.array(x), qb.array(x))  # host arguments: copied in, host results
+    assert isinstance(y2, qb.Array)
+    tree = qb.jit(lambda p: {"w": p["w"] * 2.0}, device="cuda")({"w": d})
+    assert isinstance(tree["w"], qb.DeviceArray)
+
+
+def test_device_arrays_refuse_host_work():
+    d = qb.device_put(np.ones(3), "cuda")
+    f = qb.jit(lambda a, b: a + b, device="cuda")
+    with pytest.raises(ValueError, match="argument 1 is a host array"):
+        f(d, qb.ones(3))
+    with pytest.raises(TypeError, match="on cuda:0.*qb.jit"):
+        qb.sin(d)
+    with pytest.raises(TypeError, match="eager operations run on host arrays"):
+        d + 1.0
+    with pytest.raises(TypeError, match="compiled for the CPU"):
+        qb.jit(lambda a: a * 2.0)(d)
+    with pytest.raises(ValueError, match="device must be"):
+        qb.device_put(np.ones(3), "gpu")
+
+
+def test_device_put_without_a_gpu(monkeypatch):
+    monkeypatch.delenv("QUABLA_CUDA_EMULATOR")
+    if qb._cuda.info()["gpu_count"]:
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(qb.UnsupportedOperationError, match="CUDA is not available") as info:
+        qb.device_put(np.ones(3), "cuda")
+    assert info.value.op == "device_put"
+
+
+def test_trainer_on_the_device_matches_the_cpu():
+    u_xx = qb.vmap(qb.grad(qb.grad(lambda x, w: qb.sin(w * x))), in_axes=(0, None))
+    loss = lambda p, x: qb.mean((u_xx(x, p["w"]) + math.pi ** 2 * qb.sin(math.pi * x)) ** 2)
+    x = qb.linspace(0.05, 0.95, 8)
+    runs = {}
+    for device in ("cpu", "cuda"):
+        t = qb.Trainer(loss, {"w": qb.array(2.5)}, qb.optim.Adam(learning_rate=0.05), x, device=device)
+        runs[device] = (t.fit(100), t.params["w"].item(), t)
+    assert runs["cuda"][1] == pytest.approx(runs["cpu"][1], rel=1e-12)
+    np.testing.assert_allclose(runs["cuda"][0], runs["cpu"][0], rtol=1e-9)
+    trainer = runs["cuda"][2]
+    assert all(isinstance(v, qb.DeviceArray) for v in trainer._p_leaves + trainer._s_leaves)
+    assert isinstance(trainer.params["w"], qb.Array) and isinstance(trainer.step(), qb.DeviceArray)

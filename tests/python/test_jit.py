@@ -446,6 +446,8 @@ def test_device_cpu():
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0", "cuda:3", "mlx"])
 def test_unbuilt_device_raises_unsupported(device):
+    if device.startswith("cuda") and len(qb.devices()) > 1:
+        pytest.skip("this machine has a CUDA device")
     with pytest.raises(qb.UnsupportedOperationError) as info:
         qb.jit(lambda x: x, device=device)
     err = info.value

@@ -8,6 +8,7 @@
 
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
+#include "quabla/python/device_array.h"
 #include "quabla/python/dtype_object.h"
 
 namespace qb::py {
@@ -262,6 +263,7 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
 }  // namespace
 
 Array to_array(nb::handle obj, std::optional<DType> dtype) {
+  if (is_device_array(obj)) reject_device_array(obj, "converting to a host array");
   if (nb::isinstance<Array>(obj)) {
     Array a = nb::cast<Array>(obj);
     a.type.weak = false;

@@ -7,11 +7,66 @@
 #include "quabla/backends/cuda/loader.h"
 #include "quabla/backends/cuda/lowering.h"
 #include "quabla/backends/cuda/nvrtc.h"
+#include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
+#include "quabla/python/device_array.h"
+#include "quabla/python/dtype_object.h"
 
 namespace qb::py {
 
+Array to_host(const DeviceArray& d) {
+  Array a = Array::empty(d.type.dtype, d.type.shape);
+  d.device().download(a.storage->data(), d.buffer->ptr, d.buffer->bytes);
+  return a;
+}
+
+DeviceArray to_device(const Array& a, int ordinal, bool emulated) {
+  a.require_concrete("qb.device_put");
+  DeviceArray d;
+  d.type = a.type;
+  d.type.weak = false;
+  d.ordinal = ordinal;
+  d.emulated = emulated;
+  const std::size_t bytes = static_cast<std::size_t>(a.size()) * itemsize(a.dtype());
+  d.buffer = d.device().allocate(bytes);
+  d.device().upload(d.buffer->ptr, a.data(), bytes);
+  return d;
+}
+
+bool is_device_array(nb::handle h) { return nb::isinstance<DeviceArray>(h); }
+
+void reject_device_array(nb::handle h, const char* where) {
+  const DeviceArray& d = nb::cast<const DeviceArray&>(h);
+  throw TypeError(std::string(where) + ": got an array on " + d.device_name() +
+                  "; eager functions run on host arrays. Compute on device arrays under qb.jit(f, device='" +
+                  d.device_name() + "'), or copy it back with x.to_host() (or qb.device_put(x, 'cpu'))");
+}
+
 void bind_cuda(nb::module_& m) {
+  nb::class_<DeviceArray>(m, "DeviceArray")
+      .def_prop_ro("shape", [](const DeviceArray& d) {
+        nb::list l;
+        for (auto e : d.type.shape) l.append(e);
+        return nb::tuple(l);
+      })
+      .def_prop_ro("dtype", [](const DeviceArray& d) { return DTypeObject{d.type.dtype}; })
+      .def_prop_ro("ndim", [](const DeviceArray& d) { return d.type.shape.size(); })
+      .def_prop_ro("size", [](const DeviceArray& d) { return num_elements(d.type.shape); })
+      .def_prop_ro("device", &DeviceArray::device_name)
+      .def_prop_ro("_emulated", [](const DeviceArray& d) { return d.emulated; })
+      .def("to_host", &to_host, "A host copy (a qb.Array).")
+      .def("__len__", [](const DeviceArray& d) -> std::int64_t {
+        if (d.type.shape.empty()) throw TypeError("len() of a 0-d array");
+        return d.type.shape[0];
+      });
+  m.def("device_put", [](nb::handle x, int ordinal, bool emulated) {
+    if (is_device_array(x)) {
+      const DeviceArray& d = nb::cast<const DeviceArray&>(x);
+      if (d.ordinal == ordinal && d.emulated == emulated) return d;
+      return to_device(to_host(d), ordinal, emulated);  // device to device, through the host
+    }
+    return to_device(to_array(x), ordinal, emulated);
+  }, nb::arg("x"), nb::arg("ordinal"), nb::arg("emulated") = false);
   m.def("cuda_set_library_dirs", [](std::vector<std::string> dirs) { cuda::set_library_dirs(std::move(dirs)); },
         nb::arg("dirs"));
   m.def("cuda_info", [] {

@@ -10,6 +10,7 @@
 #include "quabla/backends/cuda/program.h"
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
+#include "quabla/python/device_array.h"
 #include "quabla/transforms/simplify.h"
 
 namespace qb::py {
@@ -39,6 +40,64 @@ struct Program {
     return run_program(*exe, args);
   }
 
+  // Arguments of any kind: all host arrays run as run() does; device arrays (all on this
+  // program's device) run without copies and give device arrays.
+  nb::list run_handles(const std::vector<nb::handle>& hs) const {
+    bool device = false;
+    for (nb::handle h : hs) device = device || is_device_array(h);
+    nb::list out;
+    if (!device) {
+      std::vector<Array> args;
+      args.reserve(hs.size());
+      for (nb::handle h : hs) args.push_back(nb::cast<Array>(h));
+      for (Array& a : run(args)) out.append(nb::cast(std::move(a)));
+      return out;
+    }
+    const Graph& g = exe->graph();
+    if (!cuda) {
+      for (nb::handle h : hs)
+        if (is_device_array(h)) reject_device_array(h, "calling a program compiled for the CPU");
+    }
+    if (hs.size() != g.params.size()) {
+      throw TypeError("compiled program expects " + std::to_string(g.params.size()) + " array arguments, got " +
+                      std::to_string(hs.size()));
+    }
+    const std::string here = cuda->device().description();
+    std::vector<cuda::DeviceBufferPtr> bufs;
+    int ordinal = 0;
+    bool emulated = false;
+    for (std::size_t i = 0; i < hs.size(); ++i) {
+      const ValueType& t = g.type(g.params[i]);
+      if (!is_device_array(hs[i])) {
+        throw ValueError("argument " + std::to_string(i) + " is a host array but other arguments are on " + here +
+                         "; arrays of one call must be on one device: move it with qb.device_put(x, 'cuda:N')");
+      }
+      const DeviceArray& d = nb::cast<const DeviceArray&>(hs[i]);
+      if (&d.device() != &cuda->device()) {
+        throw ValueError("argument " + std::to_string(i) + " is on " + d.device().description() +
+                         " but the program runs on " + here + "; move it with qb.device_put");
+      }
+      if (d.type.dtype != t.dtype || d.type.shape != t.shape) {
+        throw TypeError("compiled program argument " + std::to_string(i) + " must be " + t.str() + ", got " +
+                        d.type.str());
+      }
+      ordinal = d.ordinal;
+      emulated = d.emulated;
+      bufs.push_back(d.buffer);
+    }
+    auto results = cuda->run(std::move(bufs));
+    for (std::size_t j = 0; j < results.size(); ++j) {
+      DeviceArray d;
+      d.buffer = std::move(results[j]);
+      d.type = g.type(g.results[j]);
+      d.type.weak = false;
+      d.ordinal = ordinal;
+      d.emulated = emulated;
+      out.append(nb::cast(std::move(d)));
+    }
+    return out;
+  }
+
   std::vector<Array> run_cuda(const std::vector<Array>& args) const {
     std::vector<BufferPtr> bufs;
     bufs.reserve(args.size());
@@ -65,6 +124,17 @@ void bind_program(nb::module_& m) {
   m.def("array_signature", [](nb::args args) -> nb::object {
     std::string key;
     for (nb::handle h : args) {
+      if (is_device_array(h)) {
+        const DeviceArray& d = nb::cast<const DeviceArray&>(h);
+        key += 'D';
+        key += dtype_short_name(d.type.dtype);
+        for (auto e : d.type.shape) {
+          key += ',';
+          key += std::to_string(e);
+        }
+        key += ';';
+        continue;
+      }
       if (!nb::isinstance<Array>(h)) return nb::none();
       const Array& a = nb::cast<const Array&>(h);
       if (a.is_tracer()) return nb::none();
@@ -79,12 +149,22 @@ void bind_program(nb::module_& m) {
   });
 
   nb::class_<Program>(m, "Program")
-      .def("run", &Program::run, nb::arg("args"))
+      .def("run", [](const Program& p, nb::handle args) {
+        std::vector<nb::handle> hs;
+        for (nb::handle h : nb::borrow<nb::sequence>(args)) hs.push_back(h);
+        return p.run_handles(hs);
+      }, nb::arg("args"))
       .def("run_args", [](const Program& p, nb::args args) {
-        std::vector<Array> in;
-        in.reserve(args.size());
-        for (nb::handle h : args) in.push_back(nb::cast<const Array&>(h));
-        return p.run(in);
+        bool plain = true;
+        for (nb::handle h : args) plain = plain && nb::isinstance<Array>(h);
+        if (plain) {  // the jit fast path: host arrays only
+          std::vector<Array> in;
+          in.reserve(args.size());
+          for (nb::handle h : args) in.push_back(nb::cast<const Array&>(h));
+          return nb::cast(p.run(in));
+        }
+        std::vector<nb::handle> hs(args.begin(), args.end());
+        return nb::object(p.run_handles(hs));
       })
       .def("as_text", [](const Program& p) { return print(p.exe->graph()); })
       .def_prop_ro("device", [](const Program& p) { return p.cuda ? p.cuda->device().description() : std::string("cpu"); })
@@ -151,6 +231,18 @@ namespace {
 bool flatten_arrays(nb::handle obj, std::string& key, nb::list& leaves, int depth) {
   if (depth > 64) return false;
   PyObject* o = obj.ptr();
+  if (is_device_array(obj)) {
+    const DeviceArray& d = nb::cast<const DeviceArray&>(obj);
+    key += 'D';
+    key += dtype_short_name(d.type.dtype);
+    for (auto e : d.type.shape) {
+      key += ',';
+      key += std::to_string(e);
+    }
+    key += ';';
+    leaves.append(obj);
+    return true;
+  }
   if (nb::isinstance<Array>(obj)) {
     const Array& a = nb::cast<const Array&>(obj);
     if (a.is_tracer()) return false;

@@ -1,0 +1,30 @@
+// quabla._core.DeviceArray: an array in a CUDA device's memory (qb.device_put, results of
+// jitted programs called on device arrays). It holds its device buffer and type only; every
+// computation on it runs in a program compiled for its device, and a host copy is explicit
+// (to_host, NumPy conversion, tolist, item, printing).
+#pragma once
+#include <string>
+
+#include "quabla/api/array.h"
+#include "quabla/backends/cuda/device.h"
+#include "quabla/python/bindings.h"
+
+namespace qb::py {
+
+struct DeviceArray {
+  cuda::DeviceBufferPtr buffer;
+  ValueType type;
+  int ordinal = 0;
+  bool emulated = false;
+
+  std::string device_name() const { return "cuda:" + std::to_string(ordinal); }
+  cuda::Device& device() const { return cuda::device(ordinal, emulated); }
+};
+
+Array to_host(const DeviceArray& d);
+DeviceArray to_device(const Array& a, int ordinal, bool emulated);
+bool is_device_array(nb::handle h);
+// The TypeError for a device array given to a host (eager) function.
+[[noreturn]] void reject_device_array(nb::handle h, const char* where);
+
+}  // namespace qb::py
