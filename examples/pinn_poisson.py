@@ -83,5 +83,6 @@ def main(steps: int = 3000, figure: str = "docs/assets/pinn_poisson.png", device
 
 
 if __name__ == "__main__":
-    # python examples/pinn_poisson.py [--device cuda]
-    main(device=sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu")
+    # python examples/pinn_poisson.py [--device cuda] [--no-figure]
+    main(figure=None if "--no-figure" in sys.argv else "docs/assets/pinn_poisson.png",
+         device=sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu")

@@ -24,15 +24,22 @@ from ad_op_table import CASES
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# What the backend does not lower yet (cuSOLVER and small-matrix kernels are the next step):
+# What the backend does not lower yet (eigh, svd and qr need cuSOLVER or Jacobi kernels):
 # each raises UnsupportedOperationError naming the op when the program compiles.
-UNSUPPORTED = {"cholesky", "triangular_solve", "solve", "slogdet", "svd", "qr", "lu", "eigh"}
-UNSUPPORTED_CASES = UNSUPPORTED | {"linear_solve"}  # its primal body solves
+UNSUPPORTED = {"svd", "qr", "eigh"}
+UNSUPPORTED_CASES = UNSUPPORTED
+
+
+# QUABLA_TEST_CUDA=gpu (scripts/gpu-check.sh) runs the same comparisons on the GPU.
+ON_GPU = os.environ.get("QUABLA_TEST_CUDA") == "gpu"
 
 
 @pytest.fixture(autouse=True)
 def emulator(monkeypatch):
-    monkeypatch.setenv("QUABLA_CUDA_EMULATOR", "1")
+    if ON_GPU:
+        monkeypatch.delenv("QUABLA_CUDA_EMULATOR", raising=False)
+    else:
+        monkeypatch.setenv("QUABLA_CUDA_EMULATOR", "1")
 
 
 def _nvrtc_available() -> bool:
@@ -233,6 +240,43 @@ def test_traced_indexing_and_scatter():
     assert_same(f, x, idx)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 3, 8, 40])
+def test_small_matrix_linalg_batched(dtype, n):
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=(5, n, n))
+    spd = (a @ np.swapaxes(a, 1, 2) + n * np.eye(n)).astype(dtype)
+    b = rng.normal(size=(5, n, 2)).astype(dtype)
+    rtol = 2e-4 if dtype == "float32" else 1e-10
+
+    def f(m, r):
+        lu = qb.linalg.lu(m)
+        return [qb.linalg.cholesky(m), qb.linalg.solve(m, r), qb.linalg.slogdet(m)[1], qb.linalg.slogdet(-m)[0],
+                qb.linalg.solve_triangular(m, r, lower=True), qb.linalg.solve_triangular(m, r, lower=False, trans=1),
+                lu[0], lu[1], lu[2], qb.linalg.det(m), qb.linalg.inv(m)]
+    assert_same(f, qb.array(spd), qb.array(b), rtol=rtol, atol=rtol * 1e-3)
+    check_nvrtc(f, qb.array(spd), qb.array(b))
+
+
+def test_linalg_bad_matrices_give_nan_as_the_cpu():
+    bad = np.array([[[1.0, 2.0], [2.0, 1.0]], [[0.0, 0.0], [0.0, 0.0]], [[np.nan, 0.0], [0.0, 1.0]]])
+    assert_same(lambda m: [qb.linalg.cholesky(m), qb.linalg.slogdet(m)[0], qb.linalg.slogdet(m)[1],
+                           qb.linalg.solve(m, qb.ones((3, 2, 1)))], qb.array(bad))
+
+
+def test_large_matrices_are_not_lowered_yet():
+    with pytest.raises(qb.UnsupportedOperationError, match="200x200.*cuSOLVER") as info:
+        qb.jit(qb.linalg.cholesky, device="cuda").lower(qb.eye(200)).compile()
+    assert info.value.op == "cholesky"
+
+
+def test_second_derivative_through_a_solve():
+    f = lambda a, b: qb.sum(qb.linalg.solve(a + 3.0 * qb.eye(3), b) ** 2)
+    a = qb.array(np.random.default_rng(0).normal(size=(3, 3)))
+    b = qb.array(np.random.default_rng(1).normal(size=(3, 2)))
+    assert_same(qb.hessian(f), a, b)
+
+
 # ---------------------------------------------------------------------------------------
 # Transforms, loops and the README examples
 
@@ -298,7 +342,7 @@ def test_stats_count_device_launches():
 
 
 def test_devices_without_a_gpu(monkeypatch):
-    monkeypatch.delenv("QUABLA_CUDA_EMULATOR")
+    monkeypatch.delenv("QUABLA_CUDA_EMULATOR", raising=False)
     if qb._cuda.info()["gpu_count"]:
         pytest.skip("this machine has a GPU")
     assert qb.devices() == ["cpu"] and qb.devices("cpu") == ["cpu"]
@@ -313,6 +357,7 @@ def test_devices_without_a_gpu(monkeypatch):
         qb.devices("tpu")
 
 
+@pytest.mark.skipif(ON_GPU, reason="the emulator's own behaviour")
 def test_emulator_is_cuda_zero_only():
     assert qb.devices() == ["cpu", "cuda:0"]
     with pytest.raises(ValueError, match="cuda:0 only"):
@@ -322,7 +367,7 @@ def test_emulator_is_cuda_zero_only():
 
 def test_compiled_program_reports_its_device():
     c = qb.jit(lambda x: x * 2.0, device="cuda").lower(qb.ones(3)).compile()
-    assert "emulator" in c._program.device
+    assert ("cuda:0 (" in c._program.device) if ON_GPU else ("emulator" in c._program.device)
     assert qb.jit(lambda x: x * 2.0).lower(qb.ones(3)).compile()._program.device == "cpu"
     with pytest.raises(ValueError, match="compiled for the CPU"):
         qb.jit(lambda x: x * 2.0).lower(qb.ones(3)).compile()._program.cuda_source()
@@ -387,7 +432,7 @@ def test_device_arrays_refuse_host_work():
 
 
 def test_device_put_without_a_gpu(monkeypatch):
-    monkeypatch.delenv("QUABLA_CUDA_EMULATOR")
+    monkeypatch.delenv("QUABLA_CUDA_EMULATOR", raising=False)
     if qb._cuda.info()["gpu_count"]:
         pytest.skip("this machine has a GPU")
     with pytest.raises(qb.UnsupportedOperationError, match="CUDA is not available") as info:

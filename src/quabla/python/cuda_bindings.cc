@@ -86,6 +86,8 @@ void bind_cuda(nb::module_& m) {
         nb::arg("source"), nb::arg("arch") = "sm_90");
   m.def("cuda_device_description", [](int ordinal, bool emulate) { return cuda::device(ordinal, emulate).description(); },
         nb::arg("ordinal"), nb::arg("emulate") = false);
+  m.def("cuda_synchronize", [](int ordinal, bool emulate) { cuda::device(ordinal, emulate).synchronize(); },
+        nb::arg("ordinal"), nb::arg("emulate") = false);
   m.def("cuda_release_cached", [](int ordinal, bool emulate) { cuda::device(ordinal, emulate).release_cached(); },
         nb::arg("ordinal"), nb::arg("emulate") = false);
 }

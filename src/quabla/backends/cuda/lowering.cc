@@ -262,6 +262,8 @@ class Lowerer {
       case Op::Scatter: return scatter(n, i);
       case Op::Argsort: return argsort(n, i);
       case Op::SearchSorted: return searchsorted(n, i);
+      case Op::Cholesky: case Op::TriangularSolve: case Op::Solve: case Op::Slogdet: case Op::Lu:
+        return linalg(n, i);
       default: unsupported(n);
     }
   }
@@ -600,6 +602,141 @@ class Lowerer {
     s.launches.push_back(Launch{kernel({{pointer(d, true), "a"}, {pointer(d, true), "v"}, {pointer(out_t, false), "y"}}, b.str()),
                                 num_elements(type(n.outputs[0]).shape),
                                 {value(n.inputs[0]), value(n.inputs[1]), value(n.outputs[0])}});
+  }
+
+  // ---- dense linear algebra: one thread per matrix ------------------------------------------
+  //
+  // The CPU's plain-loop algorithms for small matrices (backends/cpu/linalg.cc: Cholesky,
+  // triangular solves, LU with partial pivoting), one matrix per thread, for the batched
+  // small systems of PINNs and implicit steps. Larger matrices need cuSOLVER (not built yet).
+
+  static constexpr std::int64_t kMaxThreadMatrix = 128;
+
+  // x (n x k, holding the right-hand side) <- op(A)^-1 x; `a` and `x` name pointers.
+  static std::string triangular_code(const std::string& a, const std::string& x, std::int64_t n, std::int64_t k, int mode) {
+    const bool lower = mode & 1, trans = mode & 2, unit = mode & 4, forward = lower != trans;
+    auto at = [&](const std::string& r, const std::string& c) {
+      return trans ? a + "[(" + c + ") * " + std::to_string(n) + " + (" + r + ")]"
+                   : a + "[(" + r + ") * " + std::to_string(n) + " + (" + c + ")]";
+    };
+    std::ostringstream b;
+    b << "    for (qb_i64 s = 0; s < " << n << "; ++s) {\n";
+    b << "      const qb_i64 r = " << (forward ? "s" : std::to_string(n - 1) + " - s") << ";\n";
+    b << "      for (qb_i64 c0 = 0; c0 < s; ++c0) {\n";
+    b << "        const qb_i64 c = " << (forward ? "c0" : std::to_string(n - 1) + " - c0") << ";\n";
+    b << "        const auto f = " << at("r", "c") << ";\n";
+    b << "        for (qb_i64 j = 0; j < " << k << "; ++j) " << x << "[r * " << k << " + j] -= f * " << x << "[c * " << k
+      << " + j];\n      }\n";
+    if (!unit) {
+      b << "      const auto d = " << at("r", "r") << ";\n";
+      b << "      for (qb_i64 j = 0; j < " << k << "; ++j) " << x << "[r * " << k << " + j] /= d;\n";
+    }
+    b << "    }\n";
+    return b.str();
+  }
+
+  // LU with partial pivoting of lu (n x n, in place), the row operations applied to x (n x k)
+  // when k > 0; `sign` (declared by the caller) gets the permutation's sign, and
+  // piv[j] = the pivot row when `piv` is given (as the element type).
+  static std::string lu_code(const std::string& t, std::int64_t n, std::int64_t k, const std::string& piv) {
+    std::ostringstream b;
+    b << "    for (qb_i64 j = 0; j < " << n << "; ++j) {\n      qb_i64 p = j;\n";
+    b << "      for (qb_i64 r = j + 1; r < " << n << "; ++r) if (fabs(lu[r * " << n << " + j]) > fabs(lu[p * " << n
+      << " + j])) p = r;\n";
+    if (!piv.empty()) b << "      " << piv << "[j] = (" << t << ")p;\n";
+    b << "      if (p != j) {\n        sign = -sign;\n";
+    b << "        for (qb_i64 c = 0; c < " << n << "; ++c) { const " << t << " w = lu[j * " << n << " + c]; lu[j * " << n
+      << " + c] = lu[p * " << n << " + c]; lu[p * " << n << " + c] = w; }\n";
+    if (k > 0)
+      b << "        for (qb_i64 c = 0; c < " << k << "; ++c) { const " << t << " w = x[j * " << k << " + c]; x[j * " << k
+        << " + c] = x[p * " << k << " + c]; x[p * " << k << " + c] = w; }\n";
+    b << "      }\n      const " << t << " piv = lu[j * " << n << " + j];\n      if (piv == 0) continue;\n";
+    b << "      for (qb_i64 r = j + 1; r < " << n << "; ++r) {\n        const " << t << " f = lu[r * " << n
+      << " + j] / piv;\n        lu[r * " << n << " + j] = f;\n";
+    b << "        for (qb_i64 c = j + 1; c < " << n << "; ++c) lu[r * " << n << " + c] -= f * lu[j * " << n << " + c];\n";
+    if (k > 0) b << "        for (qb_i64 c = 0; c < " << k << "; ++c) x[r * " << k << " + c] -= f * x[j * " << k << " + c];\n";
+    b << "      }\n    }\n";
+    return b.str();
+  }
+
+  void linalg(const Node& n, std::uint32_t i) {
+    const Shape& as = type(n.inputs[0]).shape;
+    const DType d = type(n.outputs[0]).dtype;
+    const std::int64_t dim = as.back(), batch = num_elements(std::span(as).first(as.size() - 2));
+    const std::int64_t k = n.inputs.size() > 1 ? type(n.inputs[1]).shape.back() : 0;
+    if (dim > kMaxThreadMatrix) {
+      const std::string op(op_name(n.op));
+      throw UnsupportedOperation(op + " of " + std::to_string(dim) + "x" + std::to_string(dim) + " matrices is not supported on " +
+                                     device_ + " yet (its kernels take one matrix per thread up to " +
+                                     std::to_string(kMaxThreadMatrix) + "; cuSOLVER is not built in); run this "
+                                     "program on the CPU (device='cpu')",
+                                 op, device_);
+    }
+    const std::string t = c_type(d), nan = d == DType::f32 ? "QB_NAN_F" : "QB_NAN_D";
+    const std::string sq = d == DType::f32 ? "sqrtf" : "sqrt", lg = d == DType::f32 ? "logf" : "log";
+    const std::int64_t mat = dim * dim;
+    std::ostringstream b;
+    Step& s = new_step(i, n.outputs);
+    std::vector<KernelParam> params{{pointer(d, true), "a"}};
+    std::vector<Arg> args{value(n.inputs[0])};
+    switch (n.op) {
+      case Op::Cholesky:
+        b << "    const " << t << "* A = a + i * " << mat << ";\n    " << t << "* l = y + i * " << mat << ";\n";
+        b << "    for (qb_i64 q = 0; q < " << mat << "; ++q) l[q] = 0;\n    bool ok = true;\n";
+        b << "    for (qb_i64 j = 0; j < " << dim << " && ok; ++j) {\n      " << t << " dd = A[j * " << dim << " + j];\n";
+        b << "      for (qb_i64 c = 0; c < j; ++c) dd -= l[j * " << dim << " + c] * l[j * " << dim << " + c];\n";
+        b << "      if (!(dd > 0)) { ok = false; break; }\n      const " << t << " ljj = " << sq << "(dd);\n";
+        b << "      l[j * " << dim << " + j] = ljj;\n      for (qb_i64 r = j + 1; r < " << dim << "; ++r) {\n";
+        b << "        " << t << " v = A[r * " << dim << " + j];\n";
+        b << "        for (qb_i64 c = 0; c < j; ++c) v -= l[r * " << dim << " + c] * l[j * " << dim << " + c];\n";
+        b << "        l[r * " << dim << " + j] = v / ljj;\n      }\n    }\n";
+        b << "    if (!ok) for (qb_i64 q = 0; q < " << mat << "; ++q) l[q] = " << nan << ";\n";
+        break;
+      case Op::TriangularSolve:
+        params.push_back({pointer(d, true), "bb"});
+        args.push_back(value(n.inputs[1]));
+        b << "    const " << t << "* A = a + i * " << mat << ";\n    " << t << "* x = y + i * " << dim * k << ";\n";
+        b << "    for (qb_i64 q = 0; q < " << dim * k << "; ++q) x[q] = bb[i * " << dim * k << " + q];\n";
+        b << triangular_code("A", "x", dim, k, static_cast<int>(n.attrs.mode));
+        break;
+      case Op::Solve:
+        params.push_back({pointer(d, true), "bb"});
+        args.push_back(value(n.inputs[1]));
+        params.push_back({pointer(d, false), "t0"});
+        args.push_back(temp(0));
+        s.temp_bytes.push_back(static_cast<std::size_t>(batch * mat) * itemsize(d));
+        b << "    " << t << "* lu = t0 + i * " << mat << ";\n    " << t << "* x = y + i * " << dim * k << ";\n";
+        b << "    for (qb_i64 q = 0; q < " << mat << "; ++q) lu[q] = a[i * " << mat << " + q];\n";
+        b << "    for (qb_i64 q = 0; q < " << dim * k << "; ++q) x[q] = bb[i * " << dim * k << " + q];\n";
+        b << "    " << t << " sign = 1;\n" << lu_code(t, dim, k, "") << "    (void)sign;\n";
+        b << triangular_code("lu", "x", dim, k, 0);
+        break;
+      case Op::Slogdet:
+        params.push_back({pointer(d, false), "t0"});
+        args.push_back(temp(0));
+        s.temp_bytes.push_back(static_cast<std::size_t>(batch * mat) * itemsize(d));
+        b << "    " << t << "* lu = t0 + i * " << mat << ";\n";
+        b << "    for (qb_i64 q = 0; q < " << mat << "; ++q) lu[q] = a[i * " << mat << " + q];\n";
+        b << "    " << t << " sign = 1, logabs = 0;\n" << lu_code(t, dim, 0, "");
+        b << "    for (qb_i64 j = 0; j < " << dim << "; ++j) {\n      const " << t << " dd = lu[j * " << dim
+          << " + j];\n      if (dd < 0) sign = -sign;\n      logabs += " << lg << "(fabs(dd));\n    }\n";
+        b << "    if (qb_isinf(logabs) && logabs < 0) sign = 0;\n    if (qb_isnan(logabs)) sign = " << nan << ";\n";
+        b << "    y[2 * i] = sign;\n    y[2 * i + 1] = logabs;\n";
+        break;
+      default: {  // Lu: [perm, pivots, L\U] per matrix
+        const std::int64_t omat = (dim + 2) * dim;
+        b << "    " << t << "* o = y + i * " << omat << ";\n    " << t << "* lu = o + " << 2 * dim << ";\n";
+        b << "    for (qb_i64 q = 0; q < " << mat << "; ++q) lu[q] = a[i * " << mat << " + q];\n";
+        b << "    " << t << " sign = 1;\n" << lu_code(t, dim, 0, "(o + " + std::to_string(dim) + ")") << "    (void)sign;\n";
+        b << "    for (qb_i64 r = 0; r < " << dim << "; ++r) o[r] = (" << t << ")r;\n";
+        b << "    for (qb_i64 r = 0; r < " << dim << "; ++r) {\n      const qb_i64 p = (qb_i64)o[" << dim
+          << " + r];\n      const " << t << " w = o[r]; o[r] = o[p]; o[p] = w;\n    }\n";
+        break;
+      }
+    }
+    params.push_back({pointer(d, false), "y"});
+    args.push_back(value(n.outputs[0]));
+    s.launches.push_back(Launch{kernel(params, b.str()), batch, args});
   }
 
   // Each value's buffer is released after the last step that reads it (results never).
