@@ -24,10 +24,6 @@ from ad_op_table import CASES
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# What the backend does not lower yet (eigh, svd and qr need cuSOLVER or Jacobi kernels):
-# each raises UnsupportedOperationError naming the op when the program compiles.
-UNSUPPORTED = {"svd", "qr", "eigh"}
-UNSUPPORTED_CASES = UNSUPPORTED
 
 
 # QUABLA_TEST_CUDA=gpu (scripts/gpu-check.sh) runs the same comparisons on the GPU.
@@ -88,7 +84,7 @@ def assert_same(fn, *args, rtol=1e-12, atol=1e-12):
 # ---------------------------------------------------------------------------------------
 # The op table (every op of ops.def, through the public API)
 
-SUPPORTED = [c for c in CASES if c.op not in UNSUPPORTED_CASES]
+SUPPORTED = CASES  # every op of ops.def lowers (test_large_matrices_are_not_lowered_yet: the limit)
 
 
 @pytest.mark.parametrize("case", SUPPORTED, ids=repr)
@@ -112,20 +108,6 @@ def test_op_table_vmap_jvp_match_cpu(case):
     assert_same(qb.vmap(case.fn), *batched)
     tangents = [qb.ones_like(a) for a in args]
     assert_same(lambda *a: qb.jvp(case.fn, a, tangents)[1], *args)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.op in UNSUPPORTED_CASES], ids=repr)
-def test_unsupported_ops_raise_when_compiling(case):
-    f = qb.jit(case.fn, device="cuda")
-    with pytest.raises(qb.UnsupportedOperationError) as info:
-        f.lower(*case.args()).compile()
-    err = info.value
-    assert err.op in UNSUPPORTED and err.device.startswith("cuda")
-    assert "device='cpu'" in str(err) and err.op in str(err)
-
-
-def test_the_table_covers_what_is_unsupported():
-    assert UNSUPPORTED <= {c.op for c in CASES}
 
 
 # ---------------------------------------------------------------------------------------
@@ -256,6 +238,76 @@ def test_small_matrix_linalg_batched(dtype, n):
                 lu[0], lu[1], lu[2], qb.linalg.det(m), qb.linalg.inv(m)]
     assert_same(f, qb.array(spd), qb.array(b), rtol=rtol, atol=rtol * 1e-3)
     check_nvrtc(f, qb.array(spd), qb.array(b))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (6, 3), (3, 6), (1, 5), (5, 1), (7, 7)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr_matches_lapack(shape, mode):
+    rng = np.random.default_rng(sum(shape))
+    a = rng.normal(size=(3,) + shape)
+    a[1, :, 0] = 0.0  # a zero column: no reflector (tau = 0), as LAPACK
+    f = lambda m: list(qb.linalg.qr(m, mode=mode)) if mode != "r" else qb.linalg.qr(m, mode="r")
+    assert_same(f, qb.array(a))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 2, 5, 12, 40])
+def test_eigh_matches_lapack_up_to_signs(dtype, n):
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=(4, n, n))
+    sym = (a + np.swapaxes(a, 1, 2)).astype(dtype)
+    sym[0] = np.triu(rng.normal(size=(n, n)), 1) * 1e3 + np.tril(sym[0])  # one triangle is never read
+    x = qb.array(sym)
+    ref = qb.jit(qb.linalg.eigh)(x)
+    got = qb.jit(qb.linalg.eigh, device="cuda")(x)
+    rtol = 1e-4 if dtype == "float32" else 1e-11
+    scale = np.max(np.abs(np.asarray(ref.eigenvalues)))
+    np.testing.assert_allclose(np.asarray(got.eigenvalues), np.asarray(ref.eigenvalues), rtol=0, atol=rtol * scale)
+    v, w = np.asarray(got.eigenvectors), np.asarray(ref.eigenvectors)
+    signs = np.sign(np.sum(v * w, axis=1, keepdims=True))  # per eigenvector
+    np.testing.assert_allclose(v * signs, w, rtol=0, atol=30 * rtol)
+    rebuilt = lambda vec, val: vec @ (val[..., None] * np.swapaxes(vec, 1, 2))
+    np.testing.assert_allclose(rebuilt(v, np.asarray(got.eigenvalues)), rebuilt(w, np.asarray(ref.eigenvalues)),
+                               rtol=0, atol=rtol * scale * 10)
+    check_nvrtc(qb.linalg.eigh, x)
+
+
+def test_eigh_of_nan_and_of_repeated_eigenvalues():
+    # NaN in, NaN out (all of it here; LAPACK may leave a decoupled eigenvalue finite).
+    nan = qb.jit(qb.linalg.eigh, device="cuda")(qb.array([[np.nan, 0.0], [0.0, 1.0]]))
+    assert np.isnan(np.asarray(nan.eigenvalues)).all() and np.isnan(np.asarray(nan.eigenvectors)).all()
+    got = qb.jit(qb.linalg.eigh, device="cuda")(qb.eye(4) * 2.0)
+    np.testing.assert_allclose(np.asarray(got.eigenvalues), [2.0] * 4)
+    v = np.asarray(got.eigenvectors)
+    np.testing.assert_allclose(v.T @ v, np.eye(4), atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (7, 3), (3, 7), (6, 1), (1, 6), (30, 20)])
+@pytest.mark.parametrize("full", [False, True])
+def test_svd_matches_lapack_up_to_signs(dtype, shape, full):
+    rng = np.random.default_rng(sum(shape))
+    a = rng.normal(size=(3,) + shape).astype(dtype)
+    a[2] = np.outer(rng.normal(size=shape[0]), rng.normal(size=shape[1]))  # rank 1: zero singular values
+    x = qb.array(a)
+    ref = qb.jit(lambda m: qb.linalg.svd(m, full_matrices=full))(x)
+    got = qb.jit(lambda m: qb.linalg.svd(m, full_matrices=full), device="cuda")(x)
+    tol = 1e-4 if dtype == "float32" else 1e-11
+    s_ref, s_got = np.asarray(ref.S), np.asarray(got.S)
+    scale = s_ref.max()
+    np.testing.assert_allclose(s_got, s_ref, rtol=0, atol=tol * scale)
+    u, vh = np.asarray(got.U), np.asarray(got.Vh)
+    k = min(shape)
+    for b in range(3):  # orthonormal factors, and U S Vh rebuilds A
+        np.testing.assert_allclose(u[b].T @ u[b], np.eye(u.shape[-1]), atol=30 * tol)
+        np.testing.assert_allclose(vh[b] @ vh[b].T, np.eye(vh.shape[-2]), atol=30 * tol)
+        np.testing.assert_allclose((u[b][:, :k] * s_got[b]) @ vh[b][:k], a[b], atol=30 * tol * scale)
+    # Vectors of distinct nonzero singular values agree with LAPACK's up to sign.
+    ur, vr = np.asarray(ref.U)[:2, :, :k], np.asarray(ref.Vh)[:2, :k]
+    sign = np.sign(np.sum(u[:2, :, :k] * ur, axis=1, keepdims=True))
+    np.testing.assert_allclose(u[:2, :, :k] * sign, ur, atol=100 * tol)
+    np.testing.assert_allclose(vh[:2, :k] * np.swapaxes(sign, 1, 2), vr, atol=100 * tol)
+    check_nvrtc(lambda m: qb.linalg.svd(m, full_matrices=full), x)
 
 
 def test_linalg_bad_matrices_give_nan_as_the_cpu():

@@ -1,6 +1,7 @@
 #include "quabla/backends/cuda/lowering.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -264,6 +265,9 @@ class Lowerer {
       case Op::SearchSorted: return searchsorted(n, i);
       case Op::Cholesky: case Op::TriangularSolve: case Op::Solve: case Op::Slogdet: case Op::Lu:
         return linalg(n, i);
+      case Op::Qr: return qr(n, i);
+      case Op::Eigh: return eigh(n, i);
+      case Op::Svd: return svd(n, i);
       default: unsupported(n);
     }
   }
@@ -737,6 +741,220 @@ class Lowerer {
     params.push_back({pointer(d, false), "y"});
     args.push_back(value(n.outputs[0]));
     s.launches.push_back(Launch{kernel(params, b.str()), batch, args});
+  }
+
+  // Householder QR as LAPACK's unblocked geqr2 and org2r compute it (the same reflector
+  // signs: beta = -sign(alpha) |(alpha, x)|, tau = 0 for a zero column below the diagonal),
+  // so Q and R agree with the CPU's to rounding. out: rows 0..m-1 Q (m x qc), rows m.. R.
+  void qr(const Node& n, std::uint32_t i) {
+    const Shape& as = type(n.inputs[0]).shape;
+    const DType d = type(n.outputs[0]).dtype;
+    const std::size_t r = as.size();
+    const std::int64_t m = as[r - 2], nc = as[r - 1], batch = num_elements(std::span(as).first(r - 2));
+    const std::int64_t k = std::min(m, nc), qc = n.attrs.mode == 1 ? m : k, w = std::max(qc, nc);
+    if (std::max(m, nc) > kMaxThreadMatrix) {
+      throw UnsupportedOperation("qr of " + std::to_string(m) + "x" + std::to_string(nc) + " matrices is not supported on " +
+                                     device_ + " yet (one matrix per thread up to " + std::to_string(kMaxThreadMatrix) +
+                                     "; cuSOLVER is not built in); run this program on the CPU (device='cpu')",
+                                 "qr", device_);
+    }
+    const std::string t = c_type(d), sq = d == DType::f32 ? "sqrtf" : "sqrt", hy = d == DType::f32 ? "hypotf" : "hypot";
+    const std::int64_t per = m * nc + std::max<std::int64_t>(k, 1), omat = (m + qc) * w;
+    std::ostringstream b;
+    b << "    " << t << "* f = t0 + i * " << per << ";\n    " << t << "* tau = f + " << m * nc << ";\n";
+    b << "    " << t << "* o = y + i * " << omat << ";\n";
+    b << "    for (qb_i64 q = 0; q < " << m * nc << "; ++q) f[q] = a[i * " << m * nc << " + q];\n";
+    b << "    for (qb_i64 q = 0; q < " << omat << "; ++q) o[q] = 0;\n";
+    b << "    for (qb_i64 j = 0; j < " << k << "; ++j) {\n";
+    b << "      const " << t << " alpha = f[j * " << nc << " + j];\n      " << t << " ss = 0;\n";
+    b << "      for (qb_i64 r = j + 1; r < " << m << "; ++r) ss += f[r * " << nc << " + j] * f[r * " << nc << " + j];\n";
+    b << "      if (ss == 0) { tau[j] = 0; continue; }\n";
+    b << "      const " << t << " h = " << hy << "(alpha, " << sq << "(ss));\n";
+    b << "      const " << t << " beta = alpha >= 0 ? -h : h;\n";
+    b << "      tau[j] = (beta - alpha) / beta;\n      const " << t << " scale = 1 / (alpha - beta);\n";
+    b << "      for (qb_i64 r = j + 1; r < " << m << "; ++r) f[r * " << nc << " + j] *= scale;\n";
+    b << "      f[j * " << nc << " + j] = beta;\n";
+    b << "      for (qb_i64 c = j + 1; c < " << nc << "; ++c) {\n        " << t << " s = f[j * " << nc << " + c];\n";
+    b << "        for (qb_i64 r = j + 1; r < " << m << "; ++r) s += f[r * " << nc << " + j] * f[r * " << nc << " + c];\n";
+    b << "        s *= tau[j];\n        f[j * " << nc << " + c] -= s;\n";
+    b << "        for (qb_i64 r = j + 1; r < " << m << "; ++r) f[r * " << nc << " + c] -= s * f[r * " << nc << " + j];\n";
+    b << "      }\n    }\n";
+    // R: the upper triangle of f in rows m.. (rows past k stay zero).
+    b << "    for (qb_i64 r = 0; r < " << std::min(qc, k) << "; ++r) for (qb_i64 c = r; c < " << nc << "; ++c) o[("
+      << m << " + r) * " << w << " + c] = f[r * " << nc << " + c];\n";
+    // Q = H_0 ... H_{k-1} applied to the first qc columns of the identity, backwards.
+    b << "    for (qb_i64 r = 0; r < " << std::min(m, qc) << "; ++r) o[r * " << w << " + r] = 1;\n";
+    b << "    for (qb_i64 j = " << k - 1 << "; j >= 0; --j) {\n      if (tau[j] == 0) continue;\n";
+    b << "      for (qb_i64 c = 0; c < " << qc << "; ++c) {\n        " << t << " s = o[j * " << w << " + c];\n";
+    b << "        for (qb_i64 r = j + 1; r < " << m << "; ++r) s += f[r * " << nc << " + j] * o[r * " << w << " + c];\n";
+    b << "        s *= tau[j];\n        o[j * " << w << " + c] -= s;\n";
+    b << "        for (qb_i64 r = j + 1; r < " << m << "; ++r) o[r * " << w << " + c] -= s * f[r * " << nc << " + j];\n";
+    b << "      }\n    }\n";
+    Step& s = new_step(i, n.outputs);
+    s.temp_bytes.push_back(static_cast<std::size_t>(batch * per) * itemsize(d));
+    s.launches.push_back(Launch{kernel({{pointer(d, true), "a"}, {pointer(d, false), "t0"}, {pointer(d, false), "y"}}, b.str()),
+                                batch, {value(n.inputs[0]), temp(0), value(n.outputs[0])}});
+  }
+
+  // Symmetric eigendecomposition by cyclic Jacobi rotations (one matrix per thread), of the
+  // matrix read from A's lower triangle as LAPACK's syevd reads it. Eigenvalues ascending;
+  // each eigenvector is determined up to sign (and within a repeated eigenvalue's space up
+  // to rotation), so it may differ from the CPU's (LAPACK's) by that sign, as any two
+  // implementations may. NaN input gives NaN everywhere (LAPACK's may leave an eigenvalue
+  // of a decoupled block finite).
+  void eigh(const Node& n, std::uint32_t i) {
+    const Shape& as = type(n.inputs[0]).shape;
+    const DType d = type(n.outputs[0]).dtype;
+    const std::int64_t dim = as.back(), batch = num_elements(std::span(as).first(as.size() - 2));
+    if (dim > kMaxThreadMatrix) {
+      throw UnsupportedOperation("eigh of " + std::to_string(dim) + "x" + std::to_string(dim) +
+                                     " matrices is not supported on " + device_ + " yet (one matrix per thread up to " +
+                                     std::to_string(kMaxThreadMatrix) +
+                                     "; cuSOLVER is not built in); run this program on the CPU (device='cpu')",
+                                 "eigh", device_);
+    }
+    const std::string t = c_type(d), sq = d == DType::f32 ? "sqrtf" : "sqrt", nan = d == DType::f32 ? "QB_NAN_F" : "QB_NAN_D";
+    const std::string eps = d == DType::f32 ? "1.1920929e-07f" : "2.220446049250313e-16";
+    const std::int64_t mat = dim * dim, omat = (dim + 1) * dim;
+    std::ostringstream b;
+    b << "    " << t << "* S = t0 + i * " << mat << ";\n    " << t << "* o = y + i * " << omat << ";\n";
+    b << "    " << t << "* V = o + " << dim << ";\n    bool bad = false;\n";
+    b << "    for (qb_i64 r = 0; r < " << dim << "; ++r) for (qb_i64 c = 0; c <= r; ++c) {\n";
+    b << "      const " << t << " v = a[i * " << mat << " + r * " << dim << " + c];\n";
+    b << "      if (v != v) bad = true;\n      S[r * " << dim << " + c] = v; S[c * " << dim << " + r] = v;\n    }\n";
+    b << "    for (qb_i64 q = 0; q < " << mat << "; ++q) V[q] = 0;\n";
+    b << "    for (qb_i64 r = 0; r < " << dim << "; ++r) V[r * " << dim << " + r] = 1;\n";
+    b << "    for (int sweep = 0; sweep < 100 && !bad; ++sweep) {\n      bool rotated = false;\n";
+    b << "      for (qb_i64 p = 0; p < " << dim << "; ++p) for (qb_i64 q = p + 1; q < " << dim << "; ++q) {\n";
+    b << "        const " << t << " apq = S[p * " << dim << " + q], app = S[p * " << dim << " + p], aqq = S[q * " << dim
+      << " + q];\n";
+    // Skip an entry already negligible beside its diagonal (it can only be rounding).
+    b << "        if (fabs(apq) <= " << eps << " * 0.5 * " << sq << "(fabs(app * aqq)) || apq == 0) { S[p * " << dim
+      << " + q] = 0; S[q * " << dim << " + p] = 0; continue; }\n";
+    b << "        rotated = true;\n";
+    b << "        const " << t << " theta = (aqq - app) / (2 * apq);\n";
+    b << "        const " << t << " tt = (theta >= 0 ? 1 : -1) / (fabs(theta) + " << sq << "(theta * theta + 1));\n";
+    b << "        const " << t << " c = 1 / " << sq << "(tt * tt + 1), s = tt * c;\n";
+    b << "        for (qb_i64 r = 0; r < " << dim << "; ++r) {\n";
+    b << "          const " << t << " x = S[r * " << dim << " + p], z = S[r * " << dim << " + q];\n";
+    b << "          S[r * " << dim << " + p] = c * x - s * z; S[r * " << dim << " + q] = s * x + c * z;\n        }\n";
+    b << "        for (qb_i64 r = 0; r < " << dim << "; ++r) {\n";
+    b << "          const " << t << " x = S[p * " << dim << " + r], z = S[q * " << dim << " + r];\n";
+    b << "          S[p * " << dim << " + r] = c * x - s * z; S[q * " << dim << " + r] = s * x + c * z;\n        }\n";
+    b << "        S[p * " << dim << " + q] = 0; S[q * " << dim << " + p] = 0;\n";
+    b << "        for (qb_i64 r = 0; r < " << dim << "; ++r) {\n";
+    b << "          const " << t << " x = V[r * " << dim << " + p], z = V[r * " << dim << " + q];\n";
+    b << "          V[r * " << dim << " + p] = c * x - s * z; V[r * " << dim << " + q] = s * x + c * z;\n        }\n";
+    b << "      }\n      if (!rotated) break;\n    }\n";
+    b << "    if (bad) { for (qb_i64 q = 0; q < " << omat << "; ++q) o[q] = " << nan << "; continue; }\n";
+    b << "    for (qb_i64 r = 0; r < " << dim << "; ++r) o[r] = S[r * " << dim << " + r];\n";
+    // Ascending order (a stable selection sort), the columns of V with them.
+    b << "    for (qb_i64 r = 0; r < " << dim << "; ++r) {\n      qb_i64 best = r;\n";
+    b << "      for (qb_i64 c = r + 1; c < " << dim << "; ++c) if (o[c] < o[best]) best = c;\n";
+    b << "      if (best == r) continue;\n      const " << t << " w = o[r]; o[r] = o[best]; o[best] = w;\n";
+    b << "      for (qb_i64 q = 0; q < " << dim << "; ++q) { const " << t << " v = V[q * " << dim << " + r]; V[q * " << dim
+      << " + r] = V[q * " << dim << " + best]; V[q * " << dim << " + best] = v; }\n    }\n";
+    Step& s = new_step(i, n.outputs);
+    s.temp_bytes.push_back(static_cast<std::size_t>(batch * mat) * itemsize(d));
+    s.launches.push_back(Launch{kernel({{pointer(d, true), "a"}, {pointer(d, false), "t0"}, {pointer(d, false), "y"}}, b.str()),
+                                batch, {value(n.inputs[0]), temp(0), value(n.outputs[0])}});
+  }
+
+  // SVD by one-sided Jacobi (Hestenes) rotations of the columns of the taller of A and A^T
+  // (one matrix per thread): the columns converge to U S, the rotations accumulate V. The
+  // singular values come out descending as LAPACK's; the vectors of a singular value are
+  // determined up to sign (and rotation within repeated values), so they may differ from
+  // the CPU's by that. Columns of U for zero singular values, and full_matrices' extra
+  // columns, are completed to an orthonormal basis (Gram-Schmidt against unit vectors).
+  void svd(const Node& n, std::uint32_t i) {
+    const Shape& as = type(n.inputs[0]).shape;
+    const DType d = type(n.outputs[0]).dtype;
+    const std::size_t rk = as.size();
+    const std::int64_t m = as[rk - 2], nn = as[rk - 1], batch = num_elements(std::span(as).first(rk - 2));
+    const bool full = n.attrs.mode == 1;
+    const std::int64_t k = std::min(m, nn), w = full ? std::max(m, nn) : k;
+    const std::int64_t ucols = full ? m : k, vrows = full ? nn : k;
+    if (std::max(m, nn) > kMaxThreadMatrix) {
+      throw UnsupportedOperation("svd of " + std::to_string(m) + "x" + std::to_string(nn) + " matrices is not supported on " +
+                                     device_ + " yet (one matrix per thread up to " + std::to_string(kMaxThreadMatrix) +
+                                     "; cuSOLVER is not built in); run this program on the CPU (device='cpu')",
+                                 "svd", device_);
+    }
+    // Work on B = A (tall) or A^T (wide): B is r x c with r >= c = k; B = P S Q^T.
+    const bool wide = m < nn;
+    const std::int64_t r = wide ? nn : m, c = k;
+    const std::string t = c_type(d), sq = d == DType::f32 ? "sqrtf" : "sqrt", nan = d == DType::f32 ? "QB_NAN_F" : "QB_NAN_D";
+    const std::string eps = d == DType::f32 ? "1.1920929e-07f" : "2.220446049250313e-16";
+    // Scratch per matrix: P (r x r: B's columns, completed to a basis), Q (c x c), s (c).
+    const std::int64_t per = r * r + c * c + c, omat = (m + 1 + nn) * w;
+    std::ostringstream b;
+    b << "    " << t << "* P = t0 + i * " << per << ";\n    " << t << "* Q = P + " << r * r << ";\n    " << t
+      << "* sv = Q + " << c * c << ";\n    " << t << "* o = y + i * " << omat << ";\n    bool bad = false;\n";
+    b << "    for (qb_i64 q = 0; q < " << omat << "; ++q) o[q] = 0;\n";
+    b << "    for (qb_i64 q = 0; q < " << r * r << "; ++q) P[q] = 0;\n";
+    b << "    for (qb_i64 x = 0; x < " << r << "; ++x) for (qb_i64 z = 0; z < " << c << "; ++z) {\n";
+    b << "      const " << t << " v = a[i * " << m * nn << " + "
+      << (wide ? "z * " + std::to_string(nn) + " + x" : "x * " + std::to_string(nn) + " + z") << "];\n";
+    b << "      if (v != v) bad = true;\n      P[x * " << r << " + z] = v;\n    }\n";
+    b << "    for (qb_i64 q = 0; q < " << c * c << "; ++q) Q[q] = 0;\n";
+    b << "    for (qb_i64 x = 0; x < " << c << "; ++x) Q[x * " << c << " + x] = 1;\n";
+    b << "    for (int sweep = 0; sweep < 100 && !bad; ++sweep) {\n      bool rotated = false;\n";
+    b << "      for (qb_i64 p = 0; p < " << c << "; ++p) for (qb_i64 q = p + 1; q < " << c << "; ++q) {\n";
+    b << "        " << t << " al = 0, be = 0, ga = 0;\n";
+    b << "        for (qb_i64 x = 0; x < " << r << "; ++x) { const " << t << " u = P[x * " << r << " + p], v = P[x * " << r
+      << " + q]; al += u * u; be += v * v; ga += u * v; }\n";
+    b << "        if (ga == 0 || fabs(ga) <= " << eps << " * " << sq << "(al * be)) continue;\n        rotated = true;\n";
+    b << "        const " << t << " zeta = (be - al) / (2 * ga);\n";
+    b << "        const " << t << " tt = (zeta >= 0 ? 1 : -1) / (fabs(zeta) + " << sq << "(1 + zeta * zeta));\n";
+    b << "        const " << t << " cs = 1 / " << sq << "(1 + tt * tt), sn = cs * tt;\n";
+    b << "        for (qb_i64 x = 0; x < " << r << "; ++x) { const " << t << " u = P[x * " << r << " + p], v = P[x * " << r
+      << " + q]; P[x * " << r << " + p] = cs * u - sn * v; P[x * " << r << " + q] = sn * u + cs * v; }\n";
+    b << "        for (qb_i64 x = 0; x < " << c << "; ++x) { const " << t << " u = Q[x * " << c << " + p], v = Q[x * " << c
+      << " + q]; Q[x * " << c << " + p] = cs * u - sn * v; Q[x * " << c << " + q] = sn * u + cs * v; }\n";
+    b << "      }\n      if (!rotated) break;\n    }\n";
+    b << "    if (bad) { for (qb_i64 q = 0; q < " << omat << "; ++q) o[q] = " << nan << "; continue; }\n";
+    // Singular values: the column norms; sorted descending with their columns.
+    b << "    for (qb_i64 z = 0; z < " << c << "; ++z) { " << t << " ss = 0; for (qb_i64 x = 0; x < " << r
+      << "; ++x) ss += P[x * " << r << " + z] * P[x * " << r << " + z]; sv[z] = " << sq << "(ss); }\n";
+    b << "    for (qb_i64 z = 0; z < " << c << "; ++z) {\n      qb_i64 best = z;\n";
+    b << "      for (qb_i64 u = z + 1; u < " << c << "; ++u) if (sv[u] > sv[best]) best = u;\n      if (best == z) continue;\n";
+    b << "      { const " << t << " w2 = sv[z]; sv[z] = sv[best]; sv[best] = w2; }\n";
+    b << "      for (qb_i64 x = 0; x < " << r << "; ++x) { const " << t << " w2 = P[x * " << r << " + z]; P[x * " << r
+      << " + z] = P[x * " << r << " + best]; P[x * " << r << " + best] = w2; }\n";
+    b << "      for (qb_i64 x = 0; x < " << c << "; ++x) { const " << t << " w2 = Q[x * " << c << " + z]; Q[x * " << c
+      << " + z] = Q[x * " << c << " + best]; Q[x * " << c << " + best] = w2; }\n    }\n";
+    // Normalise P's columns (U S -> U); a (numerically) zero one, and columns c.. of a
+    // full basis, are completed by Gram-Schmidt against the unit vectors.
+    b << "    const " << t << " tiny = " << eps << " * (sv[0] > 0 ? sv[0] : 1) * " << r << ";\n";
+    b << "    for (qb_i64 z = 0; z < " << r << "; ++z) {\n";
+    b << "      if (z < " << c << " && sv[z] > tiny) { for (qb_i64 x = 0; x < " << r << "; ++x) P[x * " << r
+      << " + z] /= sv[z]; continue; }\n";
+    // Some unit vector keeps at least 1/sqrt(r) of its length off the span so far (their
+    // squared residuals add up to the remaining dimension): take the first that keeps half that.
+    b << "      for (qb_i64 unit = 0; unit < " << r << "; ++unit) {\n";
+    b << "        for (qb_i64 x = 0; x < " << r << "; ++x) P[x * " << r << " + z] = x == unit ? 1 : 0;\n";
+    b << "        for (int pass = 0; pass < 2; ++pass) for (qb_i64 u = 0; u < z; ++u) {\n";
+    b << "          " << t << " dot = 0; for (qb_i64 x = 0; x < " << r << "; ++x) dot += P[x * " << r << " + u] * P[x * " << r
+      << " + z];\n";
+    b << "          for (qb_i64 x = 0; x < " << r << "; ++x) P[x * " << r << " + z] -= dot * P[x * " << r << " + u];\n        }\n";
+    b << "        " << t << " nrm = 0; for (qb_i64 x = 0; x < " << r << "; ++x) nrm += P[x * " << r << " + z] * P[x * " << r
+      << " + z];\n        nrm = " << sq << "(nrm);\n";
+    b << "        if (nrm > " << 0.5 / std::sqrt(static_cast<double>(r)) << ") { for (qb_i64 x = 0; x < " << r << "; ++x) P[x * "
+      << r << " + z] /= nrm; break; }\n";
+    b << "      }\n    }\n";
+    // Out: U (m x ucols), s, V (n x vrows). B = P S Q^T: tall A: U = P, V = Q; wide A
+    // (B = A^T): U = Q, V = P.
+    b << "    for (qb_i64 z = 0; z < " << k << "; ++z) o[" << m * w << " + z] = sv[z];\n";
+    const std::string pu = wide ? "Q" : "P", pv = wide ? "P" : "Q";
+    const std::int64_t lu_ = wide ? c : r, lv = wide ? r : c;  // leading dims of those stores
+    b << "    for (qb_i64 x = 0; x < " << m << "; ++x) for (qb_i64 z = 0; z < " << ucols << "; ++z) o[x * " << w
+      << " + z] = " << pu << "[x * " << lu_ << " + z];\n";
+    b << "    for (qb_i64 x = 0; x < " << nn << "; ++x) for (qb_i64 z = 0; z < " << vrows << "; ++z) o[(" << m + 1
+      << " + x) * " << w << " + z] = " << pv << "[x * " << lv << " + z];\n";
+    Step& s = new_step(i, n.outputs);
+    s.temp_bytes.push_back(static_cast<std::size_t>(batch * per) * itemsize(d));
+    s.launches.push_back(Launch{kernel({{pointer(d, true), "a"}, {pointer(d, false), "t0"}, {pointer(d, false), "y"}}, b.str()),
+                                batch, {value(n.inputs[0]), temp(0), value(n.outputs[0])}});
   }
 
   // Each value's buffer is released after the last step that reads it (results never).
