@@ -17,6 +17,17 @@ namespace qb::py {
 
 namespace {
 
+// The signature key of a device array: 'D', its dtype and shape (host arrays have no 'D').
+void append_device_key(const DeviceArray& d, std::string& key) {
+  key += 'D';
+  key += dtype_short_name(d.type.dtype);
+  for (auto e : d.type.shape) {
+    key += ',';
+    key += std::to_string(e);
+  }
+  key += ';';
+}
+
 struct Program {
   std::shared_ptr<const Graph> traced;     // as recorded
   std::shared_ptr<cpu::Executable> exe;    // simplified and planned
@@ -125,14 +136,7 @@ void bind_program(nb::module_& m) {
     std::string key;
     for (nb::handle h : args) {
       if (is_device_array(h)) {
-        const DeviceArray& d = nb::cast<const DeviceArray&>(h);
-        key += 'D';
-        key += dtype_short_name(d.type.dtype);
-        for (auto e : d.type.shape) {
-          key += ',';
-          key += std::to_string(e);
-        }
-        key += ';';
+        append_device_key(nb::cast<const DeviceArray&>(h), key);
         continue;
       }
       if (!nb::isinstance<Array>(h)) return nb::none();
@@ -232,14 +236,7 @@ bool flatten_arrays(nb::handle obj, std::string& key, nb::list& leaves, int dept
   if (depth > 64) return false;
   PyObject* o = obj.ptr();
   if (is_device_array(obj)) {
-    const DeviceArray& d = nb::cast<const DeviceArray&>(obj);
-    key += 'D';
-    key += dtype_short_name(d.type.dtype);
-    for (auto e : d.type.shape) {
-      key += ',';
-      key += std::to_string(e);
-    }
-    key += ';';
+    append_device_key(nb::cast<const DeviceArray&>(obj), key);
     leaves.append(obj);
     return true;
   }
