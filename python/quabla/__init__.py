@@ -65,16 +65,21 @@ def devices(backend=None):
     """The devices programs can run on: "cpu", then "cuda:N" for each CUDA GPU present.
 
     ``devices("cuda")`` lists only CUDA devices and raises RuntimeError, saying why in one
-    sentence, when there is none (no driver, no GPU, no NVRTC). QUABLA_CUDA_EMULATOR=1 makes
+    sentence, when there is none (no driver, no GPU, no NVRTC); "mlx" is listed when this
+    build has the MLX backend (``devices("mlx")`` likewise). QUABLA_CUDA_EMULATOR=1 makes
     "cuda:0" the host emulator (for testing the backend without a GPU).
     """
     from . import _cuda
-    if backend not in (None, "cpu", "cuda"):
-        raise ValueError(f"devices: backend must be None, 'cpu' or 'cuda', got {backend!r}")
+    if backend not in (None, "cpu", "cuda", "mlx"):
+        raise ValueError(f"devices: backend must be None, 'cpu', 'cuda' or 'mlx', got {backend!r}")
     cuda = _cuda.device_names() if backend in (None, "cuda") else []
     if backend == "cuda" and not cuda:
         raise RuntimeError(f"devices: no CUDA device: {_cuda.unavailable_reason()}")
-    return (["cpu"] if backend in (None, "cpu") else []) + cuda
+    mlx_info = _core.mlx_info()
+    mlx = ["mlx"] if backend in (None, "mlx") and mlx_info["available"] else []
+    if backend == "mlx" and not mlx:
+        raise RuntimeError(f"devices: no MLX backend: {mlx_info['reason']}")
+    return (["cpu"] if backend in (None, "cpu") else []) + cuda + mlx
 
 
 # ---- Quabla v0.1 compatibility (docs/migration.md) ------------------------------------------

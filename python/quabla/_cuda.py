@@ -85,6 +85,10 @@ def device_put(x, device=None):
     """
     if device is None or device == "cpu":
         return x.to_host() if isinstance(x, _core.DeviceArray) else _core.asarray(x)
+    if device == "mlx":
+        raise UnsupportedOperationError(
+            "device_put: arrays held in MLX's memory are not built yet; qb.jit(f, device='mlx') takes and returns "
+            "host arrays (MLX wraps them without a copy on the CPU)", op="device_put", device="mlx")
     if not isinstance(device, str) or not (device == "cuda" or device.startswith("cuda:")):
         raise ValueError(f"device_put: device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
     try:

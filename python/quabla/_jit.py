@@ -57,6 +57,11 @@ def _check_device(device: Optional[str]) -> Tuple[int, bool]:
         return -1, False
     if device.startswith("cuda"):
         return _cuda.resolve(device, "jit")
+    if device == "mlx":
+        info = _core.mlx_info()
+        if info["available"]:
+            return -2, False  # -2: MLX
+        raise UnsupportedOperationError(f"jit: device='mlx': {info['reason']}", op="jit", device="mlx")
     raise UnsupportedOperationError(
         f"jit: the {device.split(':')[0]} backend is not built in this version of Quabla; "
         f"qb.devices() lists the available targets (use device='cpu')",
@@ -273,7 +278,8 @@ class JittedFunction:
             else:
                 kinds.append("static")
                 statics.append(leaf)
-        program = trace.finish(arrays, cuda_ordinal=self._cuda[0], cuda_emulate=self._cuda[1])
+        program = trace.finish(arrays, cuda_ordinal=max(self._cuda[0], -1), cuda_emulate=self._cuda[1],
+                               mlx=self._cuda[0] == -2)
         self.trace_count += 1
         return Compiled(program, out_treedef, kinds, statics, in_positions)
 

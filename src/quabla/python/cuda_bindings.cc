@@ -1,5 +1,5 @@
-// The CUDA backend's module functions: availability, library directories, NVRTC compile
-// checks and the generated source of a graph (for tests and for users reading what runs).
+// The device backends' module functions: CUDA availability, library directories, NVRTC
+// compile checks, device arrays; MLX availability.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -7,6 +7,7 @@
 #include "quabla/backends/cuda/loader.h"
 #include "quabla/backends/cuda/lowering.h"
 #include "quabla/backends/cuda/nvrtc.h"
+#include "quabla/backends/mlx/program.h"
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
 #include "quabla/python/device_array.h"
@@ -86,6 +87,13 @@ void bind_cuda(nb::module_& m) {
         nb::arg("source"), nb::arg("arch") = "sm_90");
   m.def("cuda_device_description", [](int ordinal, bool emulate) { return cuda::device(ordinal, emulate).description(); },
         nb::arg("ordinal"), nb::arg("emulate") = false);
+  m.def("mlx_info", [] {
+    nb::dict d;
+    d["available"] = mlxb::available();
+    d["reason"] = mlxb::unavailable_reason();
+    d["version"] = mlxb::version();
+    return d;
+  });
   m.def("cuda_synchronize", [](int ordinal, bool emulate) { cuda::device(ordinal, emulate).synchronize(); },
         nb::arg("ordinal"), nb::arg("emulate") = false);
   m.def("cuda_release_cached", [](int ordinal, bool emulate) { cuda::device(ordinal, emulate).release_cached(); },

@@ -8,6 +8,7 @@
 #include "quabla/api/trace.h"
 #include "quabla/backends/cpu/executable.h"
 #include "quabla/backends/cuda/program.h"
+#include "quabla/backends/mlx/program.h"
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
 #include "quabla/python/device_array.h"
@@ -32,6 +33,7 @@ struct Program {
   std::shared_ptr<const Graph> traced;     // as recorded
   std::shared_ptr<cpu::Executable> exe;    // simplified and planned
   std::shared_ptr<cuda::Program> cuda;     // the same graph on a CUDA device, when compiled for one
+  std::shared_ptr<const mlxb::Program> mlx;  // or lowered to MLX
 
   std::vector<Array> run(const std::vector<Array>& args) const {
     const Graph& g = exe->graph();
@@ -48,6 +50,7 @@ struct Program {
       }
     }
     if (cuda) return run_cuda(args);
+    if (mlx) return run_mlx(args);
     return run_program(*exe, args);
   }
 
@@ -107,6 +110,26 @@ struct Program {
       out.append(nb::cast(std::move(d)));
     }
     return out;
+  }
+
+  std::vector<Array> run_mlx(const std::vector<Array>& args) const {
+    std::vector<BufferPtr> bufs;
+    bufs.reserve(args.size());
+    for (const Array& a : args) bufs.push_back(a.storage);
+    return wrap(mlx->run_host(bufs));
+  }
+
+  std::vector<Array> wrap(std::vector<BufferPtr> outs) const {
+    const Graph& g = exe->graph();
+    std::vector<Array> result;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      Array a;
+      a.storage = std::move(outs[i]);
+      a.type = g.type(g.results[i]);
+      a.type.weak = false;
+      result.push_back(std::move(a));
+    }
+    return result;
   }
 
   std::vector<Array> run_cuda(const std::vector<Array>& args) const {
@@ -171,7 +194,10 @@ void bind_program(nb::module_& m) {
         return nb::object(p.run_handles(hs));
       })
       .def("as_text", [](const Program& p) { return print(p.exe->graph()); })
-      .def_prop_ro("device", [](const Program& p) { return p.cuda ? p.cuda->device().description() : std::string("cpu"); })
+      .def_prop_ro("device", [](const Program& p) {
+        return p.cuda ? p.cuda->device().description() : p.mlx ? std::string("mlx") : std::string("cpu");
+      })
+      .def_prop_ro("mlx_compiled", [](const Program& p) { return p.mlx && p.mlx->compiled(); })
       .def("cuda_source", [](const Program& p) {
         if (!p.cuda) throw ValueError("cuda_source: this program was compiled for the CPU");
         return p.cuda->cuda_source();
@@ -210,15 +236,16 @@ void bind_program(nb::module_& m) {
       .def_prop_ro("num_captured", [](const Trace& t) { return t.captured.size(); })
       // cuda_ordinal >= 0 compiles for that CUDA device (the host emulator when
       // cuda_emulate) as well as for the CPU; run() then runs on the device.
-      .def("finish", [](Trace& t, nb::handle results, int cuda_ordinal, bool cuda_emulate) {
+      .def("finish", [](Trace& t, nb::handle results, int cuda_ordinal, bool cuda_emulate, bool mlx) {
         std::vector<Array> outs;
         for (nb::handle h : nb::borrow<nb::sequence>(results)) outs.push_back(to_operand(h));
         auto traced = t.finish(outs);
         auto simplified = std::make_shared<const Graph>(simplify(*traced));
         Program p{traced, std::make_shared<cpu::Executable>(simplified), nullptr};
         if (cuda_ordinal >= 0) p.cuda = std::make_shared<cuda::Program>(simplified, cuda::device(cuda_ordinal, cuda_emulate));
+        if (mlx) p.mlx = mlxb::compile(simplified);
         return p;
-      }, nb::arg("results"), nb::arg("cuda_ordinal") = -1, nb::arg("cuda_emulate") = false)
+      }, nb::arg("results"), nb::arg("cuda_ordinal") = -1, nb::arg("cuda_emulate") = false, nb::arg("mlx") = false)
       .def("stage_everything", [](const std::shared_ptr<Trace>& t) { stage_everything_in(t); },
            "Record every operation run while this trace is innermost (a cond branch).")
       .def("close", [](Trace& t) { t.open = false; });

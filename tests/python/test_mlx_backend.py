@@ -1,0 +1,152 @@
+"""The MLX backend (jit(device="mlx")) against the CPU backend, on MLX's CPU build for
+Linux (pip install mlx[cpu]; scripts/mlx-tests.sh builds Quabla with it and runs this file).
+
+float32 agrees to 1e-5 (relative and absolute). float64 runs in float64 on MLX's CPU, but
+its transcendental functions are accurate to about float32's precision there, so float64
+is compared to 1e-6. Without the MLX backend in this build these tests skip, unless
+QUABLA_REQUIRE_MLX=1, which makes them fail.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import quabla as qb
+from ad_op_table import CASES
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILT = qb._core.mlx_info()["available"]
+
+if not BUILT and os.environ.get("QUABLA_REQUIRE_MLX") == "1":
+    raise RuntimeError(f"QUABLA_REQUIRE_MLX=1 but this build has no MLX backend: {qb._core.mlx_info()['reason']}")
+
+pytestmark = pytest.mark.skipif(not BUILT, reason="this build has no MLX backend (scripts/mlx-tests.sh)")
+
+TOL = {"float32": 1e-5, "float64": 1e-6}
+
+
+def results(fn, args, device=None):
+    return [np.asarray(v) for v in qb.tree.leaves(qb.jit(fn, device=device)(*args))]
+
+
+def assert_same(fn, *args, dtype="float32", tol=None):
+    tol = TOL[dtype] if tol is None else tol
+    ref, got = results(fn, args), results(fn, args, "mlx")
+    assert len(ref) == len(got)
+    for r, g in zip(ref, got):
+        assert r.dtype == g.dtype and r.shape == g.shape
+        if r.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, r)
+        else:
+            np.testing.assert_allclose(g, r, rtol=tol, atol=tol, equal_nan=True)
+
+
+def cast(args, dtype):
+    return [qb.asarray(np.asarray(a).astype(dtype)) for a in args]
+
+
+def _cpu_runs(fn, args):
+    try:
+        qb.jit(fn)(*args)
+        return True
+    except (TypeError, ValueError):
+        return False  # a case that mixes in float64 constants refuses float32 arguments
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_op_table(case, dtype):
+    args = cast(case.args(), dtype)
+    if not _cpu_runs(case.fn, args):
+        pytest.skip("the case needs float64 arguments")
+    assert_same(case.fn, *args, dtype=dtype)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c.forward_only], ids=repr)
+def test_op_table_gradients(case):
+    args = case.args(salt=1)
+    f = qb.grad(lambda *a: qb.sum(qb.sin(case.fn(*a))), argnums=tuple(range(len(args))))
+    assert_same(f, *args, dtype="float64", tol=1e-4)  # derivatives amplify MLX float64 math (above)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c.reverse_only], ids=repr)
+def test_op_table_vmap_and_jvp(case):
+    args = case.args(salt=2)
+    assert_same(qb.vmap(case.fn), *[qb.stack([a, a * 0.5]) for a in args], dtype="float64")
+    tangents = [qb.ones_like(a) for a in args]
+    assert_same(lambda *a: qb.jvp(case.fn, a, tangents)[1], *args, dtype="float64", tol=1e-5)
+
+
+def test_hessian_and_nested_derivatives():
+    f = lambda x: qb.sum(qb.tanh(x) ** 3 * qb.sin(x[::-1]))
+    x = qb.array(np.linspace(-1, 1, 7).astype(np.float32))
+    assert_same(qb.hessian(f), x)
+    assert_same(qb.vmap(qb.grad(qb.grad(lambda s: qb.sin(s) * qb.exp(s)))), x)
+
+
+def test_integer_edges():
+    a = np.array([0, 1, -1, 7, -7, -2**31, 2**31 - 1, 3, -8, 100], np.int32)
+    b = np.array([0, -1, 0, 2, -2, -1, 1, 40, 3, -3], np.int32)
+    f = lambda p, q: [p + q, p * q, p // q, p % q, qb.fmod(p, q), p << q, p >> q, qb.power(p, q), -p, qb.abs(p)]
+    assert_same(f, qb.array(a), qb.array(b))
+    x = qb.array([np.nan, np.inf, -np.inf, 3.7, -3.7, 3e9, -3e9, 0.0], dtype=qb.float32)
+    assert_same(lambda v: [v.astype(qb.int32), v.astype(qb.int64), v.astype(qb.bool_)], x)
+
+
+def test_sorting_nan_order_and_ties():
+    x = np.array([[3.0, np.nan, 1.0, 3.0, -2.0, 1.0, np.nan, 0.0] * 5], np.float32)
+    assert_same(lambda v: [qb.argsort(v, axis=1), qb.argsort(v, axis=1, descending=True), qb.sort(v, axis=1)],
+                qb.array(x))
+
+
+def test_loops_and_cond():
+    def f(x):
+        c, ys = qb.scan(lambda c, r: (qb.tanh(c + r), c * r), x[0], x)
+        w = qb.while_loop(lambda s: s[0] < 10.0, lambda s: (s[0] + 1.0, s[1] * 1.1), (0.0, c))
+        k = qb.fori_loop(0, 5, lambda i, v: v * 0.5 + i, ys)
+        return qb.cond(qb.sum(k) > 0.0, lambda a: a * 2.0, lambda a: -a, k), w[1]
+    x = qb.array(np.linspace(-1, 1, 12).reshape(4, 3).astype(np.float32))
+    assert_same(f, x)
+    assert_same(qb.grad(lambda v: qb.sum(f(v)[0])), x)
+
+
+def test_compiled_unless_regions():
+    x = qb.ones(3, dtype=qb.float32)
+    plain = qb.jit(lambda v: qb.sin(v) * 2.0, device="mlx").lower(x).compile()._program
+    loop = qb.jit(lambda v: qb.fori_loop(0, 3, lambda i, c: c * 2.0, v), device="mlx").lower(x).compile()._program
+    assert plain.device == "mlx" and plain.mlx_compiled and not loop.mlx_compiled
+
+
+def test_readme_pinn_on_mlx():
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import pinn_poisson
+    finally:
+        sys.path.pop(0)
+    cpu = pinn_poisson.main(steps=300, figure=None, device="cpu")
+    mlx = pinn_poisson.main(steps=300, figure=None, device="mlx")
+    assert mlx == pytest.approx(cpu, rel=1e-3)
+
+
+def test_trainer_on_mlx():
+    u_xx = qb.vmap(qb.grad(qb.grad(lambda x, w: qb.sin(w * x))), in_axes=(0, None))
+    loss = lambda p, x: qb.mean((u_xx(x, p["w"]) + math.pi ** 2 * qb.sin(math.pi * x)) ** 2)
+    x = qb.linspace(0.05, 0.95, 8, dtype=qb.float32)
+    ws = {}
+    for device in ("cpu", "mlx"):
+        t = qb.Trainer(loss, {"w": qb.array(2.5, dtype=qb.float32)}, qb.optim.Adam(learning_rate=0.05), x, device=device)
+        t.fit(300)
+        ws[device] = t.params["w"].item()
+    assert ws["mlx"] == pytest.approx(ws["cpu"], rel=1e-4) and ws["mlx"] == pytest.approx(math.pi, rel=1e-4)
+
+
+def test_devices_and_errors():
+    assert "mlx" in qb.devices() and qb.devices("mlx") == ["mlx"]
+    with pytest.raises(qb.UnsupportedOperationError, match="MLX") as info:
+        qb.device_put(np.ones(3), "mlx")
+    assert info.value.device == "mlx"
