@@ -77,7 +77,8 @@ def resolve(device: str, what: str = "jit") -> Tuple[int, bool]:
 
 
 def device_put(x, device=None):
-    """x on `device`: "cpu" (or None) gives a host qb.Array, "cuda" / "cuda:N" a DeviceArray.
+    """x on `device`: "cpu" (or None) gives a host qb.Array, "cuda" / "cuda:N" or "mlx" a
+    DeviceArray (in the GPU's memory, or held by MLX).
 
     Host data (qb arrays, NumPy arrays, lists, numbers) is copied to the device once; a
     jitted function called on device arrays runs there without copies and returns device
@@ -86,11 +87,12 @@ def device_put(x, device=None):
     if device is None or device == "cpu":
         return x.to_host() if isinstance(x, _core.DeviceArray) else _core.asarray(x)
     if device == "mlx":
-        raise UnsupportedOperationError(
-            "device_put: arrays held in MLX's memory are not built yet; qb.jit(f, device='mlx') takes and returns "
-            "host arrays (MLX wraps them without a copy on the CPU)", op="device_put", device="mlx")
+        info = _core.mlx_info()
+        if not info["available"]:
+            raise UnsupportedOperationError(f"device_put: device='mlx': {info['reason']}", op="device_put", device="mlx")
+        return _core.mlx_put(x)
     if not isinstance(device, str) or not (device == "cuda" or device.startswith("cuda:")):
-        raise ValueError(f"device_put: device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+        raise ValueError(f"device_put: device must be 'cpu', 'cuda', 'cuda:N' or 'mlx', got {device!r}")
     try:
         ordinal, emulate = resolve(device, "device_put")
     except UnsupportedOperationError as e:

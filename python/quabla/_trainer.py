@@ -41,9 +41,9 @@ class Trainer:
         if opt_state is not None:
             s_leaves = _checked_state(opt_state, s_leaves, self._s_def)
         self._p_leaves, self._s_leaves = list(p_leaves), list(s_leaves)
-        # On a CUDA device the parameters, optimizer state and data live in its memory from
-        # here on: a step copies nothing in or out (the loss stays there until read).
-        self._on_device = isinstance(device, str) and device.startswith("cuda")
+        # On a CUDA device (or MLX) the parameters, optimizer state and data live in its
+        # memory from here on: a step copies nothing in or out (the loss stays there until read).
+        self._on_device = isinstance(device, str) and (device.startswith("cuda") or device == "mlx")
         if self._on_device:
             self._device = device
             self._p_leaves = [self._put(x) for x in self._p_leaves]

@@ -446,14 +446,26 @@ def test_device_cpu():
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0", "cuda:3", "mlx"])
 def test_unbuilt_device_raises_unsupported(device):
-    if device.startswith("cuda") and len(qb.devices()) > 1:
+    if device.startswith("cuda") and any(d.startswith("cuda") for d in qb.devices()):
         pytest.skip("this machine has a CUDA device")
+    if device == "mlx" and "mlx" in qb.devices():
+        pytest.skip("this build has the MLX backend")
     with pytest.raises(qb.UnsupportedOperationError) as info:
         qb.jit(lambda x: x, device=device)
     err = info.value
     assert isinstance(err, ValueError) and isinstance(err, NotImplementedError)
     assert isinstance(err, qb.QuablaError)
     assert err.device == device
+
+
+def test_device_put_mlx_without_the_backend():
+    if "mlx" in qb.devices():
+        pytest.skip("this build has the MLX backend")
+    with pytest.raises(qb.UnsupportedOperationError, match="no MLX backend.*mlx\\[cpu\\]") as info:
+        qb.device_put(qb.ones(3), "mlx")
+    assert info.value.device == "mlx" and info.value.op == "device_put"
+    with pytest.raises(RuntimeError, match="no MLX backend"):
+        qb.devices("mlx")
 
 
 @pytest.mark.parametrize("device", ["tpu", "cuda:x", "", 0])

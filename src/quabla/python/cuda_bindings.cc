@@ -16,6 +16,12 @@
 namespace qb::py {
 
 Array to_host(const DeviceArray& d) {
+  if (d.mlx) {
+    Array a;
+    a.storage = mlxb::download(*d.mlx, d.type);
+    a.type = d.type;
+    return a;
+  }
   Array a = Array::empty(d.type.dtype, d.type.shape);
   d.device().download(a.storage->data(), d.buffer->ptr, d.buffer->bytes);
   return a;
@@ -31,6 +37,15 @@ DeviceArray to_device(const Array& a, int ordinal, bool emulated) {
   const std::size_t bytes = static_cast<std::size_t>(a.size()) * itemsize(a.dtype());
   d.buffer = d.device().allocate(bytes);
   d.device().upload(d.buffer->ptr, a.data(), bytes);
+  return d;
+}
+
+DeviceArray to_mlx(const Array& a) {
+  a.require_concrete("qb.device_put");
+  DeviceArray d;
+  d.type = a.type;
+  d.type.weak = false;
+  d.mlx = mlxb::upload(a.storage, d.type);
   return d;
 }
 
@@ -63,11 +78,19 @@ void bind_cuda(nb::module_& m) {
   m.def("device_put", [](nb::handle x, int ordinal, bool emulated) {
     if (is_device_array(x)) {
       const DeviceArray& d = nb::cast<const DeviceArray&>(x);
-      if (d.ordinal == ordinal && d.emulated == emulated) return d;
+      if (!d.mlx && d.ordinal == ordinal && d.emulated == emulated) return d;
       return to_device(to_host(d), ordinal, emulated);  // device to device, through the host
     }
     return to_device(to_array(x), ordinal, emulated);
   }, nb::arg("x"), nb::arg("ordinal"), nb::arg("emulated") = false);
+  m.def("mlx_put", [](nb::handle x) {
+    if (is_device_array(x)) {
+      const DeviceArray& d = nb::cast<const DeviceArray&>(x);
+      if (d.mlx) return d;
+      return to_mlx(to_host(d));
+    }
+    return to_mlx(to_array(x));
+  }, nb::arg("x"));
   m.def("cuda_set_library_dirs", [](std::vector<std::string> dirs) { cuda::set_library_dirs(std::move(dirs)); },
         nb::arg("dirs"));
   m.def("cuda_info", [] {

@@ -7,22 +7,26 @@
 
 #include "quabla/api/array.h"
 #include "quabla/backends/cuda/device.h"
+#include "quabla/backends/mlx/program.h"
 #include "quabla/python/bindings.h"
 
 namespace qb::py {
 
+// On a CUDA device (buffer set) or held by MLX (mlx set).
 struct DeviceArray {
   cuda::DeviceBufferPtr buffer;
+  mlxb::ResidentPtr mlx;
   ValueType type;
   int ordinal = 0;
   bool emulated = false;
 
-  std::string device_name() const { return "cuda:" + std::to_string(ordinal); }
+  std::string device_name() const { return mlx ? "mlx" : "cuda:" + std::to_string(ordinal); }
   cuda::Device& device() const { return cuda::device(ordinal, emulated); }
 };
 
 Array to_host(const DeviceArray& d);
 DeviceArray to_device(const Array& a, int ordinal, bool emulated);
+DeviceArray to_mlx(const Array& a);
 bool is_device_array(nb::handle h);
 // The TypeError for a device array given to a host (eager) function.
 [[noreturn]] void reject_device_array(nb::handle h, const char* where);

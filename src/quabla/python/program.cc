@@ -68,6 +68,7 @@ struct Program {
       return out;
     }
     const Graph& g = exe->graph();
+    if (mlx) return run_mlx_resident(hs);
     if (!cuda) {
       for (nb::handle h : hs)
         if (is_device_array(h)) reject_device_array(h, "calling a program compiled for the CPU");
@@ -87,6 +88,7 @@ struct Program {
                          "; arrays of one call must be on one device: move it with qb.device_put(x, 'cuda:N')");
       }
       const DeviceArray& d = nb::cast<const DeviceArray&>(hs[i]);
+      if (d.mlx) reject_device_array(hs[i], "calling a program compiled for CUDA");
       if (&d.device() != &cuda->device()) {
         throw ValueError("argument " + std::to_string(i) + " is on " + d.device().description() +
                          " but the program runs on " + here + "; move it with qb.device_put");
@@ -107,6 +109,42 @@ struct Program {
       d.type.weak = false;
       d.ordinal = ordinal;
       d.emulated = emulated;
+      out.append(nb::cast(std::move(d)));
+    }
+    return out;
+  }
+
+  // MLX-held arguments in, MLX-held results out.
+  nb::list run_mlx_resident(const std::vector<nb::handle>& hs) const {
+    const Graph& g = exe->graph();
+    if (hs.size() != g.params.size()) {
+      throw TypeError("compiled program expects " + std::to_string(g.params.size()) + " array arguments, got " +
+                      std::to_string(hs.size()));
+    }
+    std::vector<mlxb::ResidentPtr> in;
+    for (std::size_t i = 0; i < hs.size(); ++i) {
+      const ValueType& t = g.type(g.params[i]);
+      if (!is_device_array(hs[i]) || !nb::cast<const DeviceArray&>(hs[i]).mlx) {
+        throw ValueError("argument " + std::to_string(i) + " is " +
+                         (is_device_array(hs[i]) ? "on " + nb::cast<const DeviceArray&>(hs[i]).device_name()
+                                                 : std::string("a host array")) +
+                         " but other arguments are MLX arrays; arrays of one call must be on one device: move it "
+                         "with qb.device_put(x, 'mlx')");
+      }
+      const DeviceArray& d = nb::cast<const DeviceArray&>(hs[i]);
+      if (d.type.dtype != t.dtype || d.type.shape != t.shape) {
+        throw TypeError("compiled program argument " + std::to_string(i) + " must be " + t.str() + ", got " +
+                        d.type.str());
+      }
+      in.push_back(d.mlx);
+    }
+    nb::list out;
+    auto res = mlx->run_resident(in);
+    for (std::size_t j = 0; j < res.size(); ++j) {
+      DeviceArray d;
+      d.mlx = std::move(res[j]);
+      d.type = g.type(g.results[j]);
+      d.type.weak = false;
       out.append(nb::cast(std::move(d)));
     }
     return out;

@@ -14,6 +14,12 @@ std::string unavailable_reason() {
 
 std::string version() { return {}; }
 
+ResidentPtr upload(const BufferPtr&, const ValueType&) {
+  throw UnsupportedOperation("device_put(..., 'mlx'): " + unavailable_reason(), "device_put", "mlx");
+}
+
+BufferPtr download(const Resident&, const ValueType&) { throw InternalError("mlx: no MLX backend in this build"); }
+
 std::shared_ptr<const Program> compile(std::shared_ptr<const Graph>) {
   throw UnsupportedOperation("device='mlx': " + unavailable_reason(), "jit", "mlx");
 }

@@ -607,6 +607,23 @@ void check_ops(const Graph& g) {
   }
 }
 
+struct Held final : Resident {
+  explicit Held(mx::array a) : array(std::move(a)) {}
+  mx::array array;
+};
+
+// The host bytes of an evaluated array (made row-contiguous first).
+void copy_out(mx::array a, std::byte* dst, std::size_t bytes) {
+  if (!bytes) return;
+  a = mx::reshape(a, {-1});
+  mx::eval(a);
+  if (!a.flags().row_contiguous) {
+    a = mx::copy(a);
+    mx::eval(a);
+  }
+  std::memcpy(dst, a.data<std::uint8_t>(), bytes);
+}
+
 class MlxProgram final : public Program {
  public:
   explicit MlxProgram(std::shared_ptr<const Graph> g) : g_(std::move(g)) {
@@ -638,16 +655,31 @@ class MlxProgram final : public Program {
       const ValueType& t = g.type(g.results[j]);
       const std::size_t bytes = static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype);
       auto b = Buffer::allocate(bytes);
-      if (bytes) {
-        mx::array a = out[j];
-        if (!a.flags().row_contiguous) {
-          a = mx::copy(a);
-          mx::eval(a);
-        }
-        std::memcpy(b->data(), a.data<std::uint8_t>(), bytes);
-      }
+      copy_out(out[j], b->data(), bytes);
       res.push_back(std::move(b));
     }
+    return res;
+  }
+
+  std::vector<ResidentPtr> run_resident(std::span<const ResidentPtr> args) const override {
+    const Graph& g = *g_;
+    Arrays in;
+    for (const auto& r : args) in.push_back(static_cast<const Held&>(*r).array);
+    Arrays out;
+    try {
+      out = compiled_ ? fn_(in) : Evaluator{}.run(g, in);
+      for (std::size_t j = 0; j < out.size(); ++j) {
+        const ValueType& t = g.type(g.results[j]);
+        out[j] = mx::reshape(mx::astype(out[j], to_mx(t.dtype)), to_shape(t.shape));
+      }
+      mx::eval(out);  // results are evaluated: the next step starts from data, not a graph
+    } catch (const UnsupportedOperation&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw DeviceError(std::string("the MLX backend failed: ") + e.what());
+    }
+    std::vector<ResidentPtr> res;
+    for (auto& a : out) res.push_back(std::make_shared<const Held>(std::move(a)));
     return res;
   }
 
@@ -660,6 +692,19 @@ class MlxProgram final : public Program {
 };
 
 }  // namespace
+
+ResidentPtr upload(const BufferPtr& data, const ValueType& type) {
+  mx::array a = mx::copy(from_buffer(data, type));  // MLX's own storage, not the host buffer's
+  mx::eval(a);
+  return std::make_shared<const Held>(std::move(a));
+}
+
+BufferPtr download(const Resident& r, const ValueType& type) {
+  const std::size_t bytes = static_cast<std::size_t>(num_elements(type.shape)) * itemsize(type.dtype);
+  auto b = Buffer::allocate(bytes);
+  copy_out(static_cast<const Held&>(r).array, b->data(), bytes);
+  return b;
+}
 
 std::shared_ptr<const Program> compile(std::shared_ptr<const Graph> graph) {
   // MLX's graph building is not thread-safe across threads building at once: serialise.

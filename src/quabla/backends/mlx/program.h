@@ -20,11 +20,24 @@ std::string unavailable_reason();
 // MLX's version ("0.32.4"), or empty.
 std::string version();
 
+// An array held by MLX (an evaluated mlx::core::array), opaque here.
+class Resident {
+ public:
+  virtual ~Resident() = default;
+};
+using ResidentPtr = std::shared_ptr<const Resident>;
+
+// Host data into MLX (a copy MLX owns) and back.
+ResidentPtr upload(const BufferPtr& data, const ValueType& type);
+BufferPtr download(const Resident& r, const ValueType& type);
+
 class Program {
  public:
   virtual ~Program() = default;
   // Host buffers in (one per parameter), host buffers out (one per result).
   virtual std::vector<BufferPtr> run_host(std::span<const BufferPtr> args) const = 0;
+  // MLX arrays in and out: nothing is copied between steps of a training loop.
+  virtual std::vector<ResidentPtr> run_resident(std::span<const ResidentPtr> args) const = 0;
   // True when the whole program runs as one mlx::core::compile'd function (no regions).
   virtual bool compiled() const = 0;
 };
