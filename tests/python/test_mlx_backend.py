@@ -69,19 +69,28 @@ def test_op_table(case, dtype):
     assert_same(case.fn, *args, dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", [c for c in CASES if not c.forward_only], ids=repr)
-def test_op_table_gradients(case):
-    args = case.args(salt=1)
+def test_op_table_gradients(case, dtype):
+    args = cast(case.args(salt=1), dtype)
     f = qb.grad(lambda *a: qb.sum(qb.sin(case.fn(*a))), argnums=tuple(range(len(args))))
-    assert_same(f, *args, dtype="float64", tol=1e-4)  # derivatives amplify MLX float64 math (above)
+    if not _cpu_runs(f, args):
+        pytest.skip("the case needs float64 arguments")
+    # float64: derivatives amplify MLX's float32-accurate float64 math (module docstring).
+    assert_same(f, *args, dtype=dtype, tol=None if dtype == "float32" else 1e-4)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", [c for c in CASES if not c.reverse_only], ids=repr)
-def test_op_table_vmap_and_jvp(case):
-    args = case.args(salt=2)
-    assert_same(qb.vmap(case.fn), *[qb.stack([a, a * 0.5]) for a in args], dtype="float64")
+def test_op_table_vmap_and_jvp(case, dtype):
+    args = cast(case.args(salt=2), dtype)
+    batched = [qb.stack([a, a * 0.5]) for a in args]
+    if not _cpu_runs(qb.vmap(case.fn), batched):
+        pytest.skip("the case needs float64 arguments")
+    assert_same(qb.vmap(case.fn), *batched, dtype=dtype)
     tangents = [qb.ones_like(a) for a in args]
-    assert_same(lambda *a: qb.jvp(case.fn, a, tangents)[1], *args, dtype="float64", tol=1e-5)
+    assert_same(lambda *a: qb.jvp(case.fn, a, tangents)[1], *args, dtype=dtype,
+                tol=None if dtype == "float32" else 1e-5)
 
 
 def test_hessian_and_nested_derivatives():

@@ -599,11 +599,19 @@ bool has_regions_anywhere(const Graph& g) {
   return false;
 }
 
-// Checks every op of g (and of its regions) lowers, before anything runs.
-void check_ops(const Graph& g) {
+// Checks every op of g (and of its regions) lowers, before anything runs. MLX's GPU
+// (Metal) has no float64: a float64 program there is refused here, not at its first run.
+void check_ops(const Graph& g, bool on_gpu) {
   for (const Node& n : g.nodes) {
     if (n.op == Op::CustomVjpLin) unsupported(n.op, "only transforms consume it");
-    for (const auto& r : n.regions) check_ops(*r);
+    if (on_gpu)
+      for (ValueId v : n.outputs)
+        if (g.type(v).dtype == DType::f64) {
+          throw UnsupportedOperation(std::string(op_name(n.op)) + " on float64: MLX's GPU has no float64; use float32 "
+                                         "(astype, or qb.set_default_dtype(qb.float32)) or device='cpu'",
+                                     std::string(op_name(n.op)), "mlx");
+        }
+    for (const auto& r : n.regions) check_ops(*r, on_gpu);
   }
 }
 
@@ -627,7 +635,7 @@ void copy_out(mx::array a, std::byte* dst, std::size_t bytes) {
 class MlxProgram final : public Program {
  public:
   explicit MlxProgram(std::shared_ptr<const Graph> g) : g_(std::move(g)) {
-    check_ops(*g_);
+    check_ops(*g_, mx::default_device() == mx::Device::gpu);
     const char* env = std::getenv("QUABLA_MLX_COMPILE");
     compiled_ = !has_regions_anywhere(*g_) && !(env && std::string_view(env) == "0");
     if (compiled_) {
