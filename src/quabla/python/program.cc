@@ -279,7 +279,7 @@ void bind_program(nb::module_& m) {
         for (nb::handle h : nb::borrow<nb::sequence>(results)) outs.push_back(to_operand(h));
         auto traced = t.finish(outs);
         auto simplified = std::make_shared<const Graph>(simplify(*traced));
-        Program p{traced, std::make_shared<cpu::Executable>(simplified), nullptr};
+        Program p{traced, std::make_shared<cpu::Executable>(simplified), nullptr, nullptr};
         if (cuda_ordinal >= 0) p.cuda = std::make_shared<cuda::Program>(simplified, cuda::device(cuda_ordinal, cuda_emulate));
         if (mlx) p.mlx = mlxb::compile(simplified);
         return p;
