@@ -55,6 +55,7 @@ def check_nvrtc(fn, *args):
     for arch in ("sm_90", "sm_80"):
         ptx = qb._core.nvrtc_compile(source, arch)
         assert f".target {arch}" in ptx
+    assert qb._core.nvrtc_compile_cubin(source, "sm_90")[:4] == b"\x7fELF"  # what a GPU loads
 
 
 def close(got, want, rtol=1e-12, atol=1e-12):

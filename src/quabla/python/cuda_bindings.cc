@@ -108,6 +108,10 @@ void bind_cuda(nb::module_& m) {
   });
   m.def("nvrtc_compile", [](const std::string& source, const std::string& arch) { return cuda::compile_ptx(source, arch); },
         nb::arg("source"), nb::arg("arch") = "sm_90");
+  m.def("nvrtc_compile_cubin", [](const std::string& source, const std::string& arch) {
+    const std::string image = cuda::compile_cubin(source, arch);
+    return nb::bytes(image.data(), image.size());
+  }, nb::arg("source"), nb::arg("arch") = "sm_90");
   m.def("cuda_device_description", [](int ordinal, bool emulate) { return cuda::device(ordinal, emulate).description(); },
         nb::arg("ordinal"), nb::arg("emulate") = false);
   m.def("mlx_info", [] {

@@ -72,9 +72,9 @@ class Gpu final : public Device {
     auto m = std::make_shared<GpuModule>();
     m->api = api_;
     if (kernels.empty()) return m;
-    const std::string ptx = compile_ptx(module_source(kernels, Target::Cuda), arch_);
+    const std::string image = compile_cubin(module_source(kernels, Target::Cuda), arch_);
     current();
-    check(api_->cuModuleLoadData(&m->module, ptx.c_str()), "cuModuleLoadData");
+    check(api_->cuModuleLoadData(&m->module, image.data()), "cuModuleLoadData");
     for (const KernelSource& k : kernels) {
       void* f = nullptr;
       check(api_->cuModuleGetFunction(&f, m->module, k.name.c_str()), "cuModuleGetFunction");

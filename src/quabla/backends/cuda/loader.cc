@@ -124,6 +124,8 @@ const NvrtcApi* nvrtc(std::string* why) {
                          bind(lib, a.nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize") &&
                          bind(lib, a.nvrtcGetProgramLog, "nvrtcGetProgramLog") &&
                          bind(lib, a.nvrtcGetPTXSize, "nvrtcGetPTXSize") && bind(lib, a.nvrtcGetPTX, "nvrtcGetPTX") &&
+                         bind(lib, a.nvrtcGetCUBINSize, "nvrtcGetCUBINSize") &&
+                         bind(lib, a.nvrtcGetCUBIN, "nvrtcGetCUBIN") &&
                          bind(lib, a.nvrtcDestroyProgram, "nvrtcDestroyProgram") &&
                          bind(lib, a.nvrtcGetErrorString, "nvrtcGetErrorString");
         if (!all) reason = "the NVRTC library found lacks entry points Quabla needs";

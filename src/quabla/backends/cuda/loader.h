@@ -46,6 +46,8 @@ struct NvrtcApi {
   int (*nvrtcGetProgramLog)(void*, char*);
   int (*nvrtcGetPTXSize)(void*, std::size_t*);
   int (*nvrtcGetPTX)(void*, char*);
+  int (*nvrtcGetCUBINSize)(void*, std::size_t*);
+  int (*nvrtcGetCUBIN)(void*, char*);
   int (*nvrtcDestroyProgram)(void**);
   const char* (*nvrtcGetErrorString)(int);
 };

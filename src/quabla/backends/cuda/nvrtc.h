@@ -15,4 +15,9 @@ std::string nvrtc_version(std::string* why = nullptr);
 // not compile (generated code that does not compile is a bug).
 std::string compile_ptx(const std::string& source, const std::string& arch);
 
+// The same source as machine code (a cubin) for the real architecture `arch`: what the GPU
+// loads, so the driver never JIT-compiles PTX (whose ISA version a driver older than NVRTC
+// would refuse). Cached as compile_ptx is.
+std::string compile_cubin(const std::string& source, const std::string& arch);
+
 }  // namespace qb::cuda
