@@ -32,6 +32,8 @@ if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
   need=()
   command -v ccache >/dev/null || need+=(ccache)
   if [[ $with_tests == ON ]] && [[ ! -e /usr/include/gtest/gtest.h ]]; then need+=(libgtest-dev); fi
+  # Open MPI for qb.distributed's tests (tests/python/test_distributed.py runs mpirun -np 2).
+  if [[ $with_tests == ON ]] && ! command -v mpirun >/dev/null; then need+=(openmpi-bin libopenmpi-dev); fi
   if ((${#need[@]})); then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}") >/dev/null 2>&1 ||
       echo "note: could not apt-get install ${need[*]}; continuing without" >&2
@@ -47,6 +49,8 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   "$VPY" -m pip install -q --upgrade pip
   "$VPY" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4" "scipy-openblas32>=0.3.27" cmake ninja \
     pytest numpy hypothesis mpmath scipy matplotlib
+  # qb.distributed's MPI bindings (optional: without them its tests skip).
+  "$VPY" -m pip install -q "mpi4py>=3.1" || echo "note: could not install mpi4py; qb.distributed is untested here" >&2
   touch "$stamp"
 fi
 

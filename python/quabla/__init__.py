@@ -217,13 +217,16 @@ def einsum(subscripts, *operands, **kwargs):  # noqa: F811
 
 
 def __getattr__(name):
+    if name == "distributed":  # imported on first use: it needs NumPy (and mpi4py when initialised)
+        import importlib
+        return importlib.import_module(".distributed", __name__)
     if name in _compat.DEPRECATED or name in _compat.LEGACY:
         return _compat.deprecated(name)
     raise AttributeError(f"module 'quabla' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_compat.migrated_names()))
+    return sorted(set(globals()) | set(_compat.migrated_names()) | {"distributed"})
 
 
 __all__ = sorted({n for n in globals() if not n.startswith("_")} | set(_compat.migrated_names()))

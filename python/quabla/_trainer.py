@@ -8,6 +8,7 @@ bit for bit as if the run had not stopped.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, Callable, Optional, Sequence
@@ -23,7 +24,8 @@ __all__ = ["Trainer"]
 
 class Trainer:
     def __init__(self, loss: Callable, params: Any, optimizer: Any, *data: Any, device: str = "cpu",
-                 batch_argnums: Sequence[int] = (), precision: Optional[str] = None, opt_state: Any = None):
+                 batch_argnums: Sequence[int] = (), precision: Optional[str] = None, opt_state: Any = None,
+                 data_parallel: bool = False):
         if not callable(loss):
             raise TypeError("Trainer: loss must be callable")
         if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
@@ -33,6 +35,13 @@ class Trainer:
             if not 0 <= i < len(data):
                 raise ValueError(f"Trainer: batch_argnums {i} is out of range for {len(data)} data arguments")
         self._batch_argnums = nums
+        self._dp = None
+        if data_parallel:
+            self._dp = _DataParallel(nums, device)
+            params = self._dp.replicate(params)
+            if opt_state is not None:
+                opt_state = self._dp.replicate(opt_state)
+            data = tuple(self._dp.shard(d) if i in nums else d for i, d in enumerate(data))
         self._data = list(data)
         self._optimizer = optimizer
         p_leaves, self._p_def = _tree.flatten(params)
@@ -61,6 +70,22 @@ class Trainer:
             return tuple(_tree.leaves(new_p)) + tuple(_tree.leaves(new_s)) + (value,)
 
         self._step = jit(flat_step, device=device, precision=precision)
+        if self._dp is not None:
+            # Data parallel: this rank's loss and gradient, all-reduced in rank order (weighted
+            # by shard sizes, so the result is the full batch's mean), then the same update on
+            # every rank.
+            def flat_value_grad(*xs):
+                value, grads = vg(_tree.unflatten(p_def, xs[:n_p]), *xs[n_p:])
+                return (value,) + tuple(_tree.leaves(grads))
+
+            def flat_update(*xs):
+                p = _tree.unflatten(p_def, xs[:n_p])
+                g = _tree.unflatten(p_def, xs[n_p:2 * n_p])
+                s = _tree.unflatten(s_def, xs[2 * n_p:])
+                new_p, new_s = optimizer.update(p, g, s)
+                return tuple(_tree.leaves(new_p)) + tuple(_tree.leaves(new_s))
+            self._value_grad = jit(flat_value_grad, precision=precision)
+            self._update = jit(flat_update, precision=precision)
         self._loss_fn = jit(lambda *xs: loss(_tree.unflatten(p_def, xs[:n_p]), *xs[n_p:]), device=device,
                             precision=precision)
         self._last = None
@@ -73,9 +98,17 @@ class Trainer:
             if len(batches) != len(self._batch_argnums):
                 raise ValueError(f"Trainer.step: expected {len(self._batch_argnums)} batches, got {len(batches)}")
             for i, b in zip(self._batch_argnums, batches):
+                if self._dp is not None:
+                    b = self._dp.shard(b)
                 self._data[i] = self._put_tree(b) if self._on_device else b
-        outs = self._step(*self._p_leaves, *self._s_leaves, *self._data)
         n_p, n_s = len(self._p_leaves), len(self._s_leaves)
+        if self._dp is not None:
+            local = self._value_grad(*self._p_leaves, *self._data)
+            value, *grads = self._dp.reduce(local)
+            outs = tuple(self._update(*self._p_leaves, *grads, *self._s_leaves)) + (value,)
+            self._dp.check(self._p_leaves, self.steps)
+        else:
+            outs = self._step(*self._p_leaves, *self._s_leaves, *self._data)
         self._p_leaves = list(outs[:n_p])
         self._s_leaves = list(outs[n_p:n_p + n_s])
         self._last = outs[-1]
@@ -104,8 +137,21 @@ class Trainer:
         return _tree.unflatten(self._s_def, self._host(self._s_leaves))
 
     def loss(self) -> float:
-        """The loss at the current parameters (one evaluation and readback)."""
+        """The loss at the current parameters (one evaluation and readback); data parallel:
+        over the whole batch (every rank's shard)."""
+        if self._dp is not None:
+            return self._dp.reduce((self._loss_fn(*self._p_leaves, *self._data),))[0].item()
         return self._loss_fn(*self._p_leaves, *self._data).item()
+
+    def save(self, file) -> None:
+        """Writes {"params", "state", "steps"} with qb.save (atomically); data parallel: rank 0
+        writes, and every rank returns once the file is complete."""
+        from .io import save
+        if self._dp is None or self._dp.rank == 0:
+            save(file, {"params": self.params, "state": self.state, "steps": self.steps})
+        if self._dp is not None:
+            from . import distributed
+            distributed.barrier()
 
     def fit(self, steps: int, progress: Optional[bool] = None, every: int = 100):
         """Runs `steps` steps and returns the losses (before each step) as floats. Progress
@@ -121,6 +167,65 @@ class Trainer:
                 rate = (k + 1) / max(time.perf_counter() - start, 1e-9)
                 print(f"step {self.steps:>7d}  loss {losses[-1].item():.4e}  {rate:,.0f} steps/s", file=sys.stderr)
         return [l.item() for l in losses]
+
+
+class _DataParallel:
+    """Sharding, the fixed-order gradient all-reduce and the consistency check of
+    Trainer(data_parallel=True) over qb.distributed (MPI)."""
+
+    def __init__(self, batch_argnums, device):
+        from . import distributed
+        if not distributed.is_initialized():
+            raise RuntimeError("Trainer(data_parallel=True): call qb.distributed.initialize() first, in every process")
+        if not batch_argnums:
+            raise ValueError("Trainer(data_parallel=True) shards the data arguments named by batch_argnums along their "
+                             "leading axis; pass batch_argnums=(...)")
+        if device != "cpu":
+            raise ValueError(f"Trainer(data_parallel=True) runs on CPU processes over MPI; device={device!r} needs NCCL, "
+                             f"which is not built yet")
+        self.dist = distributed
+        self.rank, self.size = distributed.rank(), distributed.world_size()
+        self.weight = None
+        self.debug = os.environ.get("QUABLA_DISTRIBUTED_CHECK", "") not in ("", "0")
+
+    def replicate(self, tree):
+        """Rank 0's values everywhere, so every rank starts from the same parameters."""
+        return self.dist.broadcast(tree, 0)
+
+    def shard(self, tree):
+        """This rank's contiguous block of the leading axis (sizes differ by at most one);
+        its weight in the all-reduce is its share of the rows."""
+        import numpy as np
+        leaves = _tree.leaves(tree)
+        if not leaves:
+            return tree
+        n = int(np.shape(leaves[0])[0]) if np.ndim(leaves[0]) else 0
+        if n < self.size:
+            raise ValueError(f"Trainer(data_parallel=True): a batch of {n} rows cannot be shared by {self.size} ranks")
+        for x in leaves:
+            if np.ndim(x) == 0 or np.shape(x)[0] != n:
+                raise ValueError(f"Trainer(data_parallel=True): every leaf of a batch argument needs the same leading "
+                                 f"axis, got {list(np.shape(x))} beside {n} rows")
+        base, extra = divmod(n, self.size)
+        lo = self.rank * base + min(self.rank, extra)
+        hi = lo + base + (self.rank < extra)
+        self.weight = (hi - lo) / n
+        return _tree.map(lambda x: x[lo:hi], tree)
+
+    def reduce(self, values):
+        """sum over ranks of weight_r * values_r, in rank order (identical bits everywhere)."""
+        w = self.weight if self.weight is not None else 1.0 / self.size
+        return list(self.dist.all_reduce([v * w for v in values], "sum"))
+
+    def check(self, p_leaves, step):
+        if not self.debug:
+            return
+        digests = self.dist.all_gather({"d": _core.asarray(
+            [int(c, 16) for c in self.dist.params_digest(p_leaves)[:12]])})["d"].tolist()
+        if any(d != digests[0] for d in digests):
+            bad = [r for r, d in enumerate(digests) if d != digests[0]]
+            raise RuntimeError(f"Trainer(data_parallel=True): after step {step} the parameters of rank(s) {bad} differ "
+                               f"from rank 0's (QUABLA_DISTRIBUTED_CHECK)")
 
 
 def _checked_state(state, like_leaves, like_def):

@@ -1,0 +1,293 @@
+"""qb.distributed: data parallelism over processes on MPI (API.md §10).
+
+Processes are launched the usual ways (``mpirun -np 4 python train.py``, ``srun``); each calls
+``qb.distributed.initialize()`` and then works on its share of the data. MPI is reached
+through mpi4py (``pip install quabla[mpi]``) over the system's MPI library (Open MPI or MPICH,
+e.g. ``apt-get install openmpi-bin``): mpi4py already handles each MPI's ABI and launcher
+environment, which a home-made dlopen of libmpi would have to restate.
+
+Collectives take arrays or pytrees of arrays and return host arrays. Reductions are
+deterministic and bitwise identical on every rank: each rank's values are gathered to all
+ranks and combined there in rank order, whatever MPI's own algorithms and timing do. Every
+collective waits at most ``timeout`` seconds (``initialize(timeout=...)``, default 300): a
+rank that does not arrive makes the others raise :class:`DistributedTimeoutError` naming it,
+and a rank whose arrays disagree in structure, shape or dtype makes every rank raise
+``ValueError`` naming both ranks' types. An exception that no code catches ends the whole job
+(MPI_Abort), so no rank is left waiting.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _core
+from . import tree as _tree
+from .errors import QuablaError
+
+__all__ = ["initialize", "is_initialized", "rank", "world_size", "local_devices", "shutdown", "all_reduce",
+           "broadcast", "all_gather", "reduce_scatter", "barrier", "DistributedTimeoutError"]
+
+
+class DistributedTimeoutError(QuablaError, TimeoutError):
+    """A collective did not complete in time: some rank died, hung or left the job."""
+
+
+_state: dict = {"comm": None, "timeout": 300.0, "seq": 0}
+_ENV_RANK = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "RANK")
+_ENV_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE")
+_TAG_ARRIVE = 7301
+
+
+def _env_int(names) -> Optional[int]:
+    for n in names:
+        v = os.environ.get(n)
+        if v is not None and v.strip().lstrip("-").isdigit():
+            return int(v)
+    return None
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise ImportError("qb.distributed needs mpi4py and an MPI library: pip install quabla[mpi] (mpi4py) and "
+                          "install MPI (Debian/Ubuntu: apt-get install openmpi-bin libopenmpi-dev)") from e
+    return MPI
+
+
+def initialize(rank: Optional[int] = None, world_size: Optional[int] = None, coordinator: Optional[str] = None,
+               backend: str = "mpi", timeout: float = 300.0) -> None:
+    """Joins the job the launcher started (mpirun/srun environment). Explicit ``rank`` and
+    ``world_size`` are checked against MPI's; ``coordinator`` is accepted for launchers that
+    name one but MPI needs none. Calling it again changes only the timeout."""
+    if backend != "mpi":
+        raise ValueError(f"qb.distributed.initialize: backend must be 'mpi', got {backend!r} (NCCL for CUDA "
+                         f"devices is not built yet)")
+    if not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise ValueError(f"qb.distributed.initialize: timeout must be a positive number of seconds, got {timeout!r}")
+    _state["timeout"] = float(timeout)
+    if _state["comm"] is not None:
+        return
+    MPI = _mpi()
+    comm = MPI.COMM_WORLD
+    env_rank, env_size = _env_int(_ENV_RANK), _env_int(_ENV_SIZE)
+    for what, given, env, actual in (("rank", rank, env_rank, comm.Get_rank()),
+                                     ("world_size", world_size, env_size, comm.Get_size())):
+        if given is not None and given != actual:
+            raise ValueError(f"qb.distributed.initialize: {what}={given} but MPI says {actual} "
+                             f"(the launcher's environment says {env}); drop the argument or launch accordingly")
+    del coordinator
+    _state["comm"] = comm
+    _abort_on_uncaught(comm)
+
+
+def _abort_on_uncaught(comm) -> None:
+    """An exception nothing catches ends the whole job (MPI_Abort after the traceback), as
+    ``python -m mpi4py`` does: otherwise this rank would finalize and exit while the others
+    wait in their next collective, or a hung rank would keep the job alive."""
+    import sys
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        try:
+            sys.stderr.flush()
+            comm.Abort(1)
+        except Exception:  # noqa: BLE001 - already tearing down
+            pass
+    if getattr(sys.excepthook, "_quabla_abort", False):
+        return
+    hook._quabla_abort = True
+    sys.excepthook = hook
+
+
+def is_initialized() -> bool:
+    return _state["comm"] is not None
+
+
+def _comm():
+    if _state["comm"] is None:
+        raise RuntimeError("qb.distributed: call qb.distributed.initialize() first (in every process of the job)")
+    return _state["comm"]
+
+
+def rank() -> int:
+    return _comm().Get_rank()
+
+
+def world_size() -> int:
+    return _comm().Get_size()
+
+
+def local_devices():
+    """The devices this process can use: "cpu", and the CUDA devices of its node."""
+    from . import devices
+    return devices()
+
+
+def shutdown() -> None:
+    """Leaves the job: later collectives raise until initialize() is called again."""
+    if _state["comm"] is not None:
+        _state["comm"] = None
+
+
+def _wait(requests, what: str, arrivals=None) -> None:
+    """Waits for MPI requests with the job's timeout; names the ranks that did not arrive."""
+    MPI = _mpi()
+    deadline = time.monotonic() + _state["timeout"]
+    pause = 1e-5
+    while not MPI.Request.Testall(requests):
+        if time.monotonic() > deadline:
+            missing = []
+            if arrivals is not None:
+                for r, req in arrivals.items():
+                    if not req.Test():
+                        missing.append(r)
+            who = f"rank(s) {missing}" if missing else "some rank"
+            raise DistributedTimeoutError(
+                f"qb.distributed.{what}: {who} did not arrive within {_state['timeout']:g} s (rank {rank()} of "
+                f"{world_size()} waited); a rank died, hung or is running other collectives; raise the limit with "
+                f"qb.distributed.initialize(timeout=...)")
+        time.sleep(pause)
+        pause = min(pause * 2, 1e-3)
+
+
+def _arrive(what: str):
+    """Posts this rank's arrival at the next collective to every other rank; returns the
+    receives of theirs (rank -> request), so a timeout can name the ranks that never came."""
+    comm = _comm()
+    _state["seq"] += 1
+    tag = _TAG_ARRIVE + (_state["seq"] % 1000)
+    me, n = comm.Get_rank(), comm.Get_size()
+    token = np.array([_state["seq"]], np.int64)
+    sends = [comm.Isend(token, dest=r, tag=tag) for r in range(n) if r != me]
+    bufs = {r: np.zeros(1, np.int64) for r in range(n) if r != me}
+    recvs = {r: comm.Irecv(bufs[r], source=r, tag=tag) for r in bufs}
+    return sends, recvs
+
+
+def _allgather_bytes(payload: bytes, what: str) -> list:
+    """Every rank's payload (any length), in rank order."""
+    comm = _comm()
+    sends, recvs = _arrive(what)
+    _wait(list(recvs.values()), what, recvs)
+    n = comm.Get_size()
+    size = np.array([len(payload)], np.int64)
+    sizes = np.zeros(n, np.int64)
+    _wait([comm.Iallgather(size, sizes)], what)
+    data = np.frombuffer(payload, np.uint8) if payload else np.zeros(0, np.uint8)
+    out = np.zeros(int(sizes.sum()), np.uint8)
+    displs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    _wait([comm.Iallgatherv(data, [out, sizes, displs, _mpi().BYTE])], what)
+    _wait(sends, what)
+    return [out[displs[r]:displs[r] + sizes[r]].tobytes() for r in range(n)]
+
+
+def _leaves(tree, what):
+    leaves, treedef = _tree.flatten(tree)
+    arrays = []
+    for x in leaves:
+        if isinstance(x, _core.DeviceArray):
+            x = x.to_host()
+        a = np.asarray(x)
+        if a.dtype == object:
+            raise TypeError(f"qb.distributed.{what}: leaves must be arrays or numbers, got {type(x).__name__}")
+        arrays.append(np.ascontiguousarray(a))
+    return arrays, treedef
+
+
+def _signature(arrays, treedef) -> str:
+    return repr(treedef) + "|" + ";".join(f"{a.dtype.str}{list(a.shape)}" for a in arrays)
+
+
+def _exchange(tree, what: str):
+    """(every rank's leaves as NumPy arrays, in rank order; treedef), after checking that all
+    ranks passed the same structure, shapes and dtypes."""
+    arrays, treedef = _leaves(tree, what)
+    sig = _signature(arrays, treedef)
+    payload = sig.encode() + b"\0" + b"".join(a.tobytes() for a in arrays)
+    got = _allgather_bytes(payload, what)
+    per_rank = []
+    for r, blob in enumerate(got):
+        other, data = blob.split(b"\0", 1)
+        if other.decode() != sig:
+            raise ValueError(f"qb.distributed.{what}: rank {r} passed {other.decode()!r} but rank {rank()} passed "
+                             f"{sig!r}; every rank must pass arrays of the same structure, shapes and dtypes")
+        leaves, off = [], 0
+        for a in arrays:
+            leaves.append(np.frombuffer(data, a.dtype, a.size, off).reshape(a.shape))
+            off += a.nbytes
+        per_rank.append(leaves)
+    return per_rank, treedef
+
+
+def _to_qb(a):
+    return _core.asarray(np.array(a))
+
+
+def all_reduce(tree: Any, op: str = "sum") -> Any:
+    """The sum, mean or max over ranks of each leaf, identical on every rank (combined in
+    rank order after an all-gather)."""
+    if op not in ("sum", "mean", "max"):
+        raise ValueError(f"qb.distributed.all_reduce: op must be 'sum', 'mean' or 'max', got {op!r}")
+    per_rank, treedef = _exchange(tree, "all_reduce")
+    out = []
+    for k in range(len(per_rank[0])):
+        acc = per_rank[0][k].copy()
+        for r in range(1, len(per_rank)):
+            acc = np.maximum(acc, per_rank[r][k]) if op == "max" else acc + per_rank[r][k]
+        if op == "mean":
+            acc = (acc / len(per_rank)).astype(acc.dtype) if acc.dtype.kind == "f" else acc / len(per_rank)
+        out.append(_to_qb(acc))
+    return _tree.unflatten(treedef, out)
+
+
+def broadcast(tree: Any, root: int = 0) -> Any:
+    """Rank root's values on every rank (the structure, shapes and dtypes must agree)."""
+    n = world_size()
+    if not 0 <= root < n:
+        raise ValueError(f"qb.distributed.broadcast: root must be a rank in [0, {n}), got {root!r}")
+    per_rank, treedef = _exchange(tree, "broadcast")
+    return _tree.unflatten(treedef, [_to_qb(a) for a in per_rank[root]])
+
+
+def all_gather(tree: Any) -> Any:
+    """Each leaf stacked over ranks along a new leading axis (rank order)."""
+    per_rank, treedef = _exchange(tree, "all_gather")
+    return _tree.unflatten(treedef, [_to_qb(np.stack([leaves[k] for leaves in per_rank]))
+                                     for k in range(len(per_rank[0]))])
+
+
+def reduce_scatter(tree: Any, op: str = "sum") -> Any:
+    """all_reduce, then this rank's block of the leading axis (which must divide by the
+    number of ranks)."""
+    reduced = all_reduce(tree, op)
+    n, me = world_size(), rank()
+
+    def block(x):
+        a = np.asarray(x)
+        if a.ndim == 0 or a.shape[0] % n:
+            raise ValueError(f"qb.distributed.reduce_scatter: the leading axis of every leaf must divide by the "
+                             f"{n} ranks, got shape {list(a.shape)}")
+        m = a.shape[0] // n
+        return _to_qb(a[me * m:(me + 1) * m])
+    return _tree.map(block, reduced)
+
+
+def barrier() -> None:
+    """Returns once every rank has called it (or raises DistributedTimeoutError)."""
+    _allgather_bytes(b"", "barrier")
+
+
+def params_digest(tree: Any) -> str:
+    """A hash of a pytree's bytes (the data-parallel Trainer's consistency check)."""
+    import hashlib
+    h = hashlib.sha256()
+    arrays, treedef = _leaves(tree, "params_digest")
+    h.update(_signature(arrays, treedef).encode())
+    for a in arrays:
+        h.update(a.tobytes())
+    return h.hexdigest()

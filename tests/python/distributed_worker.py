@@ -1,0 +1,82 @@
+"""One rank of the MPI jobs of test_distributed.py: ``mpirun -np N python distributed_worker.py
+MODE OUTDIR``. Each rank writes what it computed to OUTDIR/rank<r>.npz for the test to check.
+"""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import quabla as qb
+
+
+def collectives(out):
+    d = qb.distributed
+    r, n = d.rank(), d.world_size()
+    x = {"a": qb.array(np.arange(6.0).reshape(2, 3) * (r + 1)), "b": qb.array(np.array([r, -r, 7], np.int32))}
+    s = d.all_reduce(x, "sum")
+    m = d.all_reduce(x, "mean")
+    mx = d.all_reduce(x, "max")
+    b = d.broadcast({"v": qb.array([10.0 + r, 20.0 + r])}, root=n - 1)
+    g = d.all_gather(qb.array([float(r), 2.0 * r]))
+    rs = d.reduce_scatter(qb.array(np.arange(2.0 * n * 3).reshape(2 * n, 3) + r))
+    d.barrier()
+    np.savez(os.path.join(out, f"rank{r}.npz"), sa=np.asarray(s["a"]), sb=np.asarray(s["b"]), ma=np.asarray(m["a"]),
+             xa=np.asarray(mx["a"]), xb=np.asarray(mx["b"]), bv=np.asarray(b["v"]), g=np.asarray(g),
+             rs=np.asarray(rs), n=n)
+    try:
+        d.all_reduce(qb.ones(3 + r))  # shapes differ across ranks
+    except ValueError as e:
+        open(os.path.join(out, f"mismatch{r}.txt"), "w").write(str(e))
+
+
+def pinn_loss():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import pinn_poisson
+    return pinn_poisson
+
+
+def train(out):
+    pp = pinn_poisson = pinn_loss()
+    d = qb.distributed
+    params = pp.init_params(qb.random.key(2026 + d.rank()))  # different per rank: replicated from rank 0
+    x = qb.array([(i + 1) / 33 for i in range(32)])
+    t = qb.Trainer(pinn_poisson.loss, params, qb.optim.Adam(learning_rate=0.01), x, batch_argnums=(0,),
+                   data_parallel=True)
+    losses = t.fit(150)
+    final = t.loss()
+    t.save(os.path.join(out, "checkpoint.qb"))
+    flat = np.concatenate([np.asarray(v).ravel() for v in qb.tree.leaves(t.params)])
+    np.savez(os.path.join(out, f"rank{d.rank()}.npz"), losses=np.array(losses), params=flat, final=final)
+
+
+def die(out):
+    d = qb.distributed
+    d.all_reduce(qb.ones(3))
+    if d.rank() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    for _ in range(1000):
+        d.all_reduce(qb.ones(3))
+
+
+def hang(out):
+    d = qb.distributed
+    d.barrier()
+    if d.rank() == 1:
+        time.sleep(120)
+    try:
+        d.all_reduce(qb.ones(3))
+    except d.DistributedTimeoutError as e:
+        open(os.path.join(out, f"timeout{d.rank()}.txt"), "w").write(str(e))
+        raise  # uncaught: the job ends (MPI_Abort), the sleeping rank with it
+
+
+if __name__ == "__main__":
+    mode, out = sys.argv[1], sys.argv[2]
+    qb.distributed.initialize(timeout=float(os.environ.get("QB_TEST_TIMEOUT", "60")))
+    {"collectives": collectives, "train": train, "die": die, "hang": hang}[mode](out)
+    qb.distributed.shutdown()

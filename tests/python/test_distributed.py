@@ -1,0 +1,157 @@
+"""qb.distributed over MPI: 2-process jobs launched with mpirun (Open MPI from Debian,
+installed by scripts/setup.sh --tests) running distributed_worker.py, checked against NumPy
+and against single-process training. Skips without mpirun and mpi4py, unless
+QUABLA_REQUIRE_MPI=1 (CI), which makes it fail instead.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import quabla as qb
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "distributed_worker.py"
+
+
+def _mpi_ready():
+    if shutil.which("mpirun") is None:
+        return "mpirun not found (apt-get install openmpi-bin)"
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return "mpi4py not installed (pip install quabla[mpi])"
+    return None
+
+
+WHY = _mpi_ready()
+if WHY and os.environ.get("QUABLA_REQUIRE_MPI") == "1":
+    raise RuntimeError(f"QUABLA_REQUIRE_MPI=1 but MPI is not usable here: {WHY}")
+if WHY:
+    pytest.skip(WHY, allow_module_level=True)
+
+
+def _env(**extra):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_rmaps_base_oversubscribe="1")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_job(mode, tmp_path, n=2, timeout=60, limit=120):
+    start = time.monotonic()
+    p = subprocess.run(["mpirun", "-np", str(n), sys.executable, str(WORKER), mode, str(tmp_path)],
+                       capture_output=True, text=True, timeout=limit, env=_env(QB_TEST_TIMEOUT=timeout))
+    return p.returncode, p.stdout + p.stderr, time.monotonic() - start
+
+
+def test_collectives_against_numpy(tmp_path):
+    rc, out, _ = run_job("collectives", tmp_path)
+    assert rc == 0, out
+    n = 2
+    a = [np.arange(6.0).reshape(2, 3) * (r + 1) for r in range(n)]
+    b = [np.array([r, -r, 7], np.int32) for r in range(n)]
+    ranks = [np.load(tmp_path / f"rank{r}.npz") for r in range(n)]
+    for r, got in enumerate(ranks):
+        np.testing.assert_array_equal(got["sa"], a[0] + a[1])
+        np.testing.assert_array_equal(got["sb"], b[0] + b[1])
+        assert got["sb"].dtype == np.int32
+        np.testing.assert_array_equal(got["ma"], (a[0] + a[1]) / 2)
+        np.testing.assert_array_equal(got["xa"], np.maximum(a[0], a[1]))
+        np.testing.assert_array_equal(got["xb"], np.maximum(b[0], b[1]))
+        np.testing.assert_array_equal(got["bv"], [10.0 + n - 1, 20.0 + n - 1])
+        np.testing.assert_array_equal(got["g"], [[0.0, 0.0], [1.0, 2.0]])
+        full = sum(np.arange(2.0 * n * 3).reshape(2 * n, 3) + q for q in range(n))
+        np.testing.assert_array_equal(got["rs"], full[2 * r:2 * r + 2])
+        msg = (tmp_path / f"mismatch{r}.txt").read_text()
+        assert "rank" in msg and "f8[3]" in msg and "f8[4]" in msg
+
+
+def test_data_parallel_training_equals_one_process(tmp_path):
+    rc, out, _ = run_job("train", tmp_path)
+    assert rc == 0, out
+    r0, r1 = (np.load(tmp_path / f"rank{r}.npz") for r in range(2))
+    np.testing.assert_array_equal(r0["params"], r1["params"])  # identical on every rank
+    np.testing.assert_array_equal(r0["losses"], r1["losses"])
+    sys.path.insert(0, str(HERE.parents[1] / "examples"))
+    try:
+        import pinn_poisson
+    finally:
+        sys.path.pop(0)
+    params = pinn_poisson.init_params(qb.random.key(2026))  # rank 0's, which the job replicated
+    x = qb.array([(i + 1) / 33 for i in range(32)])
+    t = qb.Trainer(pinn_poisson.loss, params, qb.optim.Adam(learning_rate=0.01), x)
+    losses = t.fit(150)
+    flat = np.concatenate([np.asarray(v).ravel() for v in qb.tree.leaves(t.params)])
+    np.testing.assert_allclose(r0["losses"], losses, rtol=1e-12)
+    np.testing.assert_allclose(r0["params"], flat, rtol=1e-12, atol=1e-14)
+    assert float(r0["final"]) == pytest.approx(t.loss(), rel=1e-12)
+    saved = qb.load(tmp_path / "checkpoint.qb")  # rank 0's checkpoint, complete
+    assert saved["steps"] == 150
+    np.testing.assert_array_equal(np.concatenate([np.asarray(v).ravel() for v in qb.tree.leaves(saved["params"])]),
+                                  r0["params"])
+
+
+def test_a_killed_rank_ends_the_job(tmp_path):
+    rc, out, elapsed = run_job("die", tmp_path, timeout=5)
+    assert rc != 0 and elapsed < 30, (rc, elapsed, out)
+    assert "rank 1" in out
+
+
+def test_a_hung_rank_is_named_within_the_timeout(tmp_path):
+    rc, out, elapsed = run_job("hang", tmp_path, timeout=3)
+    assert rc != 0 and elapsed < 30, (rc, elapsed, out)
+    msg = (tmp_path / "timeout0.txt").read_text()
+    assert "rank(s) [1] did not arrive within 3 s" in msg
+    assert "DistributedTimeoutError" in out
+
+
+def _single(code):
+    """Runs code in a fresh one-process MPI job (mpi4py's singleton init)."""
+    p = subprocess.run([sys.executable, "-c", "import quabla as qb\n" + code], capture_output=True, text=True,
+                       timeout=60, env=_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+def test_one_process_job_and_errors():
+    out = _single("""
+import numpy as np
+d = qb.distributed
+try:
+    d.rank()
+except RuntimeError as e:
+    print("before:", e)
+try:
+    d.initialize(backend="nccl")
+except ValueError as e:
+    print("backend:", e)
+try:
+    d.initialize(world_size=4)
+except ValueError as e:
+    print("size:", e)
+d.initialize(timeout=10)
+print("ranks", d.rank(), d.world_size(), d.local_devices()[0])
+print("sum", d.all_reduce({"x": qb.array([1.0, 2.0])})["x"].tolist())
+try:
+    d.all_reduce(qb.ones(2), op="min")
+except ValueError as e:
+    print("op:", e)
+try:
+    qb.Trainer(lambda p, x: qb.sum(p * x), qb.ones(2), qb.optim.Adam(), qb.ones((4, 2)), data_parallel=True)
+except ValueError as e:
+    print("dp:", e)
+""")
+    assert "before: qb.distributed: call qb.distributed.initialize() first" in out
+    assert "backend: " in out and "'nccl'" in out
+    assert "size: qb.distributed.initialize: world_size=4 but MPI says 1" in out
+    assert "ranks 0 1 cpu" in out and "sum [1.0, 2.0]" in out
+    assert "op: " in out and "'min'" in out
+    assert "dp: Trainer(data_parallel=True) shards the data arguments named by batch_argnums" in out
