@@ -25,7 +25,7 @@ def collectives(out):
     g = d.all_gather(qb.array([float(r), 2.0 * r]))
     rs = d.reduce_scatter(qb.array(np.arange(2.0 * n * 3).reshape(2 * n, 3) + r))
     d.barrier()
-    np.savez(os.path.join(out, f"rank{r}.npz"), sa=np.asarray(s["a"]), sb=np.asarray(s["b"]), ma=np.asarray(m["a"]),
+    np.savez(os.path.join(out, f"rank{r}.npz"), netns=os.stat("/proc/self/ns/net").st_ino, sa=np.asarray(s["a"]), sb=np.asarray(s["b"]), ma=np.asarray(m["a"]),
              xa=np.asarray(mx["a"]), xb=np.asarray(mx["b"]), bv=np.asarray(b["v"]), g=np.asarray(g),
              rs=np.asarray(rs), n=n)
     try:

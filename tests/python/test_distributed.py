@@ -45,16 +45,15 @@ def _env(**extra):
     return env
 
 
-def run_job(mode, tmp_path, n=2, timeout=60, limit=120):
+def run_job(mode, tmp_path, n=2, timeout=60, limit=120, launch=()):
     start = time.monotonic()
-    p = subprocess.run(["mpirun", "-np", str(n), sys.executable, str(WORKER), mode, str(tmp_path)],
+    p = subprocess.run([*launch, "mpirun", "-np", str(n), sys.executable, str(WORKER), mode, str(tmp_path)]
+                       if not launch else [*launch, sys.executable, str(WORKER), mode, str(tmp_path)],
                        capture_output=True, text=True, timeout=limit, env=_env(QB_TEST_TIMEOUT=timeout))
     return p.returncode, p.stdout + p.stderr, time.monotonic() - start
 
 
-def test_collectives_against_numpy(tmp_path):
-    rc, out, _ = run_job("collectives", tmp_path)
-    assert rc == 0, out
+def check_collectives(tmp_path):
     n = 2
     a = [np.arange(6.0).reshape(2, 3) * (r + 1) for r in range(n)]
     b = [np.array([r, -r, 7], np.int32) for r in range(n)]
@@ -72,11 +71,16 @@ def test_collectives_against_numpy(tmp_path):
         np.testing.assert_array_equal(got["rs"], full[2 * r:2 * r + 2])
         msg = (tmp_path / f"mismatch{r}.txt").read_text()
         assert "rank" in msg and "f8[3]" in msg and "f8[4]" in msg
+    return ranks
 
 
-def test_data_parallel_training_equals_one_process(tmp_path):
-    rc, out, _ = run_job("train", tmp_path)
+def test_collectives_against_numpy(tmp_path):
+    rc, out, _ = run_job("collectives", tmp_path)
     assert rc == 0, out
+    check_collectives(tmp_path)
+
+
+def check_training(tmp_path):
     r0, r1 = (np.load(tmp_path / f"rank{r}.npz") for r in range(2))
     np.testing.assert_array_equal(r0["params"], r1["params"])  # identical on every rank
     np.testing.assert_array_equal(r0["losses"], r1["losses"])
@@ -97,6 +101,70 @@ def test_data_parallel_training_equals_one_process(tmp_path):
     assert saved["steps"] == 150
     np.testing.assert_array_equal(np.concatenate([np.asarray(v).ravel() for v in qb.tree.leaves(saved["params"])]),
                                   r0["params"])
+
+
+def test_data_parallel_training_equals_one_process(tmp_path):
+    rc, out, _ = run_job("train", tmp_path)
+    assert rc == 0, out
+    check_training(tmp_path)
+
+
+AGENT = """#!/bin/sh
+# Open MPI's remote launcher ("ssh") into the network namespace of a host address.
+host="$1"; shift
+case "$host" in
+  {a}) ns={na} ;;
+  {b}) ns={nb} ;;
+  *) echo "unknown host $host" >&2; exit 1 ;;
+esac
+exec ip netns exec "$ns" sh -c "$*"
+"""
+
+
+@pytest.fixture
+def two_hosts(tmp_path):
+    """Two network namespaces joined by a veth pair (10.77.<k>.1 and .2): two hosts for MPI
+    over TCP; an agent script stands in for ssh."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("network namespaces need root and iproute2")
+    tag = f"qb{os.getpid() % 100000}"
+    na, nb, k = f"{tag}a", f"{tag}b", os.getpid() % 200 + 20
+    a, b = f"10.77.{k}.1", f"10.77.{k}.2"
+    cmds = [["ip", "netns", "add", na], ["ip", "netns", "add", nb],
+            ["ip", "link", "add", f"{tag}x", "type", "veth", "peer", "name", f"{tag}y"],
+            ["ip", "link", "set", f"{tag}x", "netns", na], ["ip", "link", "set", f"{tag}y", "netns", nb],
+            ["ip", "netns", "exec", na, "ip", "addr", "add", f"{a}/24", "dev", f"{tag}x"],
+            ["ip", "netns", "exec", nb, "ip", "addr", "add", f"{b}/24", "dev", f"{tag}y"]]
+    for ns, dev in ((na, f"{tag}x"), (nb, f"{tag}y")):
+        cmds += [["ip", "netns", "exec", ns, "ip", "link", "set", dev, "up"],
+                 ["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"]]
+    try:
+        for c in cmds:
+            subprocess.run(c, check=True, capture_output=True)
+        agent = tmp_path / "agent.sh"
+        agent.write_text(AGENT.format(a=a, b=b, na=na, nb=nb))
+        agent.chmod(0o755)
+        subnet = f"10.77.{k}.0/24"
+        yield ["ip", "netns", "exec", na, "mpirun", "-np", "2", "-H", f"{a},{b}", "--mca", "plm_rsh_agent", str(agent),
+               "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", subnet, "--mca", "oob_tcp_if_include",
+               subnet, "-x", "PATH", "-x", "OMPI_ALLOW_RUN_AS_ROOT", "-x", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+               "-x", "QB_TEST_TIMEOUT"]
+    finally:
+        for ns in (na, nb):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_across_two_hosts_over_tcp(tmp_path, two_hosts):
+    out_c, out_t = tmp_path / "c", tmp_path / "t"
+    out_c.mkdir()
+    out_t.mkdir()
+    rc, out, _ = run_job("collectives", out_c, launch=two_hosts)
+    assert rc == 0, out
+    ranks = check_collectives(out_c)
+    assert ranks[0]["netns"] != ranks[1]["netns"]  # the ranks ran in different network namespaces
+    rc, out, _ = run_job("train", out_t, launch=two_hosts)
+    assert rc == 0, out
+    check_training(out_t)
 
 
 def test_a_killed_rank_ends_the_job(tmp_path):
