@@ -449,3 +449,24 @@ def test_results_do_not_depend_on_the_thread_count(n):
             np.testing.assert_array_equal(x, y)
     np.testing.assert_allclose(results[0][0], np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(results[0][2], np.linalg.cholesky(spd), rtol=1e-10, atol=1e-12)
+
+
+# The CPU plan folds cholesky's input symmetrization into the kernel (cholesky_fold.h).
+
+@pytest.mark.parametrize("n", [3, 33, 64])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_folded_symmetrization_is_bitwise_the_unfolded_one(n, dtype):
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=(2, n, n))
+    a = (a @ np.swapaxes(a, 1, 2) + n * np.eye(n)).astype(dtype)
+    a[:, 0, -1] += 0.25  # not symmetric: the symmetrization matters
+    folded = qb.jit(qb.linalg.cholesky)
+    plan = folded.lower(qb.array(a)).compile().plan_text()
+    assert "transpose" not in plan and plan.count("kernel") == 1, plan
+    sym = qb.array(((a + np.swapaxes(a, 1, 2)) * np.asarray(0.5, dtype)).astype(dtype))
+    plain = qb.jit(lambda m: qb.linalg.cholesky(m, symmetrize_input=False))
+    np.testing.assert_array_equal(np.asarray(folded(qb.array(a))), np.asarray(plain(sym)))
+    # a transposed operand read by something else keeps its own computation
+    both = qb.jit(lambda m: (qb.linalg.cholesky(m), qb.swapaxes(m, -1, -2) * 2.0))(qb.array(a))
+    np.testing.assert_array_equal(np.asarray(both[0]), np.asarray(plain(sym)))
+    np.testing.assert_array_equal(np.asarray(both[1]), np.swapaxes(a, 1, 2) * 2)

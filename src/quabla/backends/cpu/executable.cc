@@ -1,4 +1,5 @@
 #include "quabla/backends/cpu/executable.h"
+#include "quabla/backends/cpu/cholesky_fold.h"
 
 #include <algorithm>
 #include <array>
@@ -22,7 +23,7 @@ bool all_uses_elementwise(const Graph& g, const std::vector<std::vector<std::uin
 
 }  // namespace
 
-Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(std::move(graph)) {
+Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(fold_symmetrized_cholesky(std::move(graph))) {
   const Graph& g = *graph_;
   const FusionPlan fusion = plan_fusion(g);
   std::vector<std::vector<std::uint32_t>> users(g.values.size());
@@ -572,7 +573,7 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
       const std::int64_t dim = as.back(), batch = num_elements(std::span(as).first(as.size() - 2));
       const std::int64_t k = n.inputs.size() > 1 ? in_type(1).shape.back() : 0;
       switch (n.op) {
-        case Op::Cholesky: return cholesky(ot.dtype, in(0), batch, dim, alloc());
+        case Op::Cholesky: return cholesky(ot.dtype, in(0), batch, dim, alloc(), n.attrs.mode == 1);
         case Op::Slogdet: return slogdet(ot.dtype, in(0), batch, dim, alloc());
         case Op::Eigh: return eigh(ot.dtype, in(0), batch, dim, alloc());
         case Op::Lu: return lu(ot.dtype, in(0), batch, dim, alloc());

@@ -65,7 +65,10 @@ void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, s
 // Dense linear algebra over a batch of row-major matrices (ops.def: cholesky,
 // triangular_solve, solve, slogdet; linalg.cc). a: [batch, n, n], b and out: [batch, n, k];
 // slogdet's out: [batch, 2] (sign, log|det|).
-void cholesky(DType dtype, const std::byte* in, std::int64_t batch, std::int64_t n, std::byte* out);
+// symmetrize: factor (A + A^T) / 2 (computed as add then multiply by 0.5, as the elementwise
+// kernels would), read from `in` as it is (cholesky_fold.h folds that symmetrization here).
+void cholesky(DType dtype, const std::byte* in, std::int64_t batch, std::int64_t n, std::byte* out,
+              bool symmetrize = false);
 void triangular_solve(DType dtype, const std::byte* a, const std::byte* b, std::int64_t batch, std::int64_t n,
                       std::int64_t k, int mode, std::byte* out);
 void solve(DType dtype, const std::byte* a, const std::byte* b, std::int64_t batch, std::int64_t n, std::int64_t k,

@@ -201,18 +201,32 @@ void for_each_matrix(std::int64_t batch, std::int64_t n, F&& body) {
   body(std::int64_t{0}, std::int64_t{1});
 }
 
+// dst = (src + src^T) * 0.5, element for element as the unfused add and multiply compute it.
 template <class T>
-void cholesky_t(const T* in, std::int64_t batch, std::int64_t n, T* out) {
+void symmetrized(const T* src, std::int64_t n, T* dst) {
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) dst[i * n + j] = (src[i * n + j] + src[j * n + i]) * T(0.5);
+}
+
+template <class T>
+void cholesky_t(const T* in, std::int64_t batch, std::int64_t n, T* out, bool symmetrize) {
   const std::size_t mat = static_cast<std::size_t>(n * n);
   for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
+    std::vector<T> sym(symmetrize && n <= tiny_max() ? mat : 0);
     for (std::int64_t b = b0; b < b1; ++b) {
       T* a = out + static_cast<std::size_t>(b) * mat;
+      const T* src = in + static_cast<std::size_t>(b) * mat;
       if (n <= tiny_max()) {
-        if (!cholesky_tiny(in + static_cast<std::size_t>(b) * mat, n, a))
+        if (symmetrize) {
+          symmetrized(src, n, sym.data());
+          src = sym.data();
+        }
+        if (!cholesky_tiny(src, n, a))
           std::fill(a, a + mat, std::numeric_limits<T>::quiet_NaN());
         continue;
       }
-      std::copy_n(in + static_cast<std::size_t>(b) * mat, mat, a);
+      if (symmetrize) symmetrized(src, n, a);
+      else std::copy_n(src, mat, a);
       int info = 0;
       potrf<T>('U', static_cast<int>(n), a, &info);  // the column-major upper = row-major lower
       if (info != 0) {
@@ -470,9 +484,11 @@ void slogdet_t(const T* a, std::int64_t batch, std::int64_t n, T* out) {
 
 }  // namespace
 
-void cholesky(DType dtype, const std::byte* in, std::int64_t batch, std::int64_t n, std::byte* out) {
-  if (dtype == DType::f64) return cholesky_t(reinterpret_cast<const double*>(in), batch, n, reinterpret_cast<double*>(out));
-  if (dtype == DType::f32) return cholesky_t(reinterpret_cast<const float*>(in), batch, n, reinterpret_cast<float*>(out));
+void cholesky(DType dtype, const std::byte* in, std::int64_t batch, std::int64_t n, std::byte* out, bool symmetrize) {
+  if (dtype == DType::f64)
+    return cholesky_t(reinterpret_cast<const double*>(in), batch, n, reinterpret_cast<double*>(out), symmetrize);
+  if (dtype == DType::f32)
+    return cholesky_t(reinterpret_cast<const float*>(in), batch, n, reinterpret_cast<float*>(out), symmetrize);
   throw InternalError("cholesky: float operands only");
 }
 
