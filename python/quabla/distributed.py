@@ -27,7 +27,7 @@ from . import _core
 from . import tree as _tree
 from .errors import QuablaError
 
-__all__ = ["initialize", "is_initialized", "rank", "world_size", "local_devices", "shutdown", "all_reduce",
+__all__ = ["initialize", "is_initialized", "rank", "world_size", "local_devices", "nccl_info", "shutdown", "all_reduce",
            "broadcast", "all_gather", "reduce_scatter", "barrier", "DistributedTimeoutError"]
 
 
@@ -126,6 +126,14 @@ def local_devices():
     """The devices this process can use: "cpu", and the CUDA devices of its node."""
     from . import devices
     return devices()
+
+
+def nccl_info() -> dict:
+    """{"version": "2.x.y"} when NCCL loads (from the nvidia-nccl wheel or the system), else
+    {"version": "", "reason": why}. NCCL collectives on CUDA device arrays are not built yet."""
+    from . import _cuda
+    _cuda._ensure_library_dirs()
+    return dict(_core.nccl_info())
 
 
 def shutdown() -> None:

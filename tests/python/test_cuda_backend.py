@@ -431,6 +431,15 @@ def test_zero_size_and_scalar_programs():
     assert_same(lambda x: [x * 2.0, qb.exp(x), qb.reshape(x, (1, 1))], qb.array(1.5))
 
 
+def test_nccl_loads_where_the_library_exists():
+    info = qb.distributed.nccl_info()
+    present = any(Path(d, "libnccl.so.2").exists() for d in ("/usr/local/cuda/lib64", "/usr/local/cuda/lib"))
+    if present:
+        assert info["version"].count(".") == 2 and int(info["version"].split(".")[0]) >= 2, info
+    else:
+        assert info["version"] == "" and "libnccl.so.2" in info["reason"]
+
+
 def test_nvrtc_reports_a_bad_source():
     if not _nvrtc_available():
         pytest.skip("no NVRTC")

@@ -114,6 +114,14 @@ void bind_cuda(nb::module_& m) {
   }, nb::arg("source"), nb::arg("arch") = "sm_90");
   m.def("cuda_device_description", [](int ordinal, bool emulate) { return cuda::device(ordinal, emulate).description(); },
         nb::arg("ordinal"), nb::arg("emulate") = false);
+  m.def("nccl_info", [] {
+    nb::dict d;
+    std::string why;
+    const std::string v = cuda::nccl_version(&why);
+    d["version"] = v;
+    d["reason"] = why;
+    return d;
+  });
   m.def("mlx_info", [] {
     nb::dict d;
     d["available"] = mlxb::available();

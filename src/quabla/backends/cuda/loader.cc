@@ -152,6 +152,34 @@ const CublasApi* cublas(std::string* why) {
       why);
 }
 
+const NcclApi* nccl(std::string* why) {
+  return load_once<NcclApi>(
+      [](NcclApi& a, std::string& reason) {
+        void* lib = open_library({"libnccl.so.2", "libnccl.so"}, false);
+        if (!lib) {
+          reason = "NCCL (libnccl.so.2) was not found: install NCCL (the nvidia-nccl wheel, or the system package)";
+          return false;
+        }
+        const bool all = bind(lib, a.ncclGetVersion, "ncclGetVersion") &&
+                         bind(lib, a.ncclGetErrorString, "ncclGetErrorString");
+        if (!all) reason = "the NCCL library found lacks entry points Quabla needs";
+        return all;
+      },
+      why);
+}
+
+std::string nccl_version(std::string* why) {
+  const NcclApi* api = nccl(why);
+  if (!api) return {};
+  int v = 0;
+  if (api->ncclGetVersion(&v) != 0) {
+    if (why) *why = "ncclGetVersion failed";
+    return {};
+  }
+  // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
 std::string driver_error(CUresult r) {
   const DriverApi* d = driver(nullptr);
   return d ? error_text(*d, r) : "CUDA error " + std::to_string(r);

@@ -62,6 +62,12 @@ struct CublasApi {
                                    const double*, int, long long, const double*, double*, int, long long, int);
 };
 
+// NCCL, for qb.distributed on CUDA devices: loaded only when asked for.
+struct NcclApi {
+  int (*ncclGetVersion)(int*);
+  const char* (*ncclGetErrorString)(int);
+};
+
 // Directories searched before the system's library path (the lib folders of the nvidia-*
 // PyPI wheels, found by the Python package); set before the first load.
 void set_library_dirs(std::vector<std::string> dirs);
@@ -70,6 +76,9 @@ void set_library_dirs(std::vector<std::string> dirs);
 const DriverApi* driver(std::string* why);
 const NvrtcApi* nvrtc(std::string* why);
 const CublasApi* cublas(std::string* why);
+const NcclApi* nccl(std::string* why);
+// NCCL's version ("2.27.7"), or empty with *why set.
+std::string nccl_version(std::string* why);
 
 // The driver's message for a result code ("out of memory"), for errors.
 std::string driver_error(CUresult r);
