@@ -150,13 +150,17 @@ struct Program {
     return out;
   }
 
-  std::vector<Array> run_mlx(const std::vector<Array>& args) const {
+  static std::vector<BufferPtr> storages(const std::vector<Array>& args) {
     std::vector<BufferPtr> bufs;
     bufs.reserve(args.size());
     for (const Array& a : args) bufs.push_back(a.storage);
-    return wrap(mlx->run_host(bufs));
+    return bufs;
   }
 
+  std::vector<Array> run_mlx(const std::vector<Array>& args) const { return wrap(mlx->run_host(storages(args))); }
+  std::vector<Array> run_cuda(const std::vector<Array>& args) const { return wrap(cuda->run_host(storages(args))); }
+
+  // Host results as Arrays of the program's result types.
   std::vector<Array> wrap(std::vector<BufferPtr> outs) const {
     const Graph& g = exe->graph();
     std::vector<Array> result;
@@ -170,22 +174,6 @@ struct Program {
     return result;
   }
 
-  std::vector<Array> run_cuda(const std::vector<Array>& args) const {
-    std::vector<BufferPtr> bufs;
-    bufs.reserve(args.size());
-    for (const Array& a : args) bufs.push_back(a.storage);
-    auto outs = cuda->run_host(bufs);
-    const Graph& g = exe->graph();
-    std::vector<Array> result;
-    for (std::size_t i = 0; i < outs.size(); ++i) {
-      Array a;
-      a.storage = std::move(outs[i]);
-      a.type = g.type(g.results[i]);
-      a.type.weak = false;
-      result.push_back(std::move(a));
-    }
-    return result;
-  }
 };
 
 }  // namespace
