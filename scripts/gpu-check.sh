@@ -7,6 +7,10 @@
 #   summary.txt devices.json nvidia-smi.txt build.log tests.log examples.log bench.log gpu-bench.json
 #   scripts/gpu-check.sh OUTDIR            on the GPU machine
 #   scripts/gpu-check.sh OUTDIR --dry-run  anywhere: the same steps on the host emulator, short
+# The GPU image lacks scipy-openblas32 (Quabla's BLAS): fetch its wheel here first, into the
+# git-ignored .whl/ (echo /.whl/ >> .git/info/exclude), and name .whl in the device run's carry:
+#   .venv/bin/python -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --platform manylinux_2_28_x86_64 -d .whl scipy-openblas32
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR [--dry-run]}
 dry=${2:-}
