@@ -82,8 +82,12 @@ def device_put(x, device=None):
 
     Host data (qb arrays, NumPy arrays, lists, numbers) is copied to the device once; a
     jitted function called on device arrays runs there without copies and returns device
-    arrays. Copies back are explicit: x.to_host(), np.asarray(x), x.tolist(), x.item().
+    arrays. Copies back are explicit: x.to_host(), np.asarray(x), x.tolist(), x.item(). As in
+    JAX, a pytree (dict, list, tuple) is put leaf by leaf and keeps its structure.
     """
+    if isinstance(x, (dict, list, tuple)):
+        from . import tree as _tree
+        return _tree.map(lambda leaf: device_put(leaf, device), x)
     if device is None or device == "cpu":
         return x.to_host() if isinstance(x, _core.DeviceArray) else _core.asarray(x)
     if device == "mlx":

@@ -464,6 +464,13 @@ def test_device_put_round_trip(value):
     assert "device='cuda:0'" in repr(d) and repr(d).startswith("DeviceArray(")
 
 
+def test_device_put_of_a_pytree_keeps_its_structure():
+    t = qb.device_put({"w": np.ones((2, 2)), "b": [1.0, np.zeros(3)]}, "cuda")
+    assert isinstance(t["w"], qb.DeviceArray) and isinstance(t["b"], list) and isinstance(t["b"][0], qb.DeviceArray)
+    back = qb.device_put(t, "cpu")
+    assert isinstance(back["b"][1], qb.Array) and back["b"][1].tolist() == [0.0, 0.0, 0.0]
+
+
 def test_jit_keeps_device_arrays_on_the_device():
     f = qb.jit(lambda a, b: (qb.sin(a) * b, qb.sum(a)), device="cuda")
     x = np.linspace(0, 1, 6).reshape(2, 3)
