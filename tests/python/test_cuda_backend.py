@@ -428,6 +428,7 @@ def test_compiled_program_reports_its_device():
 
 def test_zero_size_and_scalar_programs():
     assert_same(lambda x: [x * 2.0, qb.sum(x), qb.concat([x, x])], qb.zeros((0, 3)))
+    assert_same(lambda a, b: a @ b, qb.zeros((3, 0)), qb.zeros((0, 4)))  # k = 0: zeros
     assert_same(lambda x: [x * 2.0, qb.exp(x), qb.reshape(x, (1, 1))], qb.array(1.5))
 
 

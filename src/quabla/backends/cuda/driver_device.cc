@@ -98,19 +98,21 @@ class Gpu final : public Device {
     // Row-major C = A B is column-major C^T = B^T A^T: B (n x k, ld n) times A (k x m, ld k).
     const int N = 0;  // CUBLAS_OP_N
     const auto im = static_cast<int>(m), ik = static_cast<int>(k), in = static_cast<int>(n);
+    // Leading dimensions must be at least 1 even for empty operands (k = 0 gives C = 0).
+    const int ldb = std::max(in, 1), lda = std::max(ik, 1), ldc = std::max(in, 1);
     const long long sa = m * k, sb = k * n, sc = m * n;
     const auto bt = static_cast<int>(batch);
     int r = 0;
     if (dtype == DType::f32) {
       const float one = 1, zero = 0;
-      r = blas_->cublasSgemmStridedBatched(h, N, N, in, im, ik, &one, reinterpret_cast<const float*>(b), in, sb,
-                                           reinterpret_cast<const float*>(a), ik, sa, &zero,
-                                           reinterpret_cast<float*>(c), in, sc, bt);
+      r = blas_->cublasSgemmStridedBatched(h, N, N, in, im, ik, &one, reinterpret_cast<const float*>(b), ldb, sb,
+                                           reinterpret_cast<const float*>(a), lda, sa, &zero,
+                                           reinterpret_cast<float*>(c), ldc, sc, bt);
     } else if (dtype == DType::f64) {
       const double one = 1, zero = 0;
-      r = blas_->cublasDgemmStridedBatched(h, N, N, in, im, ik, &one, reinterpret_cast<const double*>(b), in, sb,
-                                           reinterpret_cast<const double*>(a), ik, sa, &zero,
-                                           reinterpret_cast<double*>(c), in, sc, bt);
+      r = blas_->cublasDgemmStridedBatched(h, N, N, in, im, ik, &one, reinterpret_cast<const double*>(b), ldb, sb,
+                                           reinterpret_cast<const double*>(a), lda, sa, &zero,
+                                           reinterpret_cast<double*>(c), ldc, sc, bt);
     } else {
       throw UnsupportedOperation("matmul of " + std::string(dtype_name(dtype)) + " arrays is not supported on CUDA",
                                  "matmul", "cuda");
