@@ -78,14 +78,8 @@ class Trainer:
                 value, grads = vg(_tree.unflatten(p_def, xs[:n_p]), *xs[n_p:])
                 return (value,) + tuple(_tree.leaves(grads))
 
-            def flat_update(*xs):
-                p = _tree.unflatten(p_def, xs[:n_p])
-                g = _tree.unflatten(p_def, xs[n_p:2 * n_p])
-                s = _tree.unflatten(s_def, xs[2 * n_p:])
-                new_p, new_s = optimizer.update(p, g, s)
-                return tuple(_tree.leaves(new_p)) + tuple(_tree.leaves(new_s))
             self._value_grad = jit(flat_value_grad, precision=precision)
-            self._update = jit(flat_update, precision=precision)
+            self._update = jit(flat_update_fn(optimizer.update, p_def, s_def), precision=precision)
         self._loss_fn = jit(lambda *xs: loss(_tree.unflatten(p_def, xs[:n_p]), *xs[n_p:]), device=device,
                             precision=precision)
         self._last = None
@@ -167,6 +161,20 @@ class Trainer:
                 rate = (k + 1) / max(time.perf_counter() - start, 1e-9)
                 print(f"step {self.steps:>7d}  loss {losses[-1].item():.4e}  {rate:,.0f} steps/s", file=sys.stderr)
         return [l.item() for l in losses]
+
+
+def flat_update_fn(update, p_def, s_def):
+    """update(params, grads, state) over flat leaves: (*params, *grads, *state) -> (*new
+    params, *new state), so one compiled program takes and returns plain arrays."""
+    n = p_def.num_leaves
+
+    def flat_update(*xs):
+        p = _tree.unflatten(p_def, xs[:n])
+        g = _tree.unflatten(p_def, xs[n:2 * n])
+        s = _tree.unflatten(s_def, xs[2 * n:])
+        new_p, new_s = update(p, g, s)
+        return tuple(_tree.leaves(new_p)) + tuple(_tree.leaves(new_s))
+    return flat_update
 
 
 class _DataParallel:

@@ -22,7 +22,7 @@ from . import tree as _tree
 from ._jit import jit as _jit
 
 from ._lbfgs import LBFGS, LBFGSInfo  # noqa: E402
-from ._trainer import Trainer  # noqa: E402
+from ._trainer import Trainer, flat_update_fn  # noqa: E402
 
 __all__ = ["Adam", "AdamW", "SGD", "LBFGS", "LBFGSInfo", "Trainer", "AdamState", "SGDState", "clip_by_global_norm", "constant",
            "exponential_decay", "cosine_decay", "warmup_cosine_decay", "piecewise_constant"]
@@ -188,15 +188,7 @@ class _Stateful:
             state = self.init(params)
             s_leaves, s_def = _tree.flatten(state)
             self._flat_def, self._state_def, self._flat_state = p_def, s_def, s_leaves
-
-            def flat_update(*xs):
-                p = _tree.unflatten(p_def, xs[:n])
-                g = _tree.unflatten(p_def, xs[n:2 * n])
-                s = _tree.unflatten(s_def, xs[2 * n:])
-                new_p, new_s = self.update(p, g, s)
-                return tuple(_tree.leaves(new_p)) + tuple(_tree.leaves(new_s))
-
-            self._flat_update = _jit(flat_update)
+            self._flat_update = _jit(flat_update_fn(self.update, p_def, s_def))
         outs = self._flat_update(*p_leaves, *g_leaves, *self._flat_state)
         self._flat_state = list(outs[n:])
         return _tree.unflatten(p_def, outs[:n])

@@ -402,9 +402,9 @@ class Lowerer {
     s.temp_bytes.push_back(static_cast<std::size_t>(outputs * parts) * itemsize(d));
     s.launches.push_back(Launch{kernel({{pointer(d, true), "a"}, {pointer(d, false), "t0"}}, b.str()), outputs * parts,
                                 {value(n.inputs[0]), temp(0)}});
-    std::string fin = combine;
-    fin.replace(fin.rfind('x'), 1, "t0[i * " + std::to_string(parts) + " + p]");
-    finish_partials(s, n.outputs[0], parts, t + " acc = " + init, "acc = " + fin);
+    // The partials combine as the elements did: the same expression of `x`.
+    finish_partials(s, n.outputs[0], parts, t + " acc = " + init,
+                    "{ const " + t + " x = t0[i * " + std::to_string(parts) + " + p]; acc = " + combine + "; }");
   }
 
   void cumsum(const Node& n, std::uint32_t i) {

@@ -123,6 +123,11 @@ void Program::run_region(std::size_t step, std::vector<DeviceBufferPtr>& env) co
   }
 }
 
+void Program::check_arity(std::size_t n) const {
+  const std::size_t want = plan_.graph->params.size();
+  if (n != want) throw TypeError("CUDA program expects " + std::to_string(want) + " arguments, got " + std::to_string(n));
+}
+
 int Program::launches() const {
   int k = 0;
   for (const Step& s : plan_.steps) k += s.kind == Step::Gemm ? 1 : static_cast<int>(s.launches.size());
@@ -131,10 +136,7 @@ int Program::launches() const {
 
 std::vector<DeviceBufferPtr> Program::run(std::vector<DeviceBufferPtr> args) const {
   const Graph& g = *plan_.graph;
-  if (args.size() != g.params.size()) {
-    throw TypeError("CUDA program expects " + std::to_string(g.params.size()) + " arguments, got " +
-                    std::to_string(args.size()));
-  }
+  check_arity(args.size());
   std::vector<DeviceBufferPtr> env(g.values.size());
   for (std::size_t v = 0; v < constants_.size(); ++v)
     if (constants_[v]) env[v] = constants_[v];
@@ -198,14 +200,14 @@ std::vector<BufferPtr> Program::run_host(std::span<const BufferPtr> args) const 
   const Graph& g = *plan_.graph;
   std::vector<DeviceBufferPtr> dev;
   dev.reserve(args.size());
-  for (std::size_t i = 0; i < args.size() && i < g.params.size(); ++i) {
+  check_arity(args.size());
+  for (std::size_t i = 0; i < args.size(); ++i) {
     const ValueType& t = g.type(g.params[i]);
     const std::size_t bytes = static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype);
     auto b = device_->allocate(bytes);
     device_->upload(b->ptr, args[i]->data(), bytes);
     dev.push_back(std::move(b));
   }
-  if (args.size() != g.params.size()) dev.resize(args.size());  // run() reports the mismatch
   auto outs = run(std::move(dev));
   std::vector<BufferPtr> host;
   host.reserve(outs.size());

@@ -339,7 +339,7 @@ struct Evaluator {
         return {mx::take(in[0], i, static_cast<int>(n.attrs.axis))};
       }
       case Op::ScatterAdd: return {scatter(in[0], mx::array(n.attrs.dims.begin(), mx::Shape{static_cast<int>(n.attrs.dims.size())}, mx::int64),
-                                           in[1], static_cast<int>(n.attrs.axis), kScatterAdd, ot.dtype)};
+                                           in[1], static_cast<int>(n.attrs.axis), kScatterAdd)};
       case Op::Take: {
         const int axis = static_cast<int>(n.attrs.axis);
         const std::int64_t len = in_type(0).shape[static_cast<std::size_t>(axis)];
@@ -357,7 +357,7 @@ struct Evaluator {
       }
       case Op::Scatter: {
         const mx::array idx = mx::reshape(mx::astype(in[1], mx::int64), {-1});
-        return {scatter(in[0], idx, in[2], static_cast<int>(n.attrs.axis), static_cast<int>(n.attrs.mode), ot.dtype)};
+        return {scatter(in[0], idx, in[2], static_cast<int>(n.attrs.axis), static_cast<int>(n.attrs.mode))};
       }
       case Op::Argsort: {
         // The CPU's order: stable, NaN last ascending and first descending. MLX's argsort is
@@ -402,7 +402,7 @@ struct Evaluator {
   // Scatters `updates` (shape of take's result along `axis`) into x at idx (flat, k
   // indices), combining by mode; out-of-range updates are dropped (they go to an extra
   // slot that is cut off).
-  static mx::array scatter(const mx::array& x, const mx::array& idx, const mx::array& updates, int axis, int mode, DType d) {
+  static mx::array scatter(const mx::array& x, const mx::array& idx, const mx::array& updates, int axis, int mode) {
     const int rank = static_cast<int>(x.ndim());
     const int len = x.shape(axis);
     const int k = idx.shape(0);
@@ -432,7 +432,6 @@ struct Evaluator {
       default: throw InternalError("mlx: unknown scatter mode");
     }
     mx::Shape start(static_cast<std::size_t>(rank), 0), stop = x.shape();
-    (void)d;
     return mx::slice(r, start, stop);
   }
 
