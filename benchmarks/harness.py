@@ -15,6 +15,13 @@ def time_per_call(fn: Callable[[], object], number: int) -> float:
     return (time.perf_counter() - start) / number
 
 
+# Pause between two implementations' samples. BLAS thread pools keep their threads spinning
+# for a while after a call (NumPy's OpenBLAS about 0.1 s): measured on the 2-core machine, a
+# Quabla cg solve timed right after SciPy's took 147 ms against 92 ms alone and 102 ms after
+# a pause. Each implementation is timed once the previous one's threads have gone idle.
+SETTLE_SECONDS = 0.25
+
+
 def alternate(impls: Dict[str, Callable[[], object]], number: int, rounds: int, warmup: int = 3) -> Dict[str, float]:
     """Median seconds per call of each implementation, interleaving them round by round."""
     for fn in impls.values():
@@ -23,6 +30,8 @@ def alternate(impls: Dict[str, Callable[[], object]], number: int, rounds: int, 
     samples: Dict[str, list] = {name: [] for name in impls}
     for _ in range(rounds):
         for name, fn in impls.items():
+            if len(impls) > 1:
+                time.sleep(SETTLE_SECONDS)
             samples[name].append(time_per_call(fn, number))
     return {name: statistics.median(s) for name, s in samples.items()}
 

@@ -36,4 +36,15 @@ int initial_num_threads();
 // Changes the pool size (1 runs everything on the caller). Used by tests of determinism.
 void set_num_threads(int n);
 
+// While one exists, the pool's idle threads sleep at once instead of spinning for the next
+// kernel: for calls into libraries with threads of their own (threaded LAPACK), which need
+// every core.
+class PoolSpinPause {
+ public:
+  PoolSpinPause();
+  ~PoolSpinPause();
+  PoolSpinPause(const PoolSpinPause&) = delete;
+  PoolSpinPause& operator=(const PoolSpinPause&) = delete;
+};
+
 }  // namespace qb

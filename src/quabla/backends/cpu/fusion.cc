@@ -1,6 +1,7 @@
 #include "quabla/backends/cpu/fusion.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <cstring>
 #include <vector>
@@ -36,13 +37,27 @@ void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& sha
     for (std::int64_t k = 0; k < len; ++k) std::memcpy(dst + k * static_cast<std::int64_t>(elem), src, elem);
     return;
   }
+  // The multi-index of `begin`: one division per axis but the outermost (this runs once
+  // per load per tile, and a 64-bit division costs as much as copying a short row), in 32
+  // bits where the sizes allow.
   std::vector<std::int64_t> idx(rank, 0);
   std::int64_t rem = begin, off = 0;
-  for (std::size_t a = rank; a-- > 0;) {
-    idx[a] = rem % shape[a];
-    rem /= shape[a];
+  const bool narrow = begin <= INT32_MAX;
+  for (std::size_t a = rank; a-- > 1;) {
+    std::int64_t q;
+    if (narrow && shape[a] <= INT32_MAX) {
+      const auto r32 = static_cast<std::uint32_t>(rem), s32 = static_cast<std::uint32_t>(shape[a]);
+      q = r32 / s32;
+      idx[a] = r32 - static_cast<std::uint32_t>(q) * s32;
+    } else {
+      q = rem / shape[a];
+      idx[a] = rem - q * shape[a];
+    }
+    rem = q;
     off += idx[a] * strides[a];
   }
+  idx[0] = rem;
+  off += rem * strides[0];
   const std::size_t last = rank - 1;
   const std::int64_t inner_stride = strides[last];
   const auto e = static_cast<std::int64_t>(elem);

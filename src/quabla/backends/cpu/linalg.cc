@@ -9,6 +9,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -192,6 +193,7 @@ void for_each_matrix(std::int64_t batch, std::int64_t n, F&& body) {
   }
   static std::mutex serial;
   const std::lock_guard<std::mutex> lock(serial);
+  const PoolSpinPause no_spinning;  // OpenBLAS's threads need our idle ones asleep
   struct ThreadedBlas {  // OpenBLAS back to one thread however the call ends
     explicit ThreadedBlas(int n) { scipy_openblas_set_num_threads(n); }
     ~ThreadedBlas() { scipy_openblas_set_num_threads(1); }
@@ -269,26 +271,32 @@ void triangular_solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t
 template <class T>
 void solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t n, std::int64_t k, T* out) {
   const std::size_t amat = static_cast<std::size_t>(n * n), bmat = static_cast<std::size_t>(n * k);
+  const bool tiny = n <= tiny_max();
   for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
-    std::vector<T> lu(amat), rhs(bmat);
-    std::vector<lapack_int_t> ipiv(static_cast<std::size_t>(n));
+    // Systems up to 8x8 (a Newton step inside a loop body: one call per iteration) factor
+    // in a stack buffer, with no allocation per call.
+    constexpr std::size_t kStack = 64;
+    std::array<T, kStack> lu_stack;
+    std::vector<T> lu_heap(amat > kStack ? amat : 0), rhs(tiny ? 0 : bmat);
+    T* const lu = amat > kStack ? lu_heap.data() : lu_stack.data();
+    std::vector<lapack_int_t> ipiv(tiny ? 0 : static_cast<std::size_t>(n));
     for (std::int64_t i = b0; i < b1; ++i) {
-      if (n <= tiny_max()) {
+      if (tiny) {
         T* x = out + static_cast<std::size_t>(i) * bmat;
-        std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu.data());
+        std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu);
         std::copy_n(b + static_cast<std::size_t>(i) * bmat, bmat, x);
-        lu_tiny(lu.data(), n, x, k);
-        triangular_tiny(lu.data(), n, k, 0, x);  // U x = L^-1 P b
+        lu_tiny(lu, n, x, k);
+        triangular_tiny(lu, n, k, 0, x);  // U x = L^-1 P b
         continue;
       }
-      std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu.data());  // column-major A^T
+      std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu);  // column-major A^T
       const T* bi = b + static_cast<std::size_t>(i) * bmat;
       for (std::int64_t r = 0; r < n; ++r)  // B to column-major
         for (std::int64_t c = 0; c < k; ++c) rhs[static_cast<std::size_t>(r + c * n)] = bi[r * k + c];
       int info = 0;
-      getrf<T>(static_cast<int>(n), lu.data(), ipiv.data(), &info);
+      getrf<T>(static_cast<int>(n), lu, ipiv.data(), &info);
       // A singular U still solves (its zero pivots give inf/NaN, as JAX's solve does).
-      getrs<T>('T', static_cast<int>(n), static_cast<int>(k), lu.data(), ipiv.data(), rhs.data(), &info);
+      getrs<T>('T', static_cast<int>(n), static_cast<int>(k), lu, ipiv.data(), rhs.data(), &info);
       T* x = out + static_cast<std::size_t>(i) * bmat;
       for (std::int64_t r = 0; r < n; ++r)
         for (std::int64_t c = 0; c < k; ++c) x[r * k + c] = rhs[static_cast<std::size_t>(r + c * n)];
