@@ -87,35 +87,12 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
         auto st = sb->make_state();
         for (std::size_t i = 0; i < nc; ++i) sb->load_param(1 + i, operand(i)->data(), st);
         for (std::size_t k = 0; k < nk; ++k) sb->load_param(1 + nc + k, carry[k]->data(), st);
-        const std::uint32_t index_reg = sb->param_regs(0)[0];
-        const auto moves = sb->results_to_params(0, 1 + nc, nk);
-        const auto native = sb->native_scan(nc, nk);
-        if (native) {
-          // Tier 1: native code runs the steps, a chunk at a time between interrupt polls.
-          std::vector<const std::byte*> xp;
-          std::vector<std::byte*> yp;
-          for (std::size_t i = 0; i < nx; ++i) xp.push_back(operand(nc + nk + i)->data());
-          for (std::size_t j = 0; j < ny; ++j) yp.push_back(ys[j]->data());
-          constexpr std::int64_t kChunk = 1 << 16;
-          InterruptPoller interrupt(1);
-          for (std::int64_t first = 0; first < len; first += kChunk) {
-            interrupt.poll();
-            sb->run_native(native, st, first, std::min(len, first + kChunk), len, n.attrs.start, n.attrs.reverse,
-                           xp.data(), yp.data());
-          }
-        }
-        InterruptPoller interrupt(kSmallStepsPerPoll);
-        for (std::int64_t step = native ? len : 0; step < len; ++step) {  // tier 0 until tier 1 is built
-          interrupt.poll();
-          const std::int64_t t = n.attrs.reverse ? len - 1 - step : step;
-          st.regs[index_reg].f64 = static_cast<double>(n.attrs.start + t);
-          for (std::size_t i = 0; i < nx; ++i)
-            sb->load_param(1 + nc + nk + i, operand(nc + nk + i)->data() + static_cast<std::size_t>(t) * x_bytes[i], st);
-          sb->run(st);
-          for (std::size_t j = 0; j < ny; ++j)
-            sb->store_result(nk + j, st, ys[j]->data() + static_cast<std::size_t>(t) * y_bytes[j]);
-          moves.apply(st);
-        }
+        std::vector<const std::byte*> xp;
+        std::vector<std::byte*> yp;
+        for (std::size_t i = 0; i < nx; ++i) xp.push_back(operand(nc + nk + i)->data());
+        for (std::size_t j = 0; j < ny; ++j) yp.push_back(ys[j]->data());
+        sb->run_scan(st, nc, nk, sb->results_to_params(0, 1 + nc, nk), len, n.attrs.start, n.attrs.reverse, xp, yp,
+                     x_bytes, y_bytes);
         for (std::size_t k = 0; k < nk; ++k) {
           auto out = Buffer::allocate(bytes_of(g.type(n.outputs[k])));
           sb->store_param(1 + nc + k, st, out->data());
@@ -198,37 +175,7 @@ void Executable::run_region(const Step& s, std::vector<BufferPtr>& env) const {
           sb.load_param(i, operand(i)->data(), bst);
         }
         for (std::size_t k = 0; k < nk; ++k) sb.load_param(nc + k, carry[k]->data(), bst);
-        const std::uint32_t pred = sc.result_regs(0)[0];
-        const auto moves = sb.results_to_params(0, nc, nk);
-        if (const auto native = sb.native_while(sc, nc)) {
-          // Tier 1: native code runs the iterations, a chunk at a time between interrupt polls.
-          constexpr std::int64_t kChunk = 1 << 16;
-          InterruptPoller interrupt(1);
-          for (;;) {
-            interrupt.poll();
-            if (sb.run_native_while(native, sc, cst, bst, kChunk)) break;
-          }
-          for (std::size_t k = 0; k < nk; ++k) {
-            auto out = Buffer::allocate(bytes_of(g.type(n.outputs[k])));
-            sb.store_param(nc + k, bst, out->data());
-            env[n.outputs[k]] = std::move(out);
-          }
-          return;
-        }
-        InterruptPoller interrupt(kSmallStepsPerPoll);
-        for (;;) {
-          interrupt.poll();
-          for (std::size_t k = 0; k < nk; ++k) {
-            const auto from = sb.param_regs(nc + k), to = sc.param_regs(nc + k);
-            for (std::size_t e = 0; e < from.size(); ++e) cst.regs[to[e]] = bst.regs[from[e]];
-            if (const auto& slot = sb.param_slot(nc + k); slot.big)
-              std::memcpy(cst.scratch.data() + sc.param_slot(nc + k).offset, bst.scratch.data() + slot.offset, slot.bytes);
-          }
-          sc.run(cst);
-          if (!cst.regs[pred].b) break;
-          sb.run(bst);
-          moves.apply(bst);
-        }
+        sb.run_while(sc, cst, bst, nc, nk, sb.results_to_params(0, nc, nk));
         for (std::size_t k = 0; k < nk; ++k) {
           auto out = Buffer::allocate(bytes_of(g.type(n.outputs[k])));
           sb.store_param(nc + k, bst, out->data());

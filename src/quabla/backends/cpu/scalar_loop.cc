@@ -1,5 +1,6 @@
 #include "quabla/backends/cpu/scalar_loop.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include "quabla/backends/cpu/scalar_math.h"
 #include "quabla/backends/cpu/vector_math.h"
 #include "quabla/ir/errors.h"
+#include "quabla/runtime/interrupt.h"
 
 namespace qb::cpu {
 
@@ -19,6 +21,35 @@ ScalarBody::~ScalarBody() = default;
 namespace {
 
 using Regs = std::vector<std::uint32_t>;
+
+// Element copies between registers and packed buffers: memcpy of a constant size per dtype
+// width (a move), where a run-time size would call the library for every element.
+template <std::size_t N>
+void gather_n(std::byte* dst, const Reg* r, std::span<const std::uint32_t> regs) {
+  for (std::size_t e = 0; e < regs.size(); ++e) std::memcpy(dst + e * N, &r[regs[e]], N);
+}
+template <std::size_t N>
+void scatter_n(Reg* r, std::span<const std::uint32_t> regs, const std::byte* src) {
+  for (std::size_t e = 0; e < regs.size(); ++e) std::memcpy(&r[regs[e]], src + e * N, N);
+}
+// dst[e] = r[regs[e]] for elements of `item` bytes.
+void gather(std::byte* dst, const Reg* r, std::span<const std::uint32_t> regs, std::size_t item) {
+  switch (item) {
+    case 8: return gather_n<8>(dst, r, regs);
+    case 4: return gather_n<4>(dst, r, regs);
+    case 2: return gather_n<2>(dst, r, regs);
+    default: return gather_n<1>(dst, r, regs);
+  }
+}
+// r[regs[e]] = src[e] for elements of `item` bytes.
+void scatter(Reg* r, std::span<const std::uint32_t> regs, const std::byte* src, std::size_t item) {
+  switch (item) {
+    case 8: return scatter_n<8>(r, regs, src);
+    case 4: return scatter_n<4>(r, regs, src);
+    case 2: return scatter_n<2>(r, regs, src);
+    default: return scatter_n<1>(r, regs, src);
+  }
+}
 
 std::vector<std::int64_t> strides_of(const Shape& s) {
   std::vector<std::int64_t> st(s.size());
@@ -39,6 +70,9 @@ std::vector<std::int64_t> unravel(std::int64_t e, const Shape& s) {
   }
   return idx;
 }
+
+// Small bodies take well under a microsecond a step: poll for Ctrl-C every 256 of them.
+constexpr std::uint32_t kStepsPerPoll = 256;
 
 bool disabled_by_env() {
   const char* v = std::getenv("QUABLA_LOOP_SCALAR");
@@ -65,8 +99,10 @@ class ScalarLowering {
     // Ops on large values run their kernels either way; the scalar form pays off when
     // most of the work is on small values.
     int on_big = 0, on_small = 0;
-    for (const Node& n : g_.nodes) {
-      if (has_regions(n.op)) return false;
+    nested_.resize(g_.nodes.size());
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (has_regions(n.op) && !(nested_[i] = nest(n))) return false;
       if (n.op == Op::Parameter || n.op == Op::Constant) continue;
       (touches_big(n) ? on_big : on_small) += 1;
     }
@@ -261,8 +297,57 @@ class ScalarLowering {
     return g_.results[static_cast<std::size_t>(carry_result_[p])] == n.outputs[0];
   }
 
-  void kernel_call(const Node& n) {
-    ScalarBody::KernelCall c{&n, {}, {}, {}, {}, {}, {}};
+  // The scalar forms of region op n's regions, or null when one has none (or the op is not
+  // one that runs here: custom_vjp_lin never runs; a cond with other than two branches).
+  static std::shared_ptr<const ScalarBody::Nested> nest(const Node& n) {
+    auto nd = std::make_shared<ScalarBody::Nested>();
+    nd->op = n.op;
+    std::vector<std::pair<std::size_t, std::size_t>> carries;
+    auto add = [&](const std::shared_ptr<const Graph>& region, bool with_carries) {
+      auto body = ScalarBody::compile(region, with_carries ? std::span(carries) : std::span<const std::pair<std::size_t, std::size_t>>{});
+      nd->bodies.push_back(body);
+      return body != nullptr;
+    };
+    switch (n.op) {
+      case Op::While: {
+        nd->num_consts = static_cast<std::size_t>(n.attrs.num_consts);
+        nd->num_carry = n.inputs.size() - nd->num_consts;
+        for (std::size_t k = 0; k < nd->num_carry; ++k) carries.emplace_back(nd->num_consts + k, k);
+        if (n.regions.size() != 2 || !add(n.regions[0], false) || !add(n.regions[1], true)) return nullptr;
+        nd->moves = nd->bodies[1]->results_to_params(0, nd->num_consts, nd->num_carry);
+        return nd;
+      }
+      case Op::Scan: {
+        nd->num_consts = static_cast<std::size_t>(n.attrs.num_consts);
+        nd->num_carry = static_cast<std::size_t>(n.attrs.num_carry);
+        nd->length = n.attrs.length;
+        nd->start = n.attrs.start;
+        nd->reverse = n.attrs.reverse;
+        for (std::size_t k = 0; k < nd->num_carry; ++k) carries.emplace_back(1 + nd->num_consts + k, k);
+        if (n.regions.size() != 1 || !add(n.regions[0], true)) return nullptr;
+        {
+          const ScalarBody& body = *nd->bodies[0];
+          const std::size_t nc = nd->num_consts, nk = nd->num_carry, len = static_cast<std::size_t>(nd->length);
+          nd->moves = body.results_to_params(0, 1 + nc, nk);
+          for (std::size_t i = 1 + nc + nk; i < n.inputs.size() + 1; ++i) nd->x_bytes.push_back(len ? body.param_bytes(i) : 0);
+          for (std::size_t j = nk; j < n.outputs.size(); ++j) nd->y_bytes.push_back(len ? body.result_bytes(j) : 0);
+        }
+        return nd;
+      }
+      case Op::Cond:
+        if (n.regions.size() != 2 || !add(n.regions[0], false) || !add(n.regions[1], false)) return nullptr;
+        return nd;
+      case Op::CustomJvp: case Op::CustomVjp: case Op::Checkpoint: case Op::LinearSolve:
+        // Only the primal body runs (the rules matter to transforms, as in control_flow.cc).
+        if (n.regions.empty() || !add(n.regions[0], false)) return nullptr;
+        return nd;
+      default:
+        return nullptr;
+    }
+  }
+
+  void kernel_call(const Node& n, std::shared_ptr<const ScalarBody::Nested> nested = nullptr) {
+    ScalarBody::KernelCall c{&n, {}, {}, {}, {}, {}, {}, std::move(nested)};
     for (auto v : n.inputs) {
       const ValueType& t = g_.type(v);
       c.in_regs.push_back(regs_[v]);  // empty for a large value: read where it lives
@@ -330,6 +415,7 @@ class ScalarLowering {
   }
 
   void lower_node(const Node& n) {
+    if (nested_[static_cast<std::size_t>(node_index_)]) return kernel_call(n, nested_[static_cast<std::size_t>(node_index_)]);
     if (n.op != Op::Parameter && n.op != Op::Constant && touches_big(n)) {
       // A view of a large value is the value itself; anything else runs its kernel.
       const bool same_bytes = n.op == Op::Reshape || n.op == Op::StopGradient ||
@@ -462,6 +548,7 @@ class ScalarLowering {
   std::vector<int> carry_result_;  // per parameter: the result that is its next value, or -1
   std::vector<int> last_use_;      // per value: the last node reading it (results: past the end)
   std::vector<bool> viewed_;       // per value: a view (reshape, ...) shares its buffer
+  std::vector<std::shared_ptr<const ScalarBody::Nested>> nested_;  // per node: a region op's scalar regions
   int node_index_ = 0;
   std::uint32_t next_ = 0;
 };
@@ -484,7 +571,116 @@ ScalarBody::State ScalarBody::make_state() const {
   for (const auto& [offset, data] : big_constants_) std::memcpy(s.scratch.data() + offset, data->data(), data->nbytes());
   s.tmp.assign(num_regs_, Reg{});  // room for any set of moves
   s.big_tmp.assign(big_param_bytes_, std::byte{0});
+  s.nested.resize(calls_.size());
+  for (std::size_t i = 0; i < calls_.size(); ++i) {
+    if (!calls_[i].nested) continue;
+    auto ns = std::make_shared<NestedState>();
+    for (const auto& body : calls_[i].nested->bodies) ns->states.push_back(body->make_state());
+    s.nested[i] = std::move(ns);
+  }
   return s;
+}
+
+void ScalarBody::run_while(const ScalarBody& cond, State& cs, State& bs, std::size_t nc, std::size_t nk,
+                           const Moves& moves) const {
+  const std::uint32_t pred = cond.result_regs(0)[0];
+  if (const auto native = native_while(cond, nc)) {
+    // Tier 1: native code runs the iterations, a chunk at a time between interrupt polls.
+    constexpr std::int64_t kChunk = 1 << 16;
+    InterruptPoller interrupt(1);
+    for (;;) {
+      interrupt.poll();
+      if (run_native_while(native, cond, cs, bs, kChunk)) return;
+    }
+  }
+  InterruptPoller interrupt(kStepsPerPoll);
+  for (;;) {
+    interrupt.poll();
+    for (std::size_t k = 0; k < nk; ++k) {
+      const auto from = param_regs(nc + k), to = cond.param_regs(nc + k);
+      for (std::size_t e = 0; e < from.size(); ++e) cs.regs[to[e]] = bs.regs[from[e]];
+      if (const auto& slot = param_slot(nc + k); slot.big)
+        std::memcpy(cs.scratch.data() + cond.param_slot(nc + k).offset, bs.scratch.data() + slot.offset, slot.bytes);
+    }
+    cond.run(cs);
+    if (!cs.regs[pred].b) return;
+    run(bs);
+    moves.apply(bs);
+  }
+}
+
+void ScalarBody::run_scan(State& st, std::size_t nc, std::size_t nk, const Moves& moves, std::int64_t len,
+                          std::int64_t start, bool reverse, std::span<const std::byte* const> xs,
+                          std::span<std::byte* const> ys, std::span<const std::size_t> x_bytes,
+                          std::span<const std::size_t> y_bytes) const {
+  const std::uint32_t index_reg = param_regs(0)[0];
+  const auto native = native_scan(nc, nk);
+  if (native) {
+    // Tier 1: native code runs the steps, a chunk at a time between interrupt polls.
+    constexpr std::int64_t kChunk = 1 << 16;
+    InterruptPoller interrupt(1);
+    for (std::int64_t first = 0; first < len; first += kChunk) {
+      interrupt.poll();
+      run_native(native, st, first, std::min(len, first + kChunk), len, start, reverse, xs.data(), ys.data());
+    }
+    return;
+  }
+  InterruptPoller interrupt(kStepsPerPoll);
+  for (std::int64_t step = 0; step < len; ++step) {  // tier 0 until tier 1 is built
+    interrupt.poll();
+    const std::int64_t t = reverse ? len - 1 - step : step;
+    const auto tu = static_cast<std::size_t>(t);
+    st.regs[index_reg].f64 = static_cast<double>(start + t);
+    for (std::size_t i = 0; i < xs.size(); ++i) load_param(1 + nc + nk + i, xs[i] + tu * x_bytes[i], st);
+    run(st);
+    for (std::size_t j = 0; j < ys.size(); ++j) store_result(nk + j, st, ys[j] + tu * y_bytes[j]);
+    moves.apply(st);
+  }
+}
+
+void ScalarBody::run_nested(const Nested& nd, NestedState& ns, std::span<const std::byte* const> ins,
+                            std::span<std::byte* const> outs) const {
+  switch (nd.op) {
+    case Op::While: {
+      const ScalarBody &cond = *nd.bodies[0], &body = *nd.bodies[1];
+      State &cs = ns.states[0], &bs = ns.states[1];
+      for (std::size_t i = 0; i < nd.num_consts; ++i) {
+        cond.load_param(i, ins[i], cs);
+        body.load_param(i, ins[i], bs);
+      }
+      for (std::size_t k = 0; k < nd.num_carry; ++k) body.load_param(nd.num_consts + k, ins[nd.num_consts + k], bs);
+      body.run_while(cond, cs, bs, nd.num_consts, nd.num_carry, nd.moves);
+      for (std::size_t k = 0; k < nd.num_carry; ++k) body.store_param(nd.num_consts + k, bs, outs[k]);
+      return;
+    }
+    case Op::Scan: {
+      const ScalarBody& body = *nd.bodies[0];
+      State& st = ns.states[0];
+      const std::size_t nc = nd.num_consts, nk = nd.num_carry;
+      for (std::size_t i = 0; i < nc + nk; ++i) body.load_param(1 + i, ins[i], st);
+      body.run_scan(st, nc, nk, nd.moves, nd.length, nd.start, nd.reverse, ins.subspan(nc + nk), outs.subspan(nk),
+                    nd.x_bytes, nd.y_bytes);
+      for (std::size_t k = 0; k < nk; ++k) body.store_param(1 + nc + k, st, outs[k]);
+      return;
+    }
+    case Op::Cond: {
+      const bool pred = *reinterpret_cast<const std::uint8_t*>(ins[0]) != 0;
+      const ScalarBody& branch = *nd.bodies[pred ? 1 : 0];
+      State& st = ns.states[pred ? 1 : 0];
+      for (std::size_t i = 1; i < ins.size(); ++i) branch.load_param(i - 1, ins[i], st);
+      branch.run(st);
+      for (std::size_t j = 0; j < outs.size(); ++j) branch.store_result(j, st, outs[j]);
+      return;
+    }
+    default: {  // a custom rule's, a checkpoint's or a linear solve's primal body
+      const ScalarBody& body = *nd.bodies[0];
+      State& st = ns.states[0];
+      for (std::size_t i = 0; i < ins.size(); ++i) body.load_param(i, ins[i], st);
+      body.run(st);
+      for (std::size_t j = 0; j < outs.size(); ++j) body.store_result(j, st, outs[j]);
+      return;
+    }
+  }
 }
 
 void ScalarBody::load_param(std::size_t i, const std::byte* src, State& s) const {
@@ -493,7 +689,7 @@ void ScalarBody::load_param(std::size_t i, const std::byte* src, State& s) const
     return;
   }
   const std::size_t item = param_item_[i];
-  for (std::size_t e = 0; e < params_[i].size(); ++e) std::memcpy(&s.regs[params_[i][e]], src + e * item, item);
+  scatter(s.regs.data(), params_[i], src, item);
 }
 
 void ScalarBody::store_param(std::size_t i, const State& s, std::byte* dst) const {
@@ -502,7 +698,7 @@ void ScalarBody::store_param(std::size_t i, const State& s, std::byte* dst) cons
     return;
   }
   const std::size_t item = param_item_[i];
-  for (std::size_t e = 0; e < params_[i].size(); ++e) std::memcpy(dst + e * item, &s.regs[params_[i][e]], item);
+  gather(dst, s.regs.data(), params_[i], item);
 }
 
 void ScalarBody::store_result(std::size_t j, const State& s, std::byte* dst) const {
@@ -511,7 +707,7 @@ void ScalarBody::store_result(std::size_t j, const State& s, std::byte* dst) con
     return;
   }
   const std::size_t item = result_item_[j];
-  for (std::size_t e = 0; e < results_[j].size(); ++e) std::memcpy(dst + e * item, &s.regs[results_[j][e]], item);
+  gather(dst, s.regs.data(), results_[j], item);
 }
 
 void ScalarBody::Moves::apply(State& s) const {
@@ -560,16 +756,18 @@ void ScalarBody::call(const KernelCall& c, State& s) const {
   }
   for (std::size_t k = 0; k < c.in_regs.size(); ++k) {
     std::byte* p = scratch + c.in_offset[k];
-    for (std::size_t e = 0; e < c.in_regs[k].size(); ++e) std::memcpy(p + e * c.in_item[k], &r[c.in_regs[k][e]], c.in_item[k]);
+    gather(p, r, c.in_regs[k], c.in_item[k]);
     (big ? ins_big[k] : ins_small[k]) = p;
   }
   for (std::size_t k = 0; k < c.out_regs.size(); ++k) (big ? outs_big[k] : outs_small[k]) = scratch + c.out_offset[k];
-  if (big) run_node_packed(*graph_, *c.node, ins_big, outs_big);
-  else run_node_packed(*graph_, *c.node, std::span<const std::byte* const>(ins_small.data(), c.in_regs.size()),
-                       std::span<std::byte* const>(outs_small.data(), c.out_regs.size()));
+  const auto ins = big ? std::span<const std::byte* const>(ins_big)
+                       : std::span<const std::byte* const>(ins_small.data(), c.in_regs.size());
+  const auto outs = big ? std::span<std::byte* const>(outs_big) : std::span<std::byte* const>(outs_small.data(), c.out_regs.size());
+  if (c.nested) run_nested(*c.nested, *s.nested[static_cast<std::size_t>(&c - calls_.data())], ins, outs);
+  else run_node_packed(*graph_, *c.node, ins, outs);
   for (std::size_t k = 0; k < c.out_regs.size(); ++k) {
     const std::byte* p = scratch + c.out_offset[k];
-    for (std::size_t e = 0; e < c.out_regs[k].size(); ++e) std::memcpy(&r[c.out_regs[k][e]], p + e * c.out_item[k], c.out_item[k]);
+    scatter(r, c.out_regs[k], p, c.out_item[k]);
   }
 }
 

@@ -48,13 +48,21 @@ class ScalarBody : public std::enable_shared_from_this<ScalarBody> {
   static std::shared_ptr<const ScalarBody> compile(std::shared_ptr<const Graph> body,
                                                    std::span<const std::pair<std::size_t, std::size_t>> carries = {});
 
+  // A region op inside the body (a while loop, a scan, a cond, or a custom rule's or
+  // checkpoint's primal body) whose regions have scalar forms of their own: one kernel call
+  // that runs them on their own states (scalar_loop.cc).
+  struct Nested;
+  struct NestedState;
+
   // Per run: the registers (constants loaded), the scratch (large values and the staging
-  // areas of kernel calls) and the temporaries of results_to_params.
+  // areas of kernel calls), the temporaries of results_to_params and, per kernel call of
+  // a nested region op, the states of its regions.
   struct State {
     std::vector<Reg> regs;
     std::vector<std::byte> scratch;
     std::vector<Reg> tmp;
     std::vector<std::byte> big_tmp;
+    std::vector<std::shared_ptr<NestedState>> nested;
   };
   // Where a parameter or result lives: registers, or (large) `bytes` at `offset` of scratch.
   struct Slot {
@@ -82,8 +90,27 @@ class ScalarBody : public std::enable_shared_from_this<ScalarBody> {
   std::span<const std::uint32_t> result_regs(std::size_t j) const { return results_[j]; }
   const Slot& param_slot(std::size_t i) const { return param_slot_[i]; }
   const Slot& result_slot(std::size_t j) const { return result_slot_[j]; }
+  std::size_t param_bytes(std::size_t i) const {
+    return param_slot_[i].big ? param_slot_[i].bytes : params_[i].size() * param_item_[i];
+  }
+  std::size_t result_bytes(std::size_t j) const {
+    return result_slot_[j].big ? result_slot_[j].bytes : results_[j].size() * result_item_[j];
+  }
 
   void run(State& s) const;
+
+  // A while loop with this body, the condition `cond` and nc consts then nk carries as
+  // parameters, all loaded into cond_state and body_state: runs it to the end (native code
+  // once built), polling for interrupts; the carries are left in body_state's parameters.
+  // moves: results_to_params(0, nc, nk).
+  void run_while(const ScalarBody& cond, State& cond_state, State& body_state, std::size_t nc, std::size_t nk,
+                 const Moves& moves) const;
+  // A scan of len steps with this body (parameters: index, nc consts, nk carries, xs): consts
+  // and carries loaded into s; xs[i] holds len slices of x_bytes[i], ys[j] receives len of
+  // y_bytes[j]; the carries are left in s's parameters. moves: results_to_params(0, 1 + nc, nk).
+  void run_scan(State& s, std::size_t nc, std::size_t nk, const Moves& moves, std::int64_t len, std::int64_t start, bool reverse,
+                std::span<const std::byte* const> xs, std::span<std::byte* const> ys,
+                std::span<const std::size_t> x_bytes, std::span<const std::size_t> y_bytes) const;
 
   // Tier 1: the whole scan (steps [first, last) of len, carries in locals) as native code
   // generated from these instructions (native_loop.cc). Registers are read from the state
@@ -122,6 +149,8 @@ class ScalarBody : public std::enable_shared_from_this<ScalarBody> {
   friend class NativeEmitter;
   friend struct NativeAccess;
   void call(const KernelCall& c, State& s) const;
+  void run_nested(const Nested& nested, NestedState& ns, std::span<const std::byte* const> ins,
+                  std::span<std::byte* const> outs) const;
   std::shared_ptr<const Graph> graph_;
   std::vector<Instr> code_;
   std::vector<KernelCall> calls_;

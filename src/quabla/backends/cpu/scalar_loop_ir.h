@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "quabla/backends/cpu/scalar_loop.h"
@@ -39,6 +40,23 @@ struct ScalarBody::KernelCall {
   const Node* node;
   std::vector<std::vector<std::uint32_t>> in_regs, out_regs;
   std::vector<std::size_t> in_item, out_item, in_offset, out_offset;
+  std::shared_ptr<const Nested> nested;  // a region op: its regions' scalar forms, else null
+};
+
+struct ScalarBody::Nested {
+  Op op;
+  std::size_t num_consts = 0, num_carry = 0;  // While and Scan
+  std::int64_t length = 0, start = 0;         // Scan
+  bool reverse = false;                       // Scan
+  // While: condition, body. Cond: the false and the true branch. Scan, custom rules,
+  // checkpoint, linear_solve: the (primal) body.
+  std::vector<std::shared_ptr<const ScalarBody>> bodies;
+  ScalarBody::Moves moves;                    // While and Scan: the body's carries, results to parameters
+  std::vector<std::size_t> x_bytes, y_bytes;  // Scan: bytes per step of each x and y
+};
+
+struct ScalarBody::NestedState {
+  std::vector<State> states;  // one per body
 };
 
 }  // namespace qb::cpu
