@@ -227,16 +227,21 @@ void cholesky_t(const T* in, std::int64_t batch, std::int64_t n, T* out, bool sy
           std::fill(a, a + mat, std::numeric_limits<T>::quiet_NaN());
         continue;
       }
-      if (symmetrize) symmetrized(src, n, a);
-      else std::copy_n(src, mat, a);
+      // potrf reads and writes one triangle only: the row-major lower one gets A's (or the
+      // symmetrized A's) values and the upper one its zeros, in one pass.
+      for (std::int64_t i = 0; i < n; ++i) {
+        T* row = a + i * n;
+        const T* s_row = src + i * n;
+        if (symmetrize) {
+          for (std::int64_t j = 0; j <= i; ++j) row[j] = (s_row[j] + src[j * n + i]) * T(0.5);
+        } else {
+          std::copy_n(s_row, i + 1, row);
+        }
+        std::fill(row + i + 1, row + n, T(0));
+      }
       int info = 0;
       potrf<T>('U', static_cast<int>(n), a, &info);  // the column-major upper = row-major lower
-      if (info != 0) {
-        std::fill(a, a + mat, std::numeric_limits<T>::quiet_NaN());
-        continue;
-      }
-      for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t j = i + 1; j < n; ++j) a[i * n + j] = T(0);
+      if (info != 0) std::fill(a, a + mat, std::numeric_limits<T>::quiet_NaN());
     }
   });
 }
