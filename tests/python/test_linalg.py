@@ -470,3 +470,29 @@ def test_folded_symmetrization_is_bitwise_the_unfolded_one(n, dtype):
     both = qb.jit(lambda m: (qb.linalg.cholesky(m), qb.swapaxes(m, -1, -2) * 2.0))(qb.array(a))
     np.testing.assert_array_equal(np.asarray(both[0]), np.asarray(plain(sym)))
     np.testing.assert_array_equal(np.asarray(both[1]), np.swapaxes(a, 1, 2) * 2)
+
+
+# Three CPU kernels factor a Cholesky by size: the own loops up to 16, the own row-panel
+# factorization up to 128, LAPACK's potrf above (linalg.cc; crossovers in docs/architecture.md).
+@pytest.mark.parametrize("n", [3, 16, 17, 33, 64, 128, 129])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cholesky_each_kernel_size_matches_numpy_and_reads_one_triangle(n, dtype):
+    rng = np.random.default_rng(n)
+    m = rng.normal(size=(3, n, n))
+    a = (m @ np.swapaxes(m, 1, 2) / n + np.eye(n)).astype(dtype)
+    tol = 2e-4 if dtype == "float32" else 1e-11
+    for f in (qb.linalg.cholesky, qb.jit(qb.linalg.cholesky)):
+        l = np.asarray(f(qb.array(a)))
+        assert l.dtype == dtype
+        np.testing.assert_array_equal(np.triu(l, 1), 0)
+        np.testing.assert_allclose(l @ np.swapaxes(l, 1, 2), a, rtol=tol, atol=tol)
+        np.testing.assert_allclose(l, np.linalg.cholesky(a.astype(np.float64)), rtol=tol * 10, atol=tol * 10)
+    # Without symmetrization only the lower triangle is read: garbage above changes nothing.
+    junk = a + np.triu(rng.normal(size=(n, n)) * 100, 1).astype(dtype)
+    plain = np.asarray(qb.linalg.cholesky(qb.array(junk), symmetrize_input=False))
+    np.testing.assert_allclose(plain, np.linalg.cholesky(a.astype(np.float64)), rtol=tol * 10, atol=tol * 10)
+    # A matrix that stops being positive definite late in the factorization gives NaN, alone.
+    bad = a.copy()
+    bad[1, n - 1, n - 1] = -1.0
+    out = np.asarray(qb.linalg.cholesky(qb.array(bad)))
+    assert np.isnan(out[1]).all() and np.isfinite(out[0]).all() and np.isfinite(out[2]).all()

@@ -84,11 +84,17 @@ void getrs(char trans, int n, int k, const T* a, const lapack_int_t* ipiv, T* b,
 // The largest n that takes them: 32 (LAPACK wins from about 32-48 on, measured with
 // benchmarks/linalg_crossover.py, docs/architecture.md); QUABLA_LINALG_TINY_MAX overrides
 // it, read once (for measuring).
+std::int64_t tiny_max_or(std::int64_t fallback) {
+  static const char* const e = std::getenv("QUABLA_LINALG_TINY_MAX");
+  return e && *e ? std::max<std::int64_t>(0, std::atoll(e)) : fallback;
+}
 std::int64_t tiny_max() {
-  static const std::int64_t v = [] {
-    const char* e = std::getenv("QUABLA_LINALG_TINY_MAX");
-    return e && *e ? std::max<std::int64_t>(0, std::atoll(e)) : std::int64_t{32};
-  }();
+  static const std::int64_t v = tiny_max_or(32);
+  return v;
+}
+// Cholesky's own loops hand over to the row-panel factorization earlier, from 24 on.
+std::int64_t cholesky_tiny_max() {
+  static const std::int64_t v = tiny_max_or(16);
   return v;
 }
 
@@ -108,6 +114,68 @@ bool cholesky_tiny(const T* a, std::int64_t n, T* l) {
     }
   }
   return true;
+}
+
+// Medium matrices (a 64x64 kernel matrix factored at every step of a loop): an own
+// right-looking factorization whose updates are contiguous row updates the compiler
+// vectorizes, on the upper factor U = L^T in row-major order (w, n x n scratch), then L
+// written out with the zeros above it. LAPACK's blocked potrf pays its blocking and packing
+// overhead up to about this size (crossover: docs/architecture.md). src's lower triangle
+// is read, or the symmetrized (a_ij + a_ji) * 0.5; false when A is not positive definite.
+template <class T>
+bool cholesky_rows(const T* src, std::int64_t n, bool symmetrize, T* w, T* l) {
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t k = i; k < n; ++k)
+      w[i * n + k] = symmetrize ? (src[i * n + k] + src[k * n + i]) * T(0.5) : src[k * n + i];
+  // Panels of four rows of U: each factored in itself, then the rows below it updated by
+  // all four at once (one pass over each trailing row per panel instead of four).
+  constexpr std::int64_t kPanel = 4;
+  for (std::int64_t j0 = 0; j0 < n; j0 += kPanel) {
+    const std::int64_t j1 = std::min(n, j0 + kPanel);
+    for (std::int64_t j = j0; j < j1; ++j) {
+      T* wj = w + j * n;
+      const T d = wj[j];
+      if (!(d > T(0))) return false;  // not positive definite (or NaN)
+      const T r = std::sqrt(d);
+      wj[j] = r;
+      for (std::int64_t k = j + 1; k < n; ++k) wj[k] /= r;
+      for (std::int64_t i = j + 1; i < j1; ++i) {
+        const T f = wj[i];
+        T* wi = w + i * n;
+        for (std::int64_t k = i; k < n; ++k) wi[k] -= f * wj[k];
+      }
+    }
+    if (j1 - j0 == kPanel) {
+      const T *u0 = w + j0 * n, *u1 = u0 + n, *u2 = u1 + n, *u3 = u2 + n;
+      for (std::int64_t i = j1; i < n; ++i) {
+        const T f0 = u0[i], f1 = u1[i], f2 = u2[i], f3 = u3[i];
+        T* wi = w + i * n;
+        for (std::int64_t k = i; k < n; ++k) wi[k] -= (f0 * u0[k] + f1 * u1[k]) + (f2 * u2[k] + f3 * u3[k]);
+      }
+    } else {
+      for (std::int64_t j = j0; j < j1; ++j)
+        for (std::int64_t i = j1; i < n; ++i) {
+          const T f = w[j * n + i];
+          T* wi = w + i * n;
+          for (std::int64_t k = i; k < n; ++k) wi[k] -= f * w[j * n + k];
+        }
+    }
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j <= i; ++j) l[i * n + j] = w[j * n + i];
+    std::fill(l + i * n + i + 1, l + (i + 1) * n, T(0));
+  }
+  return true;
+}
+
+// The largest n that cholesky_rows takes (QUABLA_CHOLESKY_ROWS_MAX overrides it, read once,
+// for measuring).
+std::int64_t cholesky_rows_max() {
+  static const std::int64_t v = [] {
+    const char* e = std::getenv("QUABLA_CHOLESKY_ROWS_MAX");
+    return e && *e ? std::max<std::int64_t>(0, std::atoll(e)) : std::int64_t{128};
+  }();
+  return v;
 }
 
 // x (n x k, holding b) <- op(A)^-1 x.
@@ -214,17 +282,23 @@ template <class T>
 void cholesky_t(const T* in, std::int64_t batch, std::int64_t n, T* out, bool symmetrize) {
   const std::size_t mat = static_cast<std::size_t>(n * n);
   for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
-    std::vector<T> sym(symmetrize && n <= tiny_max() ? mat : 0);
+    std::vector<T> sym(symmetrize && n <= cholesky_tiny_max() ? mat : 0);
     for (std::int64_t b = b0; b < b1; ++b) {
       T* a = out + static_cast<std::size_t>(b) * mat;
       const T* src = in + static_cast<std::size_t>(b) * mat;
-      if (n <= tiny_max()) {
+      if (n <= cholesky_tiny_max()) {
         if (symmetrize) {
           symmetrized(src, n, sym.data());
           src = sym.data();
         }
         if (!cholesky_tiny(src, n, a))
           std::fill(a, a + mat, std::numeric_limits<T>::quiet_NaN());
+        continue;
+      }
+      if (n <= cholesky_rows_max()) {
+        thread_local std::vector<T> w;
+        if (w.size() < mat) w.resize(mat);
+        if (!cholesky_rows(src, n, symmetrize, w.data(), a)) std::fill(a, a + mat, std::numeric_limits<T>::quiet_NaN());
         continue;
       }
       // potrf reads and writes one triangle only: the row-major lower one gets A's (or the
