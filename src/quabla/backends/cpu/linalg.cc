@@ -347,38 +347,60 @@ void triangular_solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t
   });
 }
 
+// After getrf on the column-major view M = A^T of a row-major A (M = P L U), the same
+// memory read row-major holds U^T in its lower triangle and L^T (unit) in its upper one, so
+// A x = b (A = U^T L^T P^T) is two row-major triangular solves on b where it lies, then the
+// row interchanges undone in reverse order: no copies of b to and from column-major.
+template <class T>
+void lu_solve_rows(const T* lu, const lapack_int_t* ipiv, std::int64_t n, std::int64_t k, T* x) {
+  const auto N = static_cast<int>(n), K = static_cast<int>(k);
+  if (k == 1) {  // one right-hand side: trsv (trsm packs its operands first, which costs more here)
+    if constexpr (std::is_same_v<T, double>) {
+      scipy_cblas_dtrsv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit, N, lu, N, x, 1);
+      scipy_cblas_dtrsv(CblasRowMajor, CblasUpper, CblasNoTrans, CblasUnit, N, lu, N, x, 1);
+    } else {
+      scipy_cblas_strsv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit, N, lu, N, x, 1);
+      scipy_cblas_strsv(CblasRowMajor, CblasUpper, CblasNoTrans, CblasUnit, N, lu, N, x, 1);
+    }
+  } else if constexpr (std::is_same_v<T, double>) {
+    scipy_cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, N, K, 1.0, lu, N, x, K);
+    scipy_cblas_dtrsm(CblasRowMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasUnit, N, K, 1.0, lu, N, x, K);
+  } else {
+    scipy_cblas_strsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, N, K, 1.0f, lu, N, x, K);
+    scipy_cblas_strsm(CblasRowMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasUnit, N, K, 1.0f, lu, N, x, K);
+  }
+  for (std::int64_t r = n; r-- > 0;) {  // x = P y = P_1 (P_2 (... (P_n y)))
+    const std::int64_t p = ipiv[r] - 1;
+    if (p != r) std::swap_ranges(x + r * k, x + (r + 1) * k, x + p * k);
+  }
+}
+
 template <class T>
 void solve_t(const T* a, const T* b, std::int64_t batch, std::int64_t n, std::int64_t k, T* out) {
   const std::size_t amat = static_cast<std::size_t>(n * n), bmat = static_cast<std::size_t>(n * k);
   const bool tiny = n <= tiny_max();
   for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
     // Systems up to 8x8 (a Newton step inside a loop body: one call per iteration) factor
-    // in a stack buffer, with no allocation per call.
+    // in a stack buffer, with no allocation per call; larger ones in a buffer of the
+    // runtime's block cache (no fresh pages per call).
     constexpr std::size_t kStack = 64;
     std::array<T, kStack> lu_stack;
-    std::vector<T> lu_heap(amat > kStack ? amat : 0), rhs(tiny ? 0 : bmat);
-    T* const lu = amat > kStack ? lu_heap.data() : lu_stack.data();
+    const BufferPtr lu_heap = amat > kStack ? Buffer::allocate(amat * sizeof(T)) : nullptr;
+    T* const lu = amat > kStack ? lu_heap->as<T>() : lu_stack.data();
     std::vector<lapack_int_t> ipiv(tiny ? 0 : static_cast<std::size_t>(n));
     for (std::int64_t i = b0; i < b1; ++i) {
+      T* x = out + static_cast<std::size_t>(i) * bmat;
+      std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu);  // read column-major: A^T
+      std::copy_n(b + static_cast<std::size_t>(i) * bmat, bmat, x);
       if (tiny) {
-        T* x = out + static_cast<std::size_t>(i) * bmat;
-        std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu);
-        std::copy_n(b + static_cast<std::size_t>(i) * bmat, bmat, x);
         lu_tiny(lu, n, x, k);
         triangular_tiny(lu, n, k, 0, x);  // U x = L^-1 P b
         continue;
       }
-      std::copy_n(a + static_cast<std::size_t>(i) * amat, amat, lu);  // column-major A^T
-      const T* bi = b + static_cast<std::size_t>(i) * bmat;
-      for (std::int64_t r = 0; r < n; ++r)  // B to column-major
-        for (std::int64_t c = 0; c < k; ++c) rhs[static_cast<std::size_t>(r + c * n)] = bi[r * k + c];
       int info = 0;
       getrf<T>(static_cast<int>(n), lu, ipiv.data(), &info);
       // A singular U still solves (its zero pivots give inf/NaN, as JAX's solve does).
-      getrs<T>('T', static_cast<int>(n), static_cast<int>(k), lu, ipiv.data(), rhs.data(), &info);
-      T* x = out + static_cast<std::size_t>(i) * bmat;
-      for (std::int64_t r = 0; r < n; ++r)
-        for (std::int64_t c = 0; c < k; ++c) x[r * k + c] = rhs[static_cast<std::size_t>(r + c * n)];
+      lu_solve_rows(lu, ipiv.data(), n, k, x);
     }
   });
 }
