@@ -40,6 +40,7 @@ from ._constructors import array, asarray, default_dtype, set_default_dtype  # n
 from . import _array_methods  # noqa: E402
 from . import tree  # noqa: E402,F401
 from ._jit import jit, ShapeDtype  # noqa: E402,F401
+from ._callback import pure_callback  # noqa: E402,F401
 from ._ad import grad, value_and_grad, jvp, vjp, jacfwd, jacrev, jacobian, hessian, hvp  # noqa: E402,F401
 from ._vmap import vmap  # noqa: E402,F401
 from ._taylor import laplacian, taylor  # noqa: E402,F401

@@ -6,7 +6,9 @@ through mpi4py (``pip install quabla[mpi]``) over the system's MPI library (Open
 e.g. ``apt-get install openmpi-bin``): mpi4py already handles each MPI's ABI and launcher
 environment, which a home-made dlopen of libmpi would have to restate.
 
-Collectives take arrays or pytrees of arrays and return host arrays. Reductions are
+Collectives take arrays or pytrees of arrays and return host arrays; inside jit they are part
+of the compiled program (host_call nodes, run when it runs; sum, mean, broadcast, gather and
+scatter are differentiable, as JAX's psum and friends). Reductions are
 deterministic and bitwise identical on every rank: each rank's values are gathered to all
 ranks and combined there in rank order, whatever MPI's own algorithms and timing do. Every
 collective waits at most ``timeout`` seconds (``initialize(timeout=...)``, default 300): a
@@ -203,7 +205,7 @@ def _leaves(tree, what):
         a = np.asarray(x)
         if a.dtype == object:
             raise TypeError(f"qb.distributed.{what}: leaves must be arrays or numbers, got {type(x).__name__}")
-        arrays.append(np.ascontiguousarray(a))
+        arrays.append(np.array(a, order="C"))  # a copy; 0-d stays 0-d (ascontiguousarray makes it 1-d)
     return arrays, treedef
 
 
@@ -236,12 +238,10 @@ def _to_qb(a):
     return _core.asarray(np.array(a))
 
 
-def all_reduce(tree: Any, op: str = "sum") -> Any:
-    """The sum, mean or max over ranks of each leaf, identical on every rank (combined in
-    rank order after an all-gather)."""
-    if op not in ("sum", "mean", "max"):
-        raise ValueError(f"qb.distributed.all_reduce: op must be 'sum', 'mean' or 'max', got {op!r}")
-    per_rank, treedef = _exchange(tree, "all_reduce")
+# Each collective on NumPy arrays: the eager functions below and, inside jit, the host-call
+# functions the compiled program runs (qb.pure_callback's mechanism, _callback.py).
+def _reduce_np(tree, op: str, what: str = "all_reduce"):
+    per_rank, treedef = _exchange(tree, what)
     out = []
     for k in range(len(per_rank[0])):
         acc = per_rank[0][k].copy()
@@ -249,21 +249,94 @@ def all_reduce(tree: Any, op: str = "sum") -> Any:
             acc = np.maximum(acc, per_rank[r][k]) if op == "max" else acc + per_rank[r][k]
         if op == "mean":
             acc = (acc / len(per_rank)).astype(acc.dtype) if acc.dtype.kind == "f" else acc / len(per_rank)
-        out.append(_to_qb(acc))
-    return _tree.unflatten(treedef, out)
+        out.append(acc)
+    return out, treedef
+
+
+def _check_op(op, what):
+    if op not in ("sum", "mean", "max"):
+        raise ValueError(f"qb.distributed.{what}: op must be 'sum', 'mean' or 'max', got {op!r}")
+
+
+def _check_root(root):
+    n = world_size()
+    if not (isinstance(root, int) and not isinstance(root, bool)) or not 0 <= root < n:
+        raise ValueError(f"qb.distributed.broadcast: root must be a rank in [0, {n}), got {root!r}")
+
+
+def _block_len(shape, what):
+    n = world_size()
+    if len(shape) == 0 or shape[0] % n:
+        raise ValueError(f"qb.distributed.{what}: the leading axis of every leaf must divide by the {n} ranks, got "
+                         f"shape {list(shape)}")
+    return shape[0] // n
+
+
+def _traced(tree) -> bool:
+    return any(isinstance(x, _core.Array) and x._is_tracer for x in _tree.flatten(tree)[0])
+
+
+def _in_jit(name, tree, per_leaf):
+    """The collective inside a trace: per leaf, one host_call node running
+    per_leaf(leaf) = (function, its transpose or None, result shape, result dtype, vmap
+    method) on the host when the program runs. A linear collective (sum, mean, broadcast,
+    gather, scatter) is its own JVP and transposes to its transpose's call, so jvp, grad and
+    vmap of a jitted step work through it; max has no derivative."""
+    from . import _callback
+    leaves, treedef = _tree.flatten(tree)
+    outs = []
+    for x in leaves:
+        x = x if isinstance(x, _core.Array) else _core.asarray(x)
+        fn, transpose, shape, dtype, vmap_method = per_leaf(x)
+        fid = _callback.register(fn, f"qb.distributed.{name}")
+        tid = -1
+        if transpose is not None:
+            tid = _callback.register(transpose, f"the transpose of qb.distributed.{name}")
+        outs.append(_core.host_call(fid, [x], list(shape), dtype, tid, vmap_method))
+    return _tree.unflatten(treedef, outs)
+
+
+_BROADCAST_ALL, _SEQUENTIAL = 2, 1  # host_call vmap methods (ops.def)
+
+
+def all_reduce(tree: Any, op: str = "sum") -> Any:
+    """The sum, mean or max over ranks of each leaf, identical on every rank (combined in
+    rank order after an all-gather). Inside jit it is part of the compiled program and runs
+    when the program runs; sum and mean are differentiable (their own transposes)."""
+    _check_op(op, "all_reduce")
+    if _traced(tree):
+        def leaf(x):
+            floating = x.dtype in (_core.float32, _core.float64)
+            dtype = x.dtype if floating or op != "mean" else _core.float64
+            fn = lambda a: _reduce_np(a, op)[0][0]
+            return fn, (fn if op != "max" and floating else None), x.shape, dtype, _BROADCAST_ALL
+        return _in_jit("all_reduce", tree, leaf)
+    out, treedef = _reduce_np(tree, op)
+    return _tree.unflatten(treedef, [_to_qb(a) for a in out])
 
 
 def broadcast(tree: Any, root: int = 0) -> Any:
     """Rank root's values on every rank (the structure, shapes and dtypes must agree)."""
-    n = world_size()
-    if not 0 <= root < n:
-        raise ValueError(f"qb.distributed.broadcast: root must be a rank in [0, {n}), got {root!r}")
+    _check_root(root)
+    if _traced(tree):
+        def to_root(c):  # the transpose: every rank's cotangent summed on root, zeros elsewhere
+            total = _reduce_np(c, "sum", "broadcast")[0][0]
+            return total if rank() == root else np.zeros_like(total)
+        return _in_jit("broadcast", tree, lambda x: (lambda a: _exchange(a, "broadcast")[0][root][0], to_root, x.shape, x.dtype,
+                                        _BROADCAST_ALL))
     per_rank, treedef = _exchange(tree, "broadcast")
     return _tree.unflatten(treedef, [_to_qb(a) for a in per_rank[root]])
 
 
 def all_gather(tree: Any) -> Any:
     """Each leaf stacked over ranks along a new leading axis (rank order)."""
+    if _traced(tree):
+        def gather(a):
+            return np.stack([leaves[0] for leaves in _exchange(a, "all_gather")[0]])
+
+        def own_share(c):  # the transpose: the sum over ranks of their cotangents' row for this rank
+            return _reduce_np(c, "sum", "all_gather")[0][0][rank()]
+        return _in_jit("all_gather", tree, lambda x: (gather, own_share, (world_size(),) + tuple(x.shape), x.dtype, _SEQUENTIAL))
     per_rank, treedef = _exchange(tree, "all_gather")
     return _tree.unflatten(treedef, [_to_qb(np.stack([leaves[k] for leaves in per_rank]))
                                      for k in range(len(per_rank[0]))])
@@ -272,17 +345,31 @@ def all_gather(tree: Any) -> Any:
 def reduce_scatter(tree: Any, op: str = "sum") -> Any:
     """all_reduce, then this rank's block of the leading axis (which must divide by the
     number of ranks)."""
-    reduced = all_reduce(tree, op)
-    n, me = world_size(), rank()
+    _check_op(op, "reduce_scatter")
+    n = world_size()
+    if _traced(tree):
+        def leaf(x):
+            m = _block_len(tuple(x.shape), "reduce_scatter")
+            floating = x.dtype in (_core.float32, _core.float64)
+            dtype = x.dtype if floating or op != "mean" else _core.float64
 
-    def block(x):
-        a = np.asarray(x)
-        if a.ndim == 0 or a.shape[0] % n:
-            raise ValueError(f"qb.distributed.reduce_scatter: the leading axis of every leaf must divide by the "
-                             f"{n} ranks, got shape {list(a.shape)}")
-        m = a.shape[0] // n
-        return _to_qb(a[me * m:(me + 1) * m])
-    return _tree.map(block, reduced)
+            def scatter(a):
+                me = rank()
+                return _reduce_np(a, op, "reduce_scatter")[0][0][me * m:(me + 1) * m]
+
+            def gather_blocks(c):  # the transpose: every rank's block cotangent, in rank order
+                blocks = np.concatenate([leaves[0] for leaves in _exchange(c, "reduce_scatter")[0]])
+                return (blocks / n).astype(c.dtype) if op == "mean" else blocks
+            transpose = gather_blocks if op != "max" and floating else None
+            return scatter, transpose, (m,) + tuple(x.shape[1:]), dtype, _SEQUENTIAL
+        return _in_jit("reduce_scatter", tree, leaf)
+    reduced, treedef = _reduce_np(tree, op, "reduce_scatter")
+    me = rank()
+    out = []
+    for a in reduced:
+        m = _block_len(a.shape, "reduce_scatter")
+        out.append(_to_qb(a[me * m:(me + 1) * m]))
+    return _tree.unflatten(treedef, out)
 
 
 def barrier() -> None:

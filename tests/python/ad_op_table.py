@@ -44,6 +44,7 @@ class Case:
     forward_only: bool = False  # no reverse mode (while): test_control_flow checks the error
     reverse_only: bool = False  # no forward mode (custom_vjp): test_custom_vjp checks the error
     pred: Optional[Callable] = None  # for bool ops: the bool-valued function itself
+    cpu_only: bool = False  # runs on the CPU backend only (host calls): the device tables skip it
     extra: dict = field(default_factory=dict)
 
     @property
@@ -96,6 +97,17 @@ def _cube_custom(x):
 
 
 _cube_custom.defvjp(lambda x: (_cube_custom(x), x), lambda x, g: (3.0 * x * x * g,))
+
+
+@qb.custom_jvp
+def _sin_on_host(x):
+    # NumPy's sin through a host call; its derivative from the custom rule (host calls have none).
+    return qb.pure_callback(np.sin, qb.ShapeDtype(x.shape, x.dtype), x, vmap_method="broadcast_all")
+
+
+@_sin_on_host.defjvp
+def _sin_on_host_jvp(primals, tangents):
+    return _sin_on_host(primals[0]), qb.cos(primals[0]) * tangents[0]
 
 
 def _linear_solve_case(x, y):
@@ -232,6 +244,7 @@ CASES = [
          reverse_only=True, ops=()),  # the lin node lives only inside the vjp transform
     Case("linear_solve", _linear_solve_case, [((3, 3), -1, 1), ((3, 2), -2, 2)]),
     Case("checkpoint", lambda x: qb.checkpoint(lambda z: qb.sin(z) * z)(x) * x + x, [(S, -2, 2)]),
+    Case("host_call", lambda x: _sin_on_host(x * x) * x, [(S, -2, 2)], cpu_only=True),
     # Products
     Case("matmul", lambda x, y: x @ y + qb.reshape(x @ y[:, 0], (3, 1)) * (x[0] @ y), [(S, -2, 2), ((4, 2), -2, 2)]),
     # Dense linear algebra on well-conditioned matrices built from the arguments.

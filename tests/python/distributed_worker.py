@@ -34,6 +34,34 @@ def collectives(out):
         open(os.path.join(out, f"mismatch{r}.txt"), "w").write(str(e))
 
 
+def jit_collectives(out):
+    """The collectives inside jit (host_call nodes of the compiled program), their
+    derivatives and vmap, and a data-parallel gradient whose all-reduce is in the step."""
+    d = qb.distributed
+    r, n = d.rank(), d.world_size()
+    x = qb.array(np.arange(6.0).reshape(2, 3) * (r + 1))
+    step = qb.jit(lambda x: (d.all_reduce(x * 1.0, "sum"), d.all_reduce(x, "mean"), d.all_reduce(x, "max"),
+                             d.broadcast(x + 0.0, root=n - 1), d.all_gather(x[0]), d.reduce_scatter(x)))
+    s, m, mx, b, g, rs = step(x)
+    # A gradient through a sum over ranks: y = sum_r p * w_r on every rank, L_r = sum(y^2);
+    # rank r's gradient of the job's total loss is (sum over ranks of 2 y) * w_r.
+    w = qb.array([1.0 + r, 2.0 - r, 0.5])
+    gp = qb.jit(qb.grad(lambda p: qb.sum(d.all_reduce(p * w) ** 2)))(qb.array([0.3, -0.2, 1.1]))
+    tangent = qb.jvp(qb.jit(lambda p: d.all_reduce(p * w)), (qb.array([0.3, -0.2, 1.1]),), (qb.ones(3),))[1]
+    vm = qb.jit(qb.vmap(lambda v: d.all_reduce(v * (r + 1))))(qb.array(np.arange(8.0).reshape(4, 2)))
+    # Data parallelism with the all-reduce inside the jitted step: each rank's half of a
+    # batch; the summed gradients equal the one-process gradient of the whole batch.
+    pts = np.linspace(-1.0, 1.0, 16)
+    mine = qb.array(pts[r * 8:(r + 1) * 8])
+
+    def loss(p, xs):
+        return qb.sum((p[0] * qb.sin(p[1] * xs) - xs ** 2) ** 2) / 16.0
+    dp = qb.jit(lambda p, xs: d.all_reduce(qb.grad(loss)(p, xs), "sum"))(qb.array([0.7, 1.3]), mine)
+    np.savez(os.path.join(out, f"rank{r}.npz"), s=np.asarray(s), m=np.asarray(m), mx=np.asarray(mx), b=np.asarray(b),
+             g=np.asarray(g), rs=np.asarray(rs), gp=np.asarray(gp), tangent=np.asarray(tangent), vm=np.asarray(vm),
+             dp=np.asarray(dp), full=np.asarray(qb.grad(loss)(qb.array([0.7, 1.3]), qb.array(pts))), n=n)
+
+
 def pinn_loss():
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
     import pinn_poisson
@@ -78,5 +106,5 @@ def hang(out):
 if __name__ == "__main__":
     mode, out = sys.argv[1], sys.argv[2]
     qb.distributed.initialize(timeout=float(os.environ.get("QB_TEST_TIMEOUT", "60")))
-    {"collectives": collectives, "train": train, "die": die, "hang": hang}[mode](out)
+    {"collectives": collectives, "jit_collectives": jit_collectives, "train": train, "die": die, "hang": hang}[mode](out)
     qb.distributed.shutdown()

@@ -85,7 +85,9 @@ def assert_same(fn, *args, rtol=1e-12, atol=1e-12):
 # ---------------------------------------------------------------------------------------
 # The op table (every op of ops.def, through the public API)
 
-SUPPORTED = CASES  # every op of ops.def lowers (test_large_matrices_are_not_lowered_yet: the limit)
+# Every op of ops.def lowers (test_large_matrices_are_not_lowered_yet: the limit), but host
+# calls, which run on the CPU only (test_host_calls_run_on_the_cpu_only).
+SUPPORTED = [c for c in CASES if not c.cpu_only]
 
 
 @pytest.mark.parametrize("case", SUPPORTED, ids=repr)
@@ -321,6 +323,13 @@ def test_large_matrices_are_not_lowered_yet():
     with pytest.raises(qb.UnsupportedOperationError, match="200x200.*cuSOLVER") as info:
         qb.jit(qb.linalg.cholesky, device="cuda").lower(qb.eye(200)).compile()
     assert info.value.op == "cholesky"
+
+
+def test_host_calls_run_on_the_cpu_only():
+    f = qb.jit(lambda x: qb.pure_callback(np.sin, qb.ShapeDtype((3,), qb.float64), x), device="cuda")
+    with pytest.raises(qb.UnsupportedOperationError, match="host_call is not supported on the CUDA backend") as info:
+        f.lower(qb.ones(3)).compile()
+    assert info.value.op == "host_call"
 
 
 def test_second_derivative_through_a_solve():

@@ -80,6 +80,28 @@ def test_collectives_against_numpy(tmp_path):
     check_collectives(tmp_path)
 
 
+def test_collectives_inside_jit_their_derivatives_and_vmap(tmp_path):
+    rc, out, _ = run_job("jit_collectives", tmp_path)
+    assert rc == 0, out
+    n = 2
+    a = [np.arange(6.0).reshape(2, 3) * (r + 1) for r in range(n)]
+    w = [np.array([1.0 + r, 2.0 - r, 0.5]) for r in range(n)]
+    p = np.array([0.3, -0.2, 1.1])
+    y = sum(p * wr for wr in w)
+    for r in range(n):
+        got = np.load(tmp_path / f"rank{r}.npz")
+        np.testing.assert_array_equal(got["s"], a[0] + a[1])
+        np.testing.assert_array_equal(got["m"], (a[0] + a[1]) / 2)
+        np.testing.assert_array_equal(got["mx"], np.maximum(a[0], a[1]))
+        np.testing.assert_array_equal(got["b"], a[n - 1])
+        np.testing.assert_array_equal(got["g"], np.stack([a[0][0], a[1][0]]))
+        np.testing.assert_array_equal(got["rs"], (a[0] + a[1])[r:r + 1])
+        np.testing.assert_allclose(got["gp"], n * 2 * y * w[r], rtol=1e-14)
+        np.testing.assert_allclose(got["tangent"], w[0] + w[1], rtol=1e-14)
+        np.testing.assert_array_equal(got["vm"], np.arange(8.0).reshape(4, 2) * 3)
+        np.testing.assert_allclose(got["dp"], got["full"], rtol=1e-12, atol=1e-15)
+
+
 def check_training(tmp_path):
     r0, r1 = (np.load(tmp_path / f"rank{r}.npz") for r in range(2))
     np.testing.assert_array_equal(r0["params"], r1["params"])  # identical on every rank

@@ -61,7 +61,7 @@ def _cpu_runs(fn, args):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("case", CASES, ids=repr)
+@pytest.mark.parametrize("case", [c for c in CASES if not c.cpu_only], ids=repr)
 def test_op_table(case, dtype):
     args = cast(case.args(), dtype)
     if not _cpu_runs(case.fn, args):
@@ -70,7 +70,7 @@ def test_op_table(case, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("case", [c for c in CASES if not c.forward_only], ids=repr)
+@pytest.mark.parametrize("case", [c for c in CASES if not c.forward_only and not c.cpu_only], ids=repr)
 def test_op_table_gradients(case, dtype):
     args = cast(case.args(salt=1), dtype)
     f = qb.grad(lambda *a: qb.sum(qb.sin(case.fn(*a))), argnums=tuple(range(len(args))))
@@ -81,7 +81,7 @@ def test_op_table_gradients(case, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("case", [c for c in CASES if not c.reverse_only], ids=repr)
+@pytest.mark.parametrize("case", [c for c in CASES if not c.reverse_only and not c.cpu_only], ids=repr)
 def test_op_table_vmap_and_jvp(case, dtype):
     args = cast(case.args(salt=2), dtype)
     batched = [qb.stack([a, a * 0.5]) for a in args]
@@ -98,6 +98,13 @@ def test_hessian_and_nested_derivatives():
     x = qb.array(np.linspace(-1, 1, 7).astype(np.float32))
     assert_same(qb.hessian(f), x)
     assert_same(qb.vmap(qb.grad(qb.grad(lambda s: qb.sin(s) * qb.exp(s)))), x)
+
+
+def test_host_calls_run_on_the_cpu_only():
+    f = qb.jit(lambda x: qb.pure_callback(np.sin, qb.ShapeDtype((3,), qb.float32), x), device="mlx")
+    with pytest.raises(qb.UnsupportedOperationError, match="host_call") as info:
+        f(qb.ones(3, dtype=qb.float32))
+    assert info.value.op == "host_call"
 
 
 def test_integer_edges():

@@ -25,7 +25,21 @@ Trace::Trace() : builder(graph) {
   id = next++;
 }
 
+namespace {
+// Every trace that made a parameter, innermost (newest) last (per thread).
+thread_local std::vector<std::weak_ptr<Trace>> t_traces;
+}  // namespace
+
+std::shared_ptr<Trace> innermost_open_trace() {
+  while (!t_traces.empty()) {
+    if (auto t = t_traces.back().lock(); t && t->open) return t;
+    t_traces.pop_back();  // finished or gone
+  }
+  return nullptr;
+}
+
 Array Trace::parameter(ValueType type) {
+  if (graph.params.empty()) t_traces.push_back(weak_from_this());
   const bool weak = type.weak;
   Array a = tracer(builder.param(std::move(type)));
   a.type.weak = weak;

@@ -53,6 +53,10 @@ std::vector<Array> inline_graph(Trace& trace, const Graph& g, std::span<const Ar
 // Other traces leave such operations to the enclosing trace (hoisting them out of loops).
 void stage_everything_in(const std::shared_ptr<Trace>& trace);
 
+// The newest open trace of this thread that has parameters, or null: where an operation with
+// no operands at all that must run with the program (a host call) is recorded.
+std::shared_ptr<Trace> innermost_open_trace();
+
 // The trace an operation on `args` is recorded in: the innermost trace any of them belongs
 // to, or a newer open trace that stages everything (above); null when it runs eagerly.
 std::shared_ptr<Trace> trace_of(std::span<const Array> args);

@@ -315,6 +315,9 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
     }
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
       return infer_region_types(op, in, a, regions);
+    case Op::HostCall:
+      if (a.num_consts >= 0 && in.size() != 1) fail(op, "a linear host call takes one operand");
+      return {strong(a.dtype, a.shape)};
   }
   throw InternalError("infer_types: unknown op");
 }

@@ -11,7 +11,7 @@ enum class Op : std::uint8_t {
 #undef QB_OP
 };
 
-enum class AttrKind : std::uint8_t { None, ParamIndex, Literal, DType, Shape, Broadcast, Perm, Axes, Slice, Axis, Cumsum, Gather, Take, Scatter, Sort, Pad, Cond, Scan, While, Custom, TriSolve, Mode };
+enum class AttrKind : std::uint8_t { None, ParamIndex, Literal, DType, Shape, Broadcast, Perm, Axes, Slice, Axis, Cumsum, Gather, Take, Scatter, Sort, Pad, Cond, Scan, While, Custom, TriSolve, Mode, HostCall };
 
 // scatter's combining modes (attrs.mode); see ops.def.
 enum ScatterMode : std::int64_t { kScatterAdd = 0, kScatterSet = 1, kScatterMul = 2, kScatterMin = 3, kScatterMax = 4 };

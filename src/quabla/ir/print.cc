@@ -68,6 +68,12 @@ void print_attrs(std::ostream& os, const Node& n) {
       os << " args=" << a.num_consts;
       if (a.mode) os << " policy=" << a.mode;
       break;
+    case AttrKind::HostCall:
+      os << " callback=" << a.mode;
+      if (a.num_consts >= 0) os << " linear transpose=" << a.num_consts;
+      if (a.num_carry) os << " vmap=" << a.num_carry;
+      if (a.length) os << " batch_axes=" << a.length;
+      break;
   }
 }
 

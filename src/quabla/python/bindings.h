@@ -45,6 +45,7 @@ void bind_random(nb::module_& m);
 void bind_flatten(nb::module_& m);
 void bind_dlpack(nb::module_& m, nb::class_<Array>& cls);
 void bind_cuda(nb::module_& m);
+void bind_host_call(nb::module_& m);
 
 // quabla.TracerError (a QuablaError and a TypeError), created by the module.
 PyObject* tracer_error_type();

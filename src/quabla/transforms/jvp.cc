@@ -389,6 +389,16 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       }
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
       throw InternalError("jvp: region ops have multi-output rules (jvp_regions.cc)");
+    case Op::HostCall: {
+      // A linear call (a collective's sum) is its own JVP; any other has no rule, as in JAX.
+      bool any = false;
+      for (const T& ti : t) any = any || ti.has_value();
+      if (!any) return std::nullopt;
+      if (a.num_consts >= 0) return e.op(Op::HostCall, {*t[0]}, a);
+      throw ValueError("can't differentiate a host call (a qb.pure_callback, or a qb.distributed collective with "
+                       "op='max'): the function runs outside the traced program and has no derivative rule; give it "
+                       "one with qb.custom_jvp or qb.custom_vjp around the call");
+    }
     case Op::Cholesky: case Op::TriangularSolve: case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu:
       return jvp_linalg(e, n, x, t, y);
     case Op::MatMul: {

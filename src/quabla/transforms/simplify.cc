@@ -243,6 +243,11 @@ Graph simplify(const Graph& input) {
       }
       continue;
     }
+    if (n.op == Op::HostCall) {  // runs a Python function: never folded at compile time nor merged
+      const auto outs = b.emit(n.op, ins, n.attrs);
+      map[n.outputs[0]] = outs[0];
+      continue;
+    }
     if (n.outputs.size() == 1 && is_identity(g, n) && out.type(ins[0]).shape == g.type(n.outputs[0]).shape &&
         out.type(ins[0]).dtype == g.type(n.outputs[0]).dtype) {
       map[n.outputs[0]] = ins[0];

@@ -26,6 +26,7 @@
 #include "quabla/ir/regions.h"
 #include "quabla/transforms/emit.h"
 #include "quabla/transforms/jvp.h"
+#include "quabla/transforms/simplify.h"
 #include "quabla/transforms/vmap.h"
 
 namespace qb {
@@ -130,7 +131,9 @@ class Taylor {
       std::vector<bool> wx(p1.size(), false);
       for (std::size_t i = 0; i < n_in; ++i) wx[i] = wj[i];
       std::vector<bool> nz2;
-      Graph g2 = jvp(g1, Flags(wx).span(), &nz2);
+      // g1 first loses its dead code (a custom rule's own primal outputs, which may hold ops
+      // without a derivative of their own, such as a host call).
+      Graph g2 = jvp(simplify(g1), Flags(wx).span(), &nz2);
       // nz2 covers g1's float results: the float outputs, then the n_fo tangents.
       std::vector<std::size_t> keep, which;
       const std::size_t g1_results = n_out + n_fo;

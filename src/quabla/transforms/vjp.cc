@@ -180,6 +180,15 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
       return;
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
       throw InternalError("transpose: region ops are transposed by transpose_regions.cc");
+    case Op::HostCall: {  // a linear call (a collective) transposes to its transpose's call on c
+      if (a.num_consts < 0) not_linear(n.op);
+      Attrs t = a;
+      t.mode = a.num_consts;
+      t.num_consts = a.mode;
+      t.shape = in_type(0).shape;
+      t.dtype = in_type(0).dtype;
+      return give(0, e.op(Op::HostCall, {c}, std::move(t)));
+    }
     case Op::Parameter: case Op::Constant: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil:
     case Op::Round: case Op::Sqrt: case Op::Cbrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log:
     case Op::Log2: case Op::Log10: case Op::Log1p: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Asin:

@@ -192,6 +192,27 @@ struct Batcher {
         return e.b.emit(Op::ScatterAdd, all_batched(), std::move(a));
       case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
         throw InternalError("vmap: region ops are batched by vmap_regions.cc");
+      case Op::HostCall: {
+        // The function sees the batch as a new leading axis (ops.def: attrs.num_carry says how).
+        if (a.num_carry == 0) {
+          throw ValueError("vmap of a qb.pure_callback needs vmap_method: 'sequential' (one call per example), "
+                           "'broadcast_all' (one call, every operand with the batch axis first) or 'expand_dims' "
+                           "(one call, unbatched operands with a leading axis of 1)");
+        }
+        std::vector<V> xs;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          if (!b[i] && a.num_carry == 3) {
+            Shape s1 = e.type(x[i]).shape;
+            s1.insert(s1.begin(), 1);
+            xs.push_back(e.reshape(x[i], s1));
+          } else {
+            xs.push_back(batched(x[i], b[i]));
+          }
+        }
+        a.shape.insert(a.shape.begin(), batch);
+        a.length += 1;
+        return e.b.emit(Op::HostCall, xs, std::move(a));
+      }
       case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::TriangularSolve: case Op::Solve:
         return e.b.emit(n.op, all_batched(), std::move(a));  // batched over leading axes already
       case Op::MatMul: {

@@ -1,4 +1,5 @@
 #include "quabla/backends/cpu/executable.h"
+#include "quabla/runtime/host_call.h"
 #include "quabla/backends/cpu/cholesky_fold.h"
 
 #include <algorithm>
@@ -442,6 +443,13 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     case Op::Reshape:
       f.alias(n.outputs[0], n.inputs[0]);  // storage is immutable: a reshape is a view
       return;
+
+    case Op::HostCall: {  // a Python function on the host (runtime/host_call.h)
+      std::vector<const std::byte*> ins;
+      for (std::size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(in(i));
+      run_host_call(g, n, ins, alloc());
+      return;
+    }
 
     case Op::BroadcastInDim: {
       if (flags.view) {

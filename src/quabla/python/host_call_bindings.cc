@@ -1,0 +1,76 @@
+// The host_call op from Python (qb.pure_callback, qb.distributed inside jit): emitting it into
+// a trace, and the handler that runs it (runtime/host_call.h). The handler calls
+// quabla._callback.dispatch with the operands as bytes and gets the result's bytes back;
+// the Python side finds the function, builds the NumPy arrays and checks what it returned.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "quabla/api/trace.h"
+#include "quabla/ir/errors.h"
+#include "quabla/python/bindings.h"
+#include "quabla/runtime/host_call.h"
+
+namespace qb::py {
+
+namespace {
+
+nb::tuple shape_tuple(const Shape& s) {
+  nb::list l;
+  for (auto d : s) l.append(d);
+  return nb::tuple(l);
+}
+
+std::size_t bytes_of(const ValueType& t) { return static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype); }
+
+void run_in_python(const HostCallArgs& a) {
+  nb::gil_scoped_acquire gil;  // programs run holding it; re-entrant when they do
+  nb::list operands;
+  for (std::size_t i = 0; i < a.ins.size(); ++i) {
+    const ValueType& t = a.in_types[i];
+    operands.append(nb::make_tuple(nb::bytes(reinterpret_cast<const char*>(a.ins[i]), bytes_of(t)),
+                                   std::string(dtype_name(t.dtype)), shape_tuple(t.shape)));
+  }
+  nb::object dispatch = nb::module_::import_("quabla._callback").attr("dispatch");
+  nb::object result = dispatch(a.callback, a.vmap_method, a.batch_axes, operands,
+                               std::string(dtype_name(a.out_type->dtype)), shape_tuple(a.out_type->shape));
+  nb::bytes data = nb::cast<nb::bytes>(result);
+  if (data.size() != bytes_of(*a.out_type)) {
+    throw InternalError("host_call: the result has " + std::to_string(data.size()) + " bytes, expected " +
+                        std::to_string(bytes_of(*a.out_type)));
+  }
+  std::memcpy(a.out, data.c_str(), data.size());
+}
+
+}  // namespace
+
+void bind_host_call(nb::module_& m) {
+  set_host_call_handler(run_in_python);
+  m.def("host_call", [](std::int64_t callback, const std::vector<Array>& inputs, const std::vector<std::int64_t>& shape,
+                        nb::handle dtype, std::int64_t transpose, std::int64_t vmap_method) {
+    auto trace = trace_of(inputs);
+    if (!trace) trace = innermost_open_trace();  // no traced operand: the call still runs with the program
+    if (!trace) throw InternalError("host_call: not tracing (eager calls run the function directly)");
+    const auto dt = parse_dtype(dtype);
+    if (!dt) throw TypeError("host_call: a result dtype is required");
+    Attrs a;
+    a.mode = callback;
+    a.num_consts = transpose;
+    a.num_carry = vmap_method;
+    a.shape = shape;
+    a.dtype = *dt;
+    std::vector<ValueId> vals;
+    for (const Array& x : inputs) vals.push_back(trace->value_of(x));
+    return trace->tracer(trace->builder.emit(Op::HostCall, vals, std::move(a))[0]);
+  }, nb::arg("callback"), nb::arg("inputs"), nb::arg("shape"), nb::arg("dtype"), nb::arg("transpose"),
+     nb::arg("vmap_method"),
+     "Emits host_call (ops.def) into the trace of the traced operands: the Python function with registry id "
+     "`callback`, one result of `shape` and `dtype`.");
+  m.def("tracing", [] { return innermost_open_trace() != nullptr; },
+        "Whether this thread is tracing (a jit, transform or loop body is being traced).");
+}
+
+}  // namespace qb::py
