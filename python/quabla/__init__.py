@@ -52,6 +52,7 @@ from . import optim  # noqa: E402,F401
 from . import random  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
 from . import ode  # noqa: E402,F401
+from . import debug  # noqa: E402,F401
 from .optim import Trainer  # noqa: E402,F401
 from .io import save, load  # noqa: E402,F401
 

@@ -22,17 +22,18 @@ from . import tree as _tree
 __all__ = ["pure_callback", "register", "dispatch"]
 
 _VMAP_METHODS = {None: 0, "sequential": 1, "broadcast_all": 2, "legacy_vectorized": 2, "expand_dims": 3}
-_registry: Dict[int, tuple] = {}  # id -> (function, name for messages)
+_registry: Dict[int, tuple] = {}  # id -> (function, name for messages, run for its effect)
 _ids = itertools.count(1)
 _lock = threading.Lock()
 
 
-def register(fn: Callable, name: str = "pure_callback") -> int:
-    """An id for fn in the host-call registry (name: what messages call it). Entries stay for
-    the life of the process, as long as compiled programs may call them."""
+def register(fn: Callable, name: str = "pure_callback", effect: bool = False) -> int:
+    """An id for fn in the host-call registry (name: what messages call it; effect: fn runs
+    for its effect, what it returns is ignored). Entries stay for the life of the process,
+    as long as compiled programs may call them."""
     with _lock:
         i = next(_ids)
-        _registry[i] = (fn, name)
+        _registry[i] = (fn, name, effect)
     return i
 
 
@@ -66,9 +67,12 @@ def dispatch(callback: int, vmap_method: int, batch_axes: int, operands: list, o
     if entry is None:
         raise RuntimeError(f"host_call: callback {callback} is not registered in this process (a program "
                            f"compiled in another process cannot call back into this one)")
-    fn, name = entry
+    fn, name, effect = entry
     arrays = [np.frombuffer(data, _np_dtype(dt)).reshape(shape).copy() for data, dt, shape in operands]
     dtype = _np_dtype(out_dtype)
+    if effect:  # qb.debug: the result is a placeholder nothing reads
+        fn(*arrays)
+        return np.zeros(tuple(out_shape), dtype).tobytes()
     if vmap_method == 1 and batch_axes > 0:
         lead = tuple(out_shape[:batch_axes])
         out = np.empty(tuple(out_shape), dtype)

@@ -88,6 +88,29 @@ TEST_F(HostCall, NeverFoldedNorMerged) {
   EXPECT_EQ(count_host_calls(s), 2);
 }
 
+TEST_F(HostCall, EffectsSurviveDeadCodeEliminationOtherCallsDoNot) {
+  Graph g;
+  Builder b(g);
+  const ValueId x = b.param(vt(DType::f64, {2}));
+  Attrs effect = call_attrs(3, {});
+  effect.dtype = DType::bool_;
+  effect.num_carry = kHostCallEffect | 2;
+  b.emit1(Op::HostCall, {x}, effect);             // qb.debug.print: nothing reads it
+  b.emit1(Op::HostCall, {x}, call_attrs(4, {2}));  // a pure call nothing reads
+  b.set_results({x});
+  const Graph s = simplify(g);
+  ASSERT_EQ(count_host_calls(s), 1);
+  for (const Node& n : s.nodes) {
+    if (n.op == Op::HostCall) {
+      EXPECT_EQ(n.attrs.mode, 3);
+    }
+  }
+  EXPECT_EQ(count_host_calls(without_effects(s)), 0);
+  // The effect has no tangent: differentiating through it is fine.
+  const bool wrt[] = {true};
+  EXPECT_NO_THROW(jvp(s, wrt));
+}
+
 TEST_F(HostCall, LinearCallsAreTheirOwnJvpAndTransposeToTheirPair) {
   Graph g;
   Builder b(g);
@@ -96,19 +119,21 @@ TEST_F(HostCall, LinearCallsAreTheirOwnJvpAndTransposeToTheirPair) {
   const bool wrt[] = {true};
   const Graph d = jvp(g, wrt);
   int calls = 0;
-  for (const Node& n : d.nodes)
+  for (const Node& n : d.nodes) {
     if (n.op == Op::HostCall) {
       EXPECT_EQ(n.attrs.mode, 7);
       ++calls;
     }
+  }
   EXPECT_EQ(calls, 2);  // the primal and the tangent
   const Graph v = vjp(g, wrt);
   bool transposed = false;
-  for (const Node& n : v.nodes)
+  for (const Node& n : v.nodes) {
     if (n.op == Op::HostCall && n.attrs.mode == 8) {
       transposed = true;
       EXPECT_EQ(n.attrs.num_consts, 7);
     }
+  }
   EXPECT_TRUE(transposed);
   // A call without a transpose has no derivative: ValueError, as for qb.pure_callback.
   Graph h;

@@ -20,6 +20,14 @@ bool Attrs::operator==(const Attrs& o) const {
          std::memcmp(literal->data->data(), o.literal->data->data(), literal->data->nbytes()) == 0;
 }
 
+bool has_effect(const Node& n) {
+  if (n.op == Op::HostCall) return (n.attrs.num_carry & kHostCallEffect) != 0;
+  for (const auto& r : n.regions)
+    for (const Node& m : r->nodes)
+      if (has_effect(m)) return true;
+  return false;
+}
+
 std::vector<bool> results_depending_on(const Graph& g, const std::vector<bool>& params) {
   std::vector<bool> dep(g.values.size(), false);
   for (std::size_t i = 0; i < g.params.size() && i < params.size(); ++i) dep[g.params[i]] = params[i];

@@ -79,6 +79,12 @@ std::string print(const Graph& g);
 // One node's line of the text form ("%3 = add(%1, %2) : f32[4]").
 std::string print_node(const Graph& g, const Node& n);
 
+// Whether running node n has an effect beyond its results (a host call with attrs.num_carry's
+// effect bit, qb.debug.print and qb.debug.callback; or a region op holding one): dead-code
+// elimination keeps such nodes although nothing reads them.
+constexpr std::int64_t kHostCallEffect = 4;
+bool has_effect(const Node& n);
+
 // Which results depend on any of the flagged parameters (one flag per parameter); a region
 // node's outputs count as depending on all of its inputs.
 std::vector<bool> results_depending_on(const Graph& g, const std::vector<bool>& params);

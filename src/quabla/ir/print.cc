@@ -71,7 +71,8 @@ void print_attrs(std::ostream& os, const Node& n) {
     case AttrKind::HostCall:
       os << " callback=" << a.mode;
       if (a.num_consts >= 0) os << " linear transpose=" << a.num_consts;
-      if (a.num_carry) os << " vmap=" << a.num_carry;
+      if (a.num_carry & 3) os << " vmap=" << (a.num_carry & 3);
+      if (a.num_carry & kHostCallEffect) os << " effect";
       if (a.length) os << " batch_axes=" << a.length;
       break;
   }

@@ -32,7 +32,7 @@ void run_host_call(const Graph& g, const Node& n, std::span<const std::byte* con
   for (ValueId v : n.inputs) types.push_back(g.type(v));
   HostCallArgs args;
   args.callback = n.attrs.mode;
-  args.vmap_method = n.attrs.num_carry;
+  args.vmap_method = n.attrs.num_carry & 3;
   args.batch_axes = n.attrs.length;
   args.in_types = types;
   args.ins = ins;

@@ -15,7 +15,7 @@ namespace qb {
 
 struct HostCallArgs {
   std::int64_t callback = 0;     // attrs.mode
-  std::int64_t vmap_method = 0;  // attrs.num_carry
+  std::int64_t vmap_method = 0;  // attrs.num_carry & 3
   std::int64_t batch_axes = 0;   // attrs.length: leading axes added by vmap
   std::span<const ValueType> in_types;
   std::span<const std::byte* const> ins;  // contiguous row-major operands

@@ -393,7 +393,7 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       // A linear call (a collective's sum) is its own JVP; any other has no rule, as in JAX.
       bool any = false;
       for (const T& ti : t) any = any || ti.has_value();
-      if (!any) return std::nullopt;
+      if (!any || (a.num_carry & kHostCallEffect)) return std::nullopt;  // an effect has no tangent
       if (a.num_consts >= 0) return e.op(Op::HostCall, {*t[0]}, a);
       throw ValueError("can't differentiate a host call (a qb.pure_callback, or a qb.distributed collective with "
                        "op='max'): the function runs outside the traced program and has no derivative rule; give it "

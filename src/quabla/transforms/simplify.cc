@@ -127,7 +127,7 @@ bool prunable(Op op) { return op == Op::Checkpoint || op == Op::Cond; }
 // must include every parameter the kept results use). param_used: per parameter, whether a
 // kept result needs it.
 Graph prune(const Graph& g, const std::vector<bool>& keep_results, const std::vector<bool>* keep_params,
-            std::vector<bool>* param_used) {
+            std::vector<bool>* param_used, bool keep_effects = true) {
   std::vector<bool> used(g.values.size(), false);
   for (std::size_t j = 0; j < g.results.size(); ++j)
     if (keep_results.empty() || keep_results[j]) used[g.results[j]] = true;
@@ -145,7 +145,7 @@ Graph prune(const Graph& g, const std::vector<bool>& keep_results, const std::ve
       any = any || used[v];
       all = all && used[v];
     }
-    if (!any) continue;
+    if (!any && !(keep_effects && has_effect(n))) continue;  // an effect (qb.debug.print) runs although unread
     live[i] = true;
     if (prunable(n.op)) {
       const std::size_t first = n.op == Op::Cond ? 1 : 0;
@@ -154,13 +154,14 @@ Graph prune(const Graph& g, const std::vector<bool>& keep_results, const std::ve
       std::vector<bool> needed(n.inputs.size() - first, false);
       for (const auto& r : n.regions) {
         std::vector<bool> pu;
-        prune(*r, keep_out, nullptr, &pu);
+        prune(*r, keep_out, nullptr, &pu, keep_effects);
         for (std::size_t k = 0; k < needed.size(); ++k) needed[k] = needed[k] || pu[k];
       }
       const bool every_input = std::all_of(needed.begin(), needed.end(), [](bool f) { return f; });
       if (!all || !every_input) {
         Pruned p;
-        for (const auto& r : n.regions) p.regions.push_back(std::make_shared<const Graph>(prune(*r, keep_out, &needed, nullptr)));
+        for (const auto& r : n.regions)
+          p.regions.push_back(std::make_shared<const Graph>(prune(*r, keep_out, &needed, nullptr, keep_effects)));
         p.keep_in.assign(first, true);
         p.keep_in.insert(p.keep_in.end(), needed.begin(), needed.end());
         p.keep_out = std::move(keep_out);
@@ -217,6 +218,8 @@ Graph prune(const Graph& g, const std::vector<bool>& keep_results, const std::ve
 }  // namespace
 
 Graph eliminate_dead_code(const Graph& g) { return prune(g, {}, nullptr, nullptr); }
+
+Graph without_effects(const Graph& g) { return prune(g, {}, nullptr, nullptr, false); }
 
 Graph simplify(const Graph& input) {
   const Graph g = eliminate_dead_code(input);

@@ -11,6 +11,9 @@ namespace qb {
 // Only the nodes the results depend on, in their order; checkpoint and cond nodes also lose
 // the outputs nothing uses (and the operands only those needed).
 Graph eliminate_dead_code(const Graph& g);
+// g without its effect nodes whose results nothing reads (qb.debug's host calls) and what
+// only they need: for the steps a backward pass replays, which must not print again.
+Graph without_effects(const Graph& g);
 // All of the above; the result computes bitwise the same results as `g`.
 Graph simplify(const Graph& g);
 

@@ -167,7 +167,9 @@ struct ScanParts {
       seed.push_back(f);
     }
     primal = restrict_graph(body, keep_p, keep_r);
-    transposed = transpose_only(body, mask, seed);
+    // The transposed step replays the primal step's non-linear part; its effects (qb.debug)
+    // ran in the forward half already.
+    transposed = without_effects(transpose_only(body, mask, seed));
     for (std::size_t k = 0; k < nk; ++k) {
       if (lin_k[k]) continue;
       const ValueType& t = body.type(body.params[1 + nc + k]);

@@ -194,14 +194,15 @@ struct Batcher {
         throw InternalError("vmap: region ops are batched by vmap_regions.cc");
       case Op::HostCall: {
         // The function sees the batch as a new leading axis (ops.def: attrs.num_carry says how).
-        if (a.num_carry == 0) {
+        const std::int64_t method = a.num_carry & 3;
+        if (method == 0) {
           throw ValueError("vmap of a qb.pure_callback needs vmap_method: 'sequential' (one call per example), "
                            "'broadcast_all' (one call, every operand with the batch axis first) or 'expand_dims' "
                            "(one call, unbatched operands with a leading axis of 1)");
         }
         std::vector<V> xs;
         for (std::size_t i = 0; i < x.size(); ++i) {
-          if (!b[i] && a.num_carry == 3) {
+          if (!b[i] && method == 3) {
             Shape s1 = e.type(x[i]).shape;
             s1.insert(s1.begin(), 1);
             xs.push_back(e.reshape(x[i], s1));
