@@ -53,6 +53,22 @@ from . import random  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
 from . import ode  # noqa: E402,F401
 from . import debug  # noqa: E402,F401
+from . import _numpy_more  # noqa: E402
+from ._numpy_more import (  # noqa: E402,F401
+    pi, e, inf, nan, newaxis, euler_gamma, atleast_1d, atleast_2d, atleast_3d, hstack, vstack, row_stack, dstack,
+    column_stack, broadcast_arrays, broadcast_shapes, array_split, hsplit, vsplit, dsplit, fliplr, flipud, rot90,
+    append, isclose, allclose, array_equal, array_equiv, isneginf, isposinf, isscalar, nansum, nanprod, nanmax,
+    nanmin, nanmean, nanvar, nanstd, nanargmax, nanargmin, nancumsum, nancumprod, average, ptp, count_nonzero,
+    quantile, percentile, median, nanquantile, nanpercentile, nanmedian, cov, corrcoef, digitize, deg2rad, rad2deg,
+    radians, degrees, trunc, fix, rint, fabs, fmax, fmin, heaviside, sinc, float_power, positive, logaddexp2, real,
+    imag, conj, conjugate, empty, empty_like, logspace, geomspace, tri, tril_indices, triu_indices, diag_indices,
+    indices, diagflat, ndim, shape, size, vdot, select, unravel_index, ravel_multi_index, isin, convolve, correlate,
+    polyfit, finfo, iinfo, result_type, promote_types, can_cast, issubdtype,
+)
+from . import nn  # noqa: E402,F401
+from . import tree as tree_util  # noqa: E402,F401  (jax.tree_util's name)
+from ._jit import ShapeDtype as ShapeDtypeStruct  # noqa: E402,F401  (jax.ShapeDtypeStruct's name)
+from ._numpy_more import block_until_ready, device_get, linearize  # noqa: E402,F401
 from .optim import Trainer  # noqa: E402,F401
 from .io import save, load  # noqa: E402,F401
 
@@ -218,7 +234,13 @@ def einsum(subscripts, *operands, **kwargs):  # noqa: F811
     return _einsum_core(subscripts, *operands, **kwargs)
 
 
+_NUMPY_ABSTRACT_TYPES = ("number", "inexact", "floating", "integer", "signedinteger", "unsignedinteger",
+                         "complexfloating", "generic")
+
+
 def __getattr__(name):
+    if name in _NUMPY_ABSTRACT_TYPES:  # NumPy's scalar type hierarchy, for qb.issubdtype(d, qb.floating)
+        return getattr(_numpy_more, name)
     if name == "distributed":  # imported on first use: it needs NumPy (and mpi4py when initialised)
         import importlib
         return importlib.import_module(".distributed", __name__)
@@ -228,7 +250,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_compat.migrated_names()) | {"distributed"})
+    return sorted(set(globals()) | set(_compat.migrated_names()) | {"distributed"} | set(_NUMPY_ABSTRACT_TYPES))
 
 
 __all__ = sorted({n for n in globals() if not n.startswith("_")} | set(_compat.migrated_names()))

@@ -1,5 +1,274 @@
 """The jax.lax functions PINN code reaches for, with jax.lax's names and semantics."""
+from __future__ import annotations
+
+import sys
+from typing import Callable, Sequence
+
 from ._indexing import dynamic_slice, dynamic_update_slice, dynamic_index_in_dim, top_k  # noqa: F401
 from ._custom import stop_gradient  # noqa: F401
 from ._implicit import custom_linear_solve, custom_root  # noqa: F401
 from ._control import cond, fori_loop, scan, while_loop  # noqa: F401
+
+
+class _Package:
+    """The quabla package's functions, looked up when called (it imports this module)."""
+
+    def __getattr__(self, name):
+        return getattr(sys.modules["quabla"], name)
+
+
+_qb = _Package()
+
+
+def switch(index, branches: Sequence[Callable], *operands):
+    """branches[index](*operands), index clamped to [0, len(branches) - 1] (as jax.lax.switch):
+    nested conds, so only the selected branch runs."""
+    branches = list(branches)
+    if not branches:
+        raise ValueError("switch: needs at least one branch")
+    if len(branches) == 1:
+        return branches[0](*operands)
+    idx = _qb.clip(_qb.asarray(index).astype(_qb.int32), 0, len(branches) - 1)
+
+    def pick(lo: int, hi: int):  # branches[lo:hi] by bisection
+        if hi - lo == 1:
+            return branches[lo]
+        mid = (lo + hi) // 2
+        return lambda *ops: cond(idx < mid, pick(lo, mid), pick(mid, hi), *ops)
+    return pick(0, len(branches))(*operands)
+
+
+def map(f: Callable, xs, batch_size=None):  # noqa: A001 (jax.lax's name)
+    """f over the leading axis of xs (a pytree), one step at a time, as a scan."""
+    if batch_size is not None:
+        raise NotImplementedError("lax.map: batch_size is not available; use qb.vmap for a batched map")
+    return scan(lambda c, x: (c, f(x)), None, xs)[1]
+
+
+def select(pred, on_true, on_false):
+    """on_true where pred, on_false elsewhere (operands of one shape)."""
+    return _qb.where(pred, on_true, on_false)
+
+
+def clamp(min, x, max):  # noqa: A002 (jax.lax's argument names)
+    """x clipped to [min, max]."""
+    return _qb.minimum(_qb.maximum(x, min), max)
+
+
+def _rev(f, x, axis, reverse):
+    x = _qb.asarray(x)
+    return _qb.flip(f(_qb.flip(x, axis), axis=axis), axis) if reverse else f(x, axis=axis)
+
+
+def cumsum(operand, axis: int = 0, reverse: bool = False):
+    """The running sum along axis (from the end when reverse)."""
+    return _rev(_qb.cumsum, operand, axis, reverse)
+
+
+def cumprod(operand, axis: int = 0, reverse: bool = False):
+    """The running product along axis."""
+    return _rev(_qb.cumprod, operand, axis, reverse)
+
+
+def cummax(operand, axis: int = 0, reverse: bool = False):
+    """The running maximum along axis."""
+    return _rev(_qb.cummax, operand, axis, reverse)
+
+
+def cummin(operand, axis: int = 0, reverse: bool = False):
+    """The running minimum along axis."""
+    return _rev(_qb.cummin, operand, axis, reverse)
+
+
+def sort(operand, dimension: int = -1, is_stable: bool = True):
+    """operand sorted along dimension."""
+    return _qb.sort(operand, axis=dimension)
+
+
+def argmax(operand, axis: int, index_dtype=None):
+    """Indices of the maxima along axis."""
+    out = _qb.argmax(operand, axis=axis)
+    return out if index_dtype is None else out.astype(index_dtype)
+
+
+def argmin(operand, axis: int, index_dtype=None):
+    """Indices of the minima along axis."""
+    out = _qb.argmin(operand, axis=axis)
+    return out if index_dtype is None else out.astype(index_dtype)
+
+
+def rsqrt(x):
+    """1 / sqrt(x)."""
+    return 1.0 / _qb.sqrt(x)
+
+
+def integer_pow(x, y: int):
+    """x ** y for a Python int y."""
+    if isinstance(y, bool) or not isinstance(y, int):
+        raise TypeError(f"integer_pow: y must be a Python int, got {type(y).__name__}")
+    return _qb.power(x, y)
+
+
+def iota(dtype, size: int, dimension: int = 0, shape=None):
+    """0, 1, ..., size - 1 in dtype (along `dimension` of `shape` when given)."""
+    if shape is None:
+        return _qb.arange(size, dtype=dtype)
+    shape = tuple(shape)
+    return _qb.broadcast_to(_qb.arange(shape[dimension], dtype=dtype).reshape(
+        tuple(shape[dimension] if i == dimension else 1 for i in range(len(shape)))), shape)
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of shape filled with fill_value."""
+    return _qb.full(shape, fill_value, dtype=dtype)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """full with x's shape and dtype unless given."""
+    x = _qb.asarray(x)
+    return _qb.full(tuple(x.shape) if shape is None else shape, fill_value, dtype=x.dtype if dtype is None else dtype)
+
+
+def convert_element_type(operand, new_dtype):
+    """operand converted to new_dtype."""
+    return _qb.asarray(operand).astype(new_dtype)
+
+
+def expand_dims(array, dimensions: Sequence[int]):
+    """array with size-1 axes inserted at dimensions."""
+    out = _qb.asarray(array)
+    for d in sorted(dimensions):
+        out = _qb.expand_dims(out, d)
+    return out
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions: Sequence[int]):
+    """operand broadcast to shape, its axis i landing on axis broadcast_dimensions[i]."""
+    x = _qb.asarray(operand)
+    dims = list(broadcast_dimensions)
+    if len(dims) != x.ndim:
+        raise ValueError(f"broadcast_in_dim: {len(dims)} broadcast_dimensions for an operand of rank {x.ndim}")
+    full_shape = tuple(shape)
+    inter = [1] * len(full_shape)
+    for i, d in enumerate(dims):
+        inter[d] = x.shape[i]
+    return _qb.broadcast_to(x.reshape(tuple(inter)), full_shape)
+
+
+def broadcast(operand, sizes: Sequence[int]):
+    """operand with leading axes of sizes added."""
+    x = _qb.asarray(operand)
+    return _qb.broadcast_to(x, tuple(sizes) + tuple(x.shape))
+
+
+def reshape(operand, new_sizes: Sequence[int], dimensions=None):
+    """operand (transposed by dimensions first, when given) reshaped to new_sizes."""
+    x = _qb.asarray(operand)
+    if dimensions is not None:
+        x = _qb.transpose(x, tuple(dimensions))
+    return x.reshape(tuple(new_sizes))
+
+
+def squeeze(array, dimensions: Sequence[int]):
+    """array without its size-1 axes dimensions."""
+    return _qb.squeeze(array, axis=tuple(dimensions))
+
+
+def concatenate(operands, dimension: int):
+    """The operands joined along dimension."""
+    return _qb.concatenate(list(operands), axis=dimension)
+
+
+def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (jax.lax's name)
+    """operand[start:limit:stride] on every axis (static bounds)."""
+    x = _qb.asarray(operand)
+    strides = strides or (1,) * x.ndim
+    import builtins
+    return x[tuple(builtins.slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
+
+
+def slice_in_dim(operand, start_index, limit_index, stride: int = 1, axis: int = 0):
+    """operand[start:limit:stride] along one axis."""
+    import builtins
+    x = _qb.asarray(operand)
+    index = [builtins.slice(None)] * x.ndim
+    index[axis] = builtins.slice(start_index, limit_index, stride)
+    return x[tuple(index)]
+
+
+def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
+    """The slice at a static index along axis (its axis kept unless keepdims=False)."""
+    out = slice_in_dim(operand, index, index + 1 if index != -1 else None, 1, axis)
+    return out if keepdims else _qb.squeeze(out, axis=axis)
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0):
+    """dynamic_slice along one axis (a traced start, clamped into range)."""
+    x = _qb.asarray(operand)
+    starts = [0] * x.ndim
+    starts[axis] = start_index
+    sizes = list(x.shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(x, starts, sizes)
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis: int):
+    """dynamic_update_slice along one axis."""
+    x = _qb.asarray(operand)
+    starts = [0] * x.ndim
+    starts[axis] = start_index
+    return dynamic_update_slice(x, update, starts)
+
+
+def _elementwise(name: str, doc: str):
+    def f(*args):
+        return getattr(_qb, name)(*args)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    return f
+
+
+add = _elementwise("add", "x + y.")
+sub = _elementwise("subtract", "x - y.")
+mul = _elementwise("multiply", "x * y.")
+def _is_int(x) -> bool:
+    return _qb.asarray(x).dtype in (_qb.int32, _qb.int64)
+
+
+def div(x, y):
+    """x / y; on integers the quotient truncated toward zero (C's and XLA's), not floored."""
+    if not (_is_int(x) and _is_int(y)):
+        return _qb.divide(x, y)
+    q = _qb.floor_divide(x, y)
+    r = _qb.subtract(x, _qb.multiply(q, y))
+    fix = (r != 0) & ((_qb.asarray(x) < 0) != (_qb.asarray(y) < 0))
+    return q + fix.astype(q.dtype)
+
+
+def rem(x, y):
+    """The remainder with the dividend's sign (C's fmod and XLA's rem)."""
+    if not (_is_int(x) and _is_int(y)):
+        return _qb.fmod(x, y)
+    return _qb.subtract(x, _qb.multiply(div(x, y), y))
+
+pow = _elementwise("power", "x ** y.")  # noqa: A001
+neg = _elementwise("negative", "-x.")
+max = _elementwise("maximum", "The elementwise maximum.")  # noqa: A001
+min = _elementwise("minimum", "The elementwise minimum.")  # noqa: A001
+abs = _elementwise("abs", "|x|.")  # noqa: A001
+sign = _elementwise("sign", "The sign of x.")
+exp = _elementwise("exp", "e ** x.")
+exp2 = _elementwise("exp2", "2 ** x.")
+log = _elementwise("log", "The natural logarithm.")
+sin = _elementwise("sin", "sin x.")
+cos = _elementwise("cos", "cos x.")
+tan = _elementwise("tan", "tan x.")
+tanh = _elementwise("tanh", "tanh x.")
+atan2 = _elementwise("arctan2", "The angle of (x, y) from y's and x's signs.")
+sqrt = _elementwise("sqrt", "The square root.")
+cbrt = _elementwise("cbrt", "The cube root.")
+erf = _elementwise("erf", "The error function.")
+erfc = _elementwise("erfc", "The complementary error function.")
+square = _elementwise("square", "x * x.")
+logistic = _elementwise("sigmoid", "1 / (1 + exp(-x)).")
+is_finite = _elementwise("isfinite", "Whether x is finite.")
