@@ -892,9 +892,12 @@ def result_type(*args):
             samples.append(a if isinstance(a, _qb.Array) else a)
         else:
             samples.append(_qb.zeros((), dtype=a))
+    def is_bool(v):
+        return isinstance(v, bool) or (isinstance(v, _qb.Array) and v.dtype == _qb.bool_)
+
     acc = samples[0]
     for s in samples[1:]:
-        acc = _qb.add(acc, s) if not (isinstance(acc, bool) and isinstance(s, bool)) else (acc or s)
+        acc = (_qb.asarray(acc) | _qb.asarray(s)) if is_bool(acc) and is_bool(s) else _qb.add(acc, s)
     return _qb.asarray(acc).dtype
 
 

@@ -170,6 +170,7 @@ def test_constants_and_dtype_information():
     assert qb.result_type(qb.ones(2, dtype=qb.float32), 2.0) == qb.float32  # a Python float is weak
     assert qb.result_type(qb.int32, qb.float32) == qb.float32
     assert qb.promote_types(qb.int32, qb.int64) == qb.int64
+    assert qb.result_type(qb.bool_, qb.bool_) == qb.bool_ and qb.result_type(True, qb.int32) == qb.int32
     assert qb.can_cast(qb.int32, qb.float64) and not qb.can_cast(qb.float64, qb.int32)
     assert qb.ndim(A) == 2 and qb.shape(A) == (3, 4) and qb.size(A) == 12 and qb.size(A, 1) == 4
     assert qb.isscalar(3.0) and qb.isscalar(qb.asarray(1.0)) and not qb.isscalar(qb.ones(2))
