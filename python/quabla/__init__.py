@@ -241,16 +241,17 @@ _NUMPY_ABSTRACT_TYPES = ("number", "inexact", "floating", "integer", "signedinte
 def __getattr__(name):
     if name in _NUMPY_ABSTRACT_TYPES:  # NumPy's scalar type hierarchy, for qb.issubdtype(d, qb.floating)
         return getattr(_numpy_more, name)
-    if name == "distributed":  # imported on first use: it needs NumPy (and mpi4py when initialised)
+    if name in ("distributed", "numpy", "scipy"):  # imported on first use (distributed needs NumPy and mpi4py)
         import importlib
-        return importlib.import_module(".distributed", __name__)
+        return importlib.import_module("." + name, __name__)
     if name in _compat.DEPRECATED or name in _compat.LEGACY:
         return _compat.deprecated(name)
     raise AttributeError(f"module 'quabla' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_compat.migrated_names()) | {"distributed"} | set(_NUMPY_ABSTRACT_TYPES))
+    return sorted(set(globals()) | set(_compat.migrated_names()) | {"distributed", "numpy", "scipy"} |
+                  set(_NUMPY_ABSTRACT_TYPES))
 
 
 __all__ = sorted({n for n in globals() if not n.startswith("_")} | set(_compat.migrated_names()))

@@ -1,0 +1,2 @@
+"""jax.scipy.sparse: the matrix-free Krylov solvers (``linalg``)."""
+from . import linalg  # noqa: F401
