@@ -68,7 +68,7 @@ from ._numpy_more import (  # noqa: E402,F401
 from . import nn  # noqa: E402,F401
 from . import tree as tree_util  # noqa: E402,F401  (jax.tree_util's name)
 from ._jit import ShapeDtype as ShapeDtypeStruct  # noqa: E402,F401  (jax.ShapeDtypeStruct's name)
-from ._numpy_more import block_until_ready, device_get, linearize  # noqa: E402,F401
+from ._numpy_more import block_until_ready, device_get, linearize, eval_shape, bincount, histogram  # noqa: E402,F401
 from .optim import Trainer  # noqa: E402,F401
 from .io import save, load  # noqa: E402,F401
 

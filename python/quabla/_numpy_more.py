@@ -37,7 +37,7 @@ __all__ = [
     "select", "unravel_index", "ravel_multi_index", "isin", "convolve", "correlate", "polyfit", "finfo",
     "iinfo", "result_type", "promote_types", "can_cast", "issubdtype", "number", "inexact", "floating",
     "integer", "signedinteger", "unsignedinteger", "complexfloating", "generic", "block_until_ready",
-    "device_get", "linearize",
+    "device_get", "linearize", "eval_shape", "bincount", "histogram",
 ]
 
 pi = math.pi
@@ -963,3 +963,77 @@ def linearize(fun, *primals):
             raise TypeError(f"linearize: f_jvp takes {len(primals)} tangents (one per primal), got {len(tangents)}")
         return jvp(fun, primals, tangents)[1]
     return out, f_jvp
+
+
+def eval_shape(fun, *args, **kwargs):
+    """The shapes and dtypes fun(*args, **kwargs) would return (a pytree of qb.ShapeDtype),
+    traced without computing anything; array leaves may be qb.ShapeDtype (or anything with
+    .shape and .dtype), other leaves are passed as they are."""
+    from . import tree as _tree
+    from ._jit import ShapeDtype
+    leaves, treedef = _tree.flatten((args, kwargs))
+    trace = _qb._core.Trace()
+    try:
+        params = []
+        for leaf in leaves:
+            if isinstance(leaf, (int, float, bool)) or not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
+                params.append(leaf)
+            else:
+                params.append(trace.parameter(tuple(leaf.shape), _qb.asarray(_qb.zeros((), dtype=leaf.dtype)).dtype))
+        a, k = _tree.unflatten(treedef, params)
+        out = fun(*a, **k)
+        return _tree.map(lambda o: ShapeDtype(tuple(o.shape), o.dtype) if isinstance(o, _qb.Array) else o, out)
+    finally:
+        trace.close()
+
+
+def bincount(x, weights=None, minlength: int = 0, *, length: Optional[int] = None):
+    """The number of occurrences (or the summed weights) of each value 0, 1, ... in the
+    non-negative integers x. Under jit give length (the output size; values past it and
+    negative ones are dropped); eagerly it defaults to max(x) + 1 (at least minlength)."""
+    x = _arr(x)
+    if x.dtype not in (_qb.int32, _qb.int64):
+        raise TypeError(f"bincount: x must hold integers, got {x.dtype.name}")
+    if length is None:
+        if x._is_tracer:
+            raise ValueError("bincount: inside jit or a transform the output size must be static; pass length=")
+        import numpy as np
+        v = np.asarray(x)
+        if v.size and v.min() < 0:
+            raise ValueError("bincount: x must be non-negative")
+        length = max(int(minlength), int(v.max()) + 1 if v.size else 0)
+    length = _int(length, "bincount", "length")
+    flat = x.reshape(-1)
+    w = _qb.ones(tuple(flat.shape), dtype=_qb.int64) if weights is None else _arr(weights).reshape(-1)
+    keep = (flat >= 0) & (flat < length)
+    w = _qb.where(keep, w, _qb.zeros_like(w))
+    idx = _qb.where(keep, flat, _qb.zeros_like(flat))
+    return _qb.zeros((length,), dtype=w.dtype).at[idx].add(w)
+
+
+def histogram(a, bins=10, range=None, weights=None, density: bool = False):  # noqa: A002 (NumPy's name)
+    """(counts, bin_edges): bins equal-width bins over range (default: a's min and max) or the
+    given increasing edges; the last bin includes its right edge, values outside are left out."""
+    a = _float(a).reshape(-1)
+    if isinstance(bins, int) and not isinstance(bins, bool):
+        if bins <= 0:
+            raise ValueError(f"histogram: bins must be positive, got {bins}")
+        lo, hi = (_qb.min(a), _qb.max(a)) if range is None else (_qb.asarray(float(range[0])), _qb.asarray(float(range[1])))
+        hi = _qb.where(hi == lo, hi + 0.5, hi)
+        lo = _qb.where(hi - 0.5 == lo, lo - 0.5, lo)
+        edges = _qb.linspace(lo, hi, bins + 1)
+    else:
+        edges = _float(bins)
+        bins = edges.shape[0] - 1
+        if bins < 1:
+            raise ValueError("histogram: bins as edges needs at least two of them")
+    idx = _qb.searchsorted(edges, a, side="right") - 1
+    idx = _qb.where(a == edges[-1], _qb.full_like(idx, bins - 1), idx)  # the last edge belongs to the last bin
+    inside = (a >= edges[0]) & (a <= edges[-1])
+    w = _qb.ones_like(a) if weights is None else _float(weights).reshape(-1)
+    w = _qb.where(inside, w, _qb.zeros_like(w))
+    idx = _qb.where(inside, idx, _qb.zeros_like(idx))
+    counts = _qb.zeros((bins,), dtype=w.dtype).at[idx].add(w)
+    if density:
+        counts = counts / (_qb.sum(counts) * (edges[1:] - edges[:-1]))
+    return counts, edges

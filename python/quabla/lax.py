@@ -272,3 +272,62 @@ erfc = _elementwise("erfc", "The complementary error function.")
 square = _elementwise("square", "x * x.")
 logistic = _elementwise("sigmoid", "1 / (1 + exp(-x)).")
 is_finite = _elementwise("isfinite", "Whether x is finite.")
+
+
+def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
+    """All prefix combinations of elems (a pytree of arrays of one length along axis) under the
+    associative fn, in O(log n) rounds of vectorised calls (as jax.lax.associative_scan):
+    element i is fn(...fn(fn(e_0, e_1), e_2)..., e_i). fn takes and returns pytrees of elems'
+    structure and must work on whole slices."""
+    from . import tree as _tree
+    import builtins
+    leaves, treedef = _tree.flatten(elems)
+    if not leaves:
+        raise ValueError("associative_scan: elems holds no arrays")
+    leaves = [_qb.asarray(x) for x in leaves]
+    ax = axis % leaves[0].ndim
+    n = leaves[0].shape[ax]
+    if any(x.shape[ax] != n for x in leaves):
+        raise ValueError(f"associative_scan: every leaf needs the same length along axis {axis}")
+
+    def cut(x, start, stop, step=1):
+        index = [builtins.slice(None)] * x.ndim
+        index[ax] = builtins.slice(start, stop, step)
+        return x[tuple(index)]
+
+    def combine(a, b):
+        out = fn(_tree.unflatten(treedef, a), _tree.unflatten(treedef, b))
+        got, got_def = _tree.flatten(out)
+        if got_def != treedef:
+            raise TypeError(f"associative_scan: fn returned a {got_def}, but elems is a {treedef}")
+        return [_qb.asarray(g) for g in got]
+
+    def interleave(even, odd):  # [even_0, odd_0, even_1, odd_1, ...]
+        ne, no = even.shape[ax], odd.shape[ax]
+        if ne > no:
+            odd = _qb.concatenate([odd, cut(even, ne - 1, ne)], axis=ax)
+        merged = _qb.stack([even, odd], axis=ax + 1)
+        shape = list(even.shape)
+        shape[ax] = 2 * ne
+        merged = merged.reshape(tuple(shape))
+        return cut(merged, 0, ne + no)
+
+    def scan_(xs):
+        m = xs[0].shape[ax]
+        if m < 2:
+            return xs
+        pairs = combine([cut(x, 0, m - 1, 2) for x in xs], [cut(x, 1, m, 2) for x in xs])
+        odd = scan_(pairs)  # prefixes ending at positions 1, 3, 5, ...
+        if m % 2 == 0:
+            rest = combine([cut(o, 0, o.shape[ax] - 1) for o in odd], [cut(x, 2, m, 2) for x in xs])
+        else:
+            rest = combine(odd, [cut(x, 2, m, 2) for x in xs])
+        even = [_qb.concatenate([cut(x, 0, 1), r], axis=ax) for x, r in zip(xs, rest)]
+        return [interleave(e, o) for e, o in zip(even, odd)]
+
+    if reverse:
+        leaves = [_qb.flip(x, ax) for x in leaves]
+    out = scan_(leaves)
+    if reverse:
+        out = [_qb.flip(x, ax) for x in out]
+    return _tree.unflatten(treedef, out)

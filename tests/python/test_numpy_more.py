@@ -268,3 +268,49 @@ def test_linearize_block_until_ready_device_get():
     assert qb.block_until_ready(x) is x
     got = qb.device_get({"a": qb.ones(2), "b": 3})
     assert isinstance(got["a"], np.ndarray) and got["b"] == 3
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 9])
+def test_associative_scan_matches_a_sequential_scan(n):
+    # Affine maps x -> a x + b composed left to right (associative, not commutative).
+    rng = np.random.default_rng(n)
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+
+    def compose(f, g):
+        return {"a": g["a"] * f["a"], "b": g["a"] * f["b"] + g["b"]}
+
+    want_a, want_b = np.empty_like(a), np.empty_like(b)
+    acc = None
+    for i in range(n):
+        acc = {"a": a[i], "b": b[i]} if acc is None else compose(acc, {"a": a[i], "b": b[i]})
+        want_a[i], want_b[i] = acc["a"], acc["b"]
+    got = qb.lax.associative_scan(compose, {"a": qb.array(a), "b": qb.array(b)})
+    same(got["a"], want_a, rtol=1e-12)
+    same(got["b"], want_b, rtol=1e-12)
+    got_t = qb.jit(lambda a, b: qb.lax.associative_scan(compose, {"a": a, "b": b}, axis=1))(qb.array(a.T), qb.array(b.T))
+    same(got_t["b"], want_b.T, rtol=1e-12)
+    rev = qb.lax.associative_scan(qb.add, qb.array(a), reverse=True)
+    same(rev, np.cumsum(a[::-1], axis=0)[::-1], rtol=1e-12)
+
+
+def test_eval_shape_bincount_histogram():
+    out = qb.eval_shape(lambda x, w: {"y": qb.tanh(x @ w), "k": 3}, qb.ShapeDtype((5, 3), qb.float32),
+                        qb.ShapeDtype((3, 2), qb.float32))
+    assert out["y"].shape == (5, 2) and out["y"].dtype == qb.float32 and out["k"] == 3
+    x = np.array([0, 1, 1, 3, 3, 3])
+    same(qb.bincount(qb.array(x)), np.bincount(x))
+    same(qb.bincount(qb.array(x), minlength=6), np.bincount(x, minlength=6))
+    same(qb.bincount(qb.array(x), weights=qb.array(np.arange(6.0))), np.bincount(x, weights=np.arange(6.0)))
+    same(qb.jit(lambda v: qb.bincount(v, length=3))(qb.array(np.array([0, 2, -1, 5, 2]))), np.array([1, 0, 2]))
+    with pytest.raises(ValueError, match="pass length="):
+        qb.jit(lambda v: qb.bincount(v))(qb.array(x))
+    with pytest.raises(ValueError, match="non-negative"):
+        qb.bincount(qb.array(np.array([1, -2])))
+    d = RNG.normal(size=200)
+    for kwargs in ({"bins": 7}, {"bins": 4, "range": (-1.0, 1.0)}, {"bins": np.array([-2.0, -0.5, 0.0, 3.0])},
+                   {"bins": 5, "weights": np.abs(d)}, {"bins": 6, "density": True}):
+        kq = {k: (qb.array(v) if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()}
+        counts, edges = qb.histogram(qb.array(d), **kq)
+        wc, we = np.histogram(d, **kwargs)
+        same(edges, we, rtol=1e-12)
+        same(counts, wc.astype(float), rtol=1e-12, atol=1e-12)
