@@ -234,8 +234,7 @@ def einsum(subscripts, *operands, **kwargs):  # noqa: F811
     return _einsum_core(subscripts, *operands, **kwargs)
 
 
-_NUMPY_ABSTRACT_TYPES = ("number", "inexact", "floating", "integer", "signedinteger", "unsignedinteger",
-                         "complexfloating", "generic")
+_NUMPY_ABSTRACT_TYPES = _numpy_more._ABSTRACT
 
 
 def __getattr__(name):

@@ -40,6 +40,13 @@ def register(fn: Callable, name: str = "pure_callback", effect: bool = False) ->
 # NumPy is imported by the functions that use it (``import quabla`` does not need it).
 
 
+def staged(leaves) -> bool:
+    """Whether a host call on these leaves belongs in a program being traced: a leaf is a
+    tracer, or a trace is open (a call with concrete or no operands still runs with the
+    program, not once at trace time)."""
+    return any(isinstance(x, _core.Array) and x._is_tracer for x in leaves) or _core.tracing()
+
+
 def _np_dtype(name: str):
     import numpy as np
     return np.dtype(np.bool_) if name == "bool" else np.dtype(name)
@@ -121,8 +128,7 @@ def pure_callback(callback: Callable, result_shape_dtypes: Any, *args, vmap_meth
     specs, out_def = _tree.flatten(result_shape_dtypes)
     specs = [_spec_of(s, where) for s in specs]
     leaves, in_def = _tree.flatten((args, kwargs))
-    # Inside a trace the call is staged even without traced operands: it runs with the program.
-    traced = any(isinstance(x, _core.Array) and x._is_tracer for x in leaves) or _core.tracing()
+    traced = staged(leaves)
 
     def call(*arrays):
         a, k = _tree.unflatten(in_def, list(arrays))

@@ -10,18 +10,7 @@ import math
 import operator
 from typing import Optional, Sequence
 
-import sys
-
-
-class _Package:
-    """The quabla package's functions (core and composed), looked up when called: the package
-    imports this module while it is being built."""
-
-    def __getattr__(self, name):
-        return getattr(sys.modules["quabla"], name)
-
-
-_qb = _Package()
+from ._package import qb as _qb
 
 __all__ = [
     "pi", "e", "inf", "nan", "newaxis", "euler_gamma",
@@ -35,8 +24,7 @@ __all__ = [
     "logaddexp2", "real", "imag", "conj", "conjugate", "empty", "empty_like", "logspace", "geomspace", "tri",
     "tril_indices", "triu_indices", "diag_indices", "indices", "diagflat", "ndim", "shape", "size", "vdot",
     "select", "unravel_index", "ravel_multi_index", "isin", "convolve", "correlate", "polyfit", "finfo",
-    "iinfo", "result_type", "promote_types", "can_cast", "issubdtype", "number", "inexact", "floating",
-    "integer", "signedinteger", "unsignedinteger", "complexfloating", "generic", "block_until_ready",
+    "iinfo", "result_type", "promote_types", "can_cast", "issubdtype", "block_until_ready",
     "device_get", "linearize", "eval_shape", "bincount", "histogram",
 ]
 
@@ -920,6 +908,7 @@ def issubdtype(arg1, arg2) -> bool:
     return bool(np.issubdtype(a, b))
 
 
+# Not in __all__: provided by __getattr__ below, so a star import would not import NumPy.
 _ABSTRACT = ("number", "inexact", "floating", "integer", "signedinteger", "unsignedinteger", "complexfloating",
              "generic")
 

@@ -27,8 +27,8 @@ def callback(callback: Callable, *args, ordered: bool = False, **kwargs) -> None
     if not callable(callback):
         raise TypeError(f"qb.debug.callback: callback must be callable, got {type(callback).__name__}")
     leaves, treedef = _tree.flatten((args, kwargs))
-    traced = any(isinstance(x, _core.Array) and x._is_tracer for x in leaves) or _core.tracing()
-    if not traced:
+    from ._callback import staged
+    if not staged(leaves):
         from ._callback import _to_numpy
         a, k = _tree.unflatten(treedef, [_to_numpy(x) if isinstance(x, (_core.Array, _core.DeviceArray)) else x
                                          for x in leaves])

@@ -273,7 +273,10 @@ def _block_len(shape, what):
 
 
 def _traced(tree) -> bool:
-    return any(isinstance(x, _core.Array) and x._is_tracer for x in _tree.flatten(tree)[0])
+    """Inside a trace a collective is part of the program (run with it, on every rank at the
+    same point), also on concrete arrays."""
+    from ._callback import staged
+    return staged(_tree.flatten(tree)[0])
 
 
 def _in_jit(name, tree, per_leaf):

@@ -1,23 +1,13 @@
 """The jax.lax functions PINN code reaches for, with jax.lax's names and semantics."""
 from __future__ import annotations
 
-import sys
 from typing import Callable, Sequence
 
 from ._indexing import dynamic_slice, dynamic_update_slice, dynamic_index_in_dim, top_k  # noqa: F401
 from ._custom import stop_gradient  # noqa: F401
 from ._implicit import custom_linear_solve, custom_root  # noqa: F401
 from ._control import cond, fori_loop, scan, while_loop  # noqa: F401
-
-
-class _Package:
-    """The quabla package's functions, looked up when called (it imports this module)."""
-
-    def __getattr__(self, name):
-        return getattr(sys.modules["quabla"], name)
-
-
-_qb = _Package()
+from ._package import qb as _qb
 
 
 def switch(index, branches: Sequence[Callable], *operands):

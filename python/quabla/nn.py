@@ -2,32 +2,15 @@
 (compositions of the core ops: differentiable, batchable, jittable)."""
 from __future__ import annotations
 
-import math
-
-import sys
-
 from ._core import relu, sigmoid, softplus, silu, gelu, logsumexp, softmax, log_softmax, tanh  # noqa: F401
-
-
-class _Package:
-    """The quabla package's functions, looked up when called (it imports this module)."""
-
-    def __getattr__(self, name):
-        return getattr(sys.modules["quabla"], name)
-
-
-_qb = _Package()
+from ._numpy_more import _float as _f
+from ._package import qb as _qb
 
 __all__ = ["relu", "relu6", "sigmoid", "softplus", "soft_sign", "silu", "swish", "log_sigmoid", "leaky_relu",
            "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "elu", "celu", "selu", "gelu", "glu",
            "logsumexp", "log_softmax", "softmax", "standardize", "one_hot", "mish", "squareplus", "tanh"]
 
 swish = silu
-
-
-def _f(x):
-    x = x if isinstance(x, _qb.Array) else _qb.asarray(x)
-    return x if x.dtype in (_qb.float32, _qb.float64) else x.astype(_qb.float64)
 
 
 def relu6(x):
@@ -138,5 +121,3 @@ def squareplus(x, b: float = 4.0):
     x = _f(x)
     return (x + _qb.sqrt(x * x + b)) / 2.0
 
-
-del math

@@ -3,7 +3,6 @@ MODE OUTDIR``. Each rank writes what it computed to OUTDIR/rank<r>.npz for the t
 """
 from __future__ import annotations
 
-import math
 import os
 import signal
 import sys
@@ -12,6 +11,7 @@ import time
 import numpy as np
 
 import quabla as qb
+from examples_helper import example
 
 
 def collectives(out):
@@ -49,6 +49,11 @@ def jit_collectives(out):
     gp = qb.jit(qb.grad(lambda p: qb.sum(d.all_reduce(p * w) ** 2)))(qb.array([0.3, -0.2, 1.1]))
     tangent = qb.jvp(qb.jit(lambda p: d.all_reduce(p * w)), (qb.array([0.3, -0.2, 1.1]),), (qb.ones(3),))[1]
     vm = qb.jit(qb.vmap(lambda v: d.all_reduce(v * (r + 1))))(qb.array(np.arange(8.0).reshape(4, 2)))
+    # A collective of a concrete array inside jit runs with the program, at each call.
+    const = qb.jit(lambda v: v + d.all_reduce(qb.ones(2) * (r + 1.0)))
+    before = d._state["seq"]  # one more per collective run
+    const_calls = np.stack([np.asarray(const(qb.zeros(2))), np.asarray(const(qb.ones(2)))])
+    const_runs = d._state["seq"] - before
     # Data parallelism with the all-reduce inside the jitted step: each rank's half of a
     # batch; the summed gradients equal the one-process gradient of the whole batch.
     pts = np.linspace(-1.0, 1.0, 16)
@@ -59,19 +64,13 @@ def jit_collectives(out):
     dp = qb.jit(lambda p, xs: d.all_reduce(qb.grad(loss)(p, xs), "sum"))(qb.array([0.7, 1.3]), mine)
     np.savez(os.path.join(out, f"rank{r}.npz"), s=np.asarray(s), m=np.asarray(m), mx=np.asarray(mx), b=np.asarray(b),
              g=np.asarray(g), rs=np.asarray(rs), gp=np.asarray(gp), tangent=np.asarray(tangent), vm=np.asarray(vm),
-             dp=np.asarray(dp), full=np.asarray(qb.grad(loss)(qb.array([0.7, 1.3]), qb.array(pts))), n=n)
-
-
-def pinn_loss():
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-    import pinn_poisson
-    return pinn_poisson
+             dp=np.asarray(dp), const_calls=const_calls, const_runs=const_runs, full=np.asarray(qb.grad(loss)(qb.array([0.7, 1.3]), qb.array(pts))), n=n)
 
 
 def train(out):
-    pp = pinn_poisson = pinn_loss()
+    pinn_poisson = example("pinn_poisson")
     d = qb.distributed
-    params = pp.init_params(qb.random.key(2026 + d.rank()))  # different per rank: replicated from rank 0
+    params = pinn_poisson.init_params(qb.random.key(2026 + d.rank()))  # different per rank: replicated from rank 0
     x = qb.array([(i + 1) / 33 for i in range(32)])
     t = qb.Trainer(pinn_poisson.loss, params, qb.optim.Adam(learning_rate=0.01), x, batch_argnums=(0,),
                    data_parallel=True)

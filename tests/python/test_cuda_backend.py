@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import quabla as qb
+from examples_helper import example
 from ad_op_table import CASES
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 
@@ -362,11 +361,7 @@ def test_loops_on_the_device():
 
 
 def test_readme_pinn_trains_the_same_on_the_emulator():
-    sys.path.insert(0, str(ROOT / "examples"))
-    try:
-        import pinn_poisson
-    finally:
-        sys.path.pop(0)
+    pinn_poisson = example("pinn_poisson")
     cpu = pinn_poisson.main(steps=200, figure=None, device="cpu")
     cuda = pinn_poisson.main(steps=200, figure=None, device="cuda")
     assert cuda == pytest.approx(cpu, rel=1e-9)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import quabla as qb
+from examples_helper import example
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "distributed_worker.py"
@@ -100,17 +101,15 @@ def test_collectives_inside_jit_their_derivatives_and_vmap(tmp_path):
         np.testing.assert_allclose(got["tangent"], w[0] + w[1], rtol=1e-14)
         np.testing.assert_array_equal(got["vm"], np.arange(8.0).reshape(4, 2) * 3)
         np.testing.assert_allclose(got["dp"], got["full"], rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(got["const_calls"], [[3.0, 3.0], [4.0, 4.0]])
+        assert int(got["const_runs"]) == 2  # at each call, not once while tracing
 
 
 def check_training(tmp_path):
     r0, r1 = (np.load(tmp_path / f"rank{r}.npz") for r in range(2))
     np.testing.assert_array_equal(r0["params"], r1["params"])  # identical on every rank
     np.testing.assert_array_equal(r0["losses"], r1["losses"])
-    sys.path.insert(0, str(HERE.parents[1] / "examples"))
-    try:
-        import pinn_poisson
-    finally:
-        sys.path.pop(0)
+    pinn_poisson = example("pinn_poisson")
     params = pinn_poisson.init_params(qb.random.key(2026))  # rank 0's, which the job replicated
     x = qb.array([(i + 1) / 33 for i in range(32)])
     t = qb.Trainer(pinn_poisson.loss, params, qb.optim.Adam(learning_rate=0.01), x)

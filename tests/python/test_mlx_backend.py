@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import math
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import quabla as qb
+from examples_helper import example
 from ad_op_table import CASES
 
-ROOT = Path(__file__).resolve().parents[2]
 BUILT = qb._core.mlx_info()["available"]
 
 if not BUILT and os.environ.get("QUABLA_REQUIRE_MLX") == "1":
@@ -141,11 +139,7 @@ def test_compiled_unless_regions():
 
 
 def test_readme_pinn_on_mlx():
-    sys.path.insert(0, str(ROOT / "examples"))
-    try:
-        import pinn_poisson
-    finally:
-        sys.path.pop(0)
+    pinn_poisson = example("pinn_poisson")
     cpu = pinn_poisson.main(steps=300, figure=None, device="cpu")
     mlx = pinn_poisson.main(steps=300, figure=None, device="mlx")
     assert mlx == pytest.approx(cpu, rel=1e-3)

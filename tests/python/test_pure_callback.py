@@ -3,8 +3,6 @@ compiled program runs, eagerly, under jit, vmap (each vmap_method) and inside lo
 loop tiers; results checked against NumPy; errors by type and message."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -152,4 +150,3 @@ def test_inside_loops_on_both_tiers(tier, monkeypatch):
     with pytest.raises(RuntimeError, match="late step failed"):
         qb.jit(lambda s: qb.fori_loop(0, 10, lambda i, s: qb.pure_callback(late, spec((3,)), s) + 1.0, s))(
             qb.zeros(3))
-    assert os.environ["QUABLA_LOOP_JIT"] == tier

@@ -2,19 +2,11 @@
 from __future__ import annotations
 
 import math
-import sys
+
+from .._package import qb as _qb
 
 __all__ = ["erf", "erfc", "expit", "logit", "logsumexp", "softmax", "log_softmax", "xlogy", "xlog1py", "ndtr",
            "log_ndtr", "entr"]
-
-
-class _Package:
-    def __getattr__(self, name):
-        return getattr(sys.modules["quabla"], name)
-
-
-_qb = _Package()
-
 
 def erf(x):
     """The error function."""

@@ -271,11 +271,21 @@ void for_each_matrix(std::int64_t batch, std::int64_t n, F&& body) {
   body(std::int64_t{0}, std::int64_t{1});
 }
 
-// dst = (src + src^T) * 0.5, element for element as the unfused add and multiply compute it.
+// The lower triangle of src, or of (src + src^T) * 0.5 (element for element as the unfused add
+// and multiply compute it), with zeros above: all a Cholesky of the row-major lower triangle
+// reads (the own loops and potrf alike).
 template <class T>
-void symmetrized(const T* src, std::int64_t n, T* dst) {
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < n; ++j) dst[i * n + j] = (src[i * n + j] + src[j * n + i]) * T(0.5);
+void lower_input(const T* src, std::int64_t n, bool symmetrize, T* dst) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    T* row = dst + i * n;
+    const T* s_row = src + i * n;
+    if (symmetrize) {
+      for (std::int64_t j = 0; j <= i; ++j) row[j] = (s_row[j] + src[j * n + i]) * T(0.5);
+    } else {
+      std::copy_n(s_row, i + 1, row);
+    }
+    std::fill(row + i + 1, row + n, T(0));
+  }
 }
 
 template <class T>
@@ -288,7 +298,7 @@ void cholesky_t(const T* in, std::int64_t batch, std::int64_t n, T* out, bool sy
       const T* src = in + static_cast<std::size_t>(b) * mat;
       if (n <= cholesky_tiny_max()) {
         if (symmetrize) {
-          symmetrized(src, n, sym.data());
+          lower_input(src, n, true, sym.data());
           src = sym.data();
         }
         if (!cholesky_tiny(src, n, a))
@@ -301,18 +311,8 @@ void cholesky_t(const T* in, std::int64_t batch, std::int64_t n, T* out, bool sy
         if (!cholesky_rows(src, n, symmetrize, w.data(), a)) std::fill(a, a + mat, std::numeric_limits<T>::quiet_NaN());
         continue;
       }
-      // potrf reads and writes one triangle only: the row-major lower one gets A's (or the
-      // symmetrized A's) values and the upper one its zeros, in one pass.
-      for (std::int64_t i = 0; i < n; ++i) {
-        T* row = a + i * n;
-        const T* s_row = src + i * n;
-        if (symmetrize) {
-          for (std::int64_t j = 0; j <= i; ++j) row[j] = (s_row[j] + src[j * n + i]) * T(0.5);
-        } else {
-          std::copy_n(s_row, i + 1, row);
-        }
-        std::fill(row + i + 1, row + n, T(0));
-      }
+      // potrf reads and writes one triangle only: the other one's zeros are written with it.
+      lower_input(src, n, symmetrize, a);
       int info = 0;
       potrf<T>('U', static_cast<int>(n), a, &info);  // the column-major upper = row-major lower
       if (info != 0) std::fill(a, a + mat, std::numeric_limits<T>::quiet_NaN());
