@@ -3,6 +3,8 @@
 ``import quabla as qb``. Arrays and math run on a C++20 core (``quabla._core``); this
 package adds the thin Python layer: NumPy export, compositions such as meshgrid, errors.
 """
+import sys as _sys
+
 from ._loader import preload_blas as _preload_blas
 
 _preload_blas()
@@ -77,6 +79,11 @@ _array_methods.install()
 
 from ._cuda import device_put  # noqa: E402,F401
 DeviceArray = _core.DeviceArray
+
+# Python compositions given device arrays compile for that device as a whole.
+from . import _device_eager, _numpy_extra, _indexing, _shapes, _krylov  # noqa: E402
+_device_eager.install([_sys.modules[__name__]], [_numpy_extra, _indexing, _numpy_more, _shapes, linalg, nn, lax,
+                                                  _krylov])
 
 
 def devices(backend=None):

@@ -112,12 +112,74 @@ def _host_method(name):
     return method
 
 
-def _refuse(name):
+def _method_caller(name):
+    def call(x, *args, **kwargs):
+        return getattr(x, name)(*args, **kwargs)
+    call.__name__ = name
+    return call
+
+
+def _device_method(name):
+    """DeviceArray.<name>: Array.<name> compiled for the array's device (quabla._device_eager)."""
+    caller = _method_caller(name)
+    key = "Array." + name
+
     def method(self, *args, **kwargs):
-        raise TypeError(f"{name} on an array on {self.device}: eager operations run on host arrays. Compute on "
-                        f"device arrays under qb.jit(f, device='{self.device}'), or copy it back with x.to_host()")
+        from . import _device_eager
+        return _device_eager.call(key, caller, (self,) + args, kwargs)
     method.__name__ = name
+    method.__doc__ = f"Array.{name}, run on the array's device."
     return method
+
+
+def _device_property(name):
+    def getter(x):
+        return getattr(x, name)
+    getter.__name__ = name
+    key = "Array." + name
+
+    def get(self):
+        from . import _device_eager
+        return _device_eager.call(key, getter, (self,), {})
+    return property(get, doc=f"Array.{name}, computed on the array's device.")
+
+
+class _DeviceIndexUpdate:
+    """x.at[index] of a device array: its set/add/... run on the array's device."""
+
+    def __init__(self, x, index):
+        self._x, self._index = x, index
+
+    def __getattr__(self, op):
+        if op not in ("get", "set", "add", "multiply", "divide", "min", "max", "power", "apply"):
+            raise AttributeError(f"x.at[...] has no method {op!r}")
+        def update(*args, **kwargs):
+            from . import _device_eager
+            return _device_eager.call("at." + op, _at_update, (self._x, self._index, op) + args, kwargs)
+        return update
+
+
+def _at_update(x, index, op, *args, **kwargs):
+    return getattr(x.at[index], op)(*args, **kwargs)
+
+
+class _DeviceAt:
+    def __init__(self, x):
+        self._x = x
+
+    def __getitem__(self, index):
+        return _DeviceIndexUpdate(self._x, index)
+
+
+def _unstack(x):
+    return [x[i] for i in range(x.shape[0])]
+
+
+def _iter(self):
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d array")
+    from . import _device_eager
+    return iter(_device_eager.call("unstack", _unstack, (self,), {}))
 
 
 def _repr(self):
@@ -136,12 +198,30 @@ def _install_device_array_methods():
     cls.__array__ = __array__
     cls.__repr__ = _repr
     cls.__str__ = lambda self: str(self.to_host())
-    for name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
-                 "__rtruediv__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__getitem__",
-                 "__lt__", "__le__", "__gt__", "__ge__", "__abs__", "astype", "reshape", "sum", "mean", "T"):
-        setattr(cls, name, _refuse(name))
-    cls.__eq__ = _refuse("__eq__")
-    cls.__ne__ = _refuse("__ne__")
+    # Everything else an Array has runs on the array's device, one compiled program per
+    # operation and signature (quabla._device_eager), as JAX's eager operations do.
+    skip = {"__class__", "__doc__", "__module__", "__new__", "__init_subclass__", "__subclasshook__", "__hash__",
+            "__array_priority__", "__dlpack__", "__dlpack_device__", "__iter__", "at", "_is_tracer",
+            "_shares_storage_with", "to_flat_list", "nbytes", "__getattribute__", "__setattr__", "__delattr__",
+            "__init__", "__repr__", "__str__", "__format__", "__reduce__", "__reduce_ex__", "__sizeof__", "__dir__",
+            "__getstate__", "__setstate__", "__array__", "__len__", "__bool__", "__float__", "__int__", "__index__",
+            "__copy__", "__deepcopy__", "__eq__", "__ne__", "numpy", "tolist", "item"}
+    import inspect
+    for name in dir(_core.Array):
+        if name in skip or name in ("shape", "dtype", "ndim", "size"):
+            continue
+        attr = inspect.getattr_static(_core.Array, name)
+        if isinstance(attr, property):
+            setattr(cls, name, _device_property(name))
+        elif callable(attr):
+            setattr(cls, name, _device_method(name))
+    cls.__eq__ = _device_method("__eq__")
+    cls.__ne__ = _device_method("__ne__")
+    cls.__iter__ = _iter
+    cls.at = property(_DeviceAt, doc="x.at[index].set(v) and the other updates, run on the array's device.")
+    cls.nbytes = property(lambda self: self.size * self.dtype.itemsize)
+    cls.to_flat_list = _host_method("to_flat_list")
+    cls.__array_priority__ = _core.Array.__array_priority__
     cls.__hash__ = None
 
 

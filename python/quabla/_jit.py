@@ -68,6 +68,24 @@ def _check_device(device: Optional[str]) -> Tuple[int, bool]:
         op="jit", device=device)
 
 
+def _device_of_arguments(classified) -> Tuple[int, bool]:
+    """jit without device=: the program runs where its device arrays are (as in JAX, the
+    computation follows the data); on the CPU when there are none. Devices are part of the
+    signature, so each placement compiles its own program."""
+    devices = sorted({value.device for kind, _, value in classified
+                      if kind == "array" and isinstance(value, _core.DeviceArray)})
+    if not devices:
+        return -1, False
+    if len(devices) > 1:
+        raise ValueError(f"jit: the arguments are on different devices ({', '.join(devices)}); move them to one "
+                         f"with qb.device_put(x, device)")
+    if devices[0] == "mlx":
+        return -2, False
+    emulated = next(value._emulated for kind, _, value in classified
+                    if kind == "array" and isinstance(value, _core.DeviceArray))
+    return int(devices[0].split(":")[1]), emulated
+
+
 def _static_key(value: Any, what: str = "a static argument") -> Any:
     """A hashable key for a static value: Python scalars by type and value (NaN by its bits)."""
     if isinstance(value, float):
@@ -193,6 +211,7 @@ class JittedFunction:
         if not callable(fun):
             raise TypeError(f"jit: expected a callable, got {type(fun).__name__}")
         self._cuda = _check_device(device)
+        self._device = device
         if precision not in (None, "float32", "float64"):
             raise ValueError(f"jit: precision must be None, 'float32' or 'float64', got {precision!r}")
         if not isinstance(max_traces, int) or max_traces < 1:
@@ -278,8 +297,9 @@ class JittedFunction:
             else:
                 kinds.append("static")
                 statics.append(leaf)
-        program = trace.finish(arrays, cuda_ordinal=max(self._cuda[0], -1), cuda_emulate=self._cuda[1],
-                               mlx=self._cuda[0] == -2)
+        target = self._cuda if self._device is not None else _device_of_arguments(classified)
+        program = trace.finish(arrays, cuda_ordinal=max(target[0], -1), cuda_emulate=target[1],
+                               mlx=target[0] == -2)
         self.trace_count += 1
         return Compiled(program, out_treedef, kinds, statics, in_positions)
 

@@ -495,14 +495,116 @@ def test_device_arrays_refuse_host_work():
     f = qb.jit(lambda a, b: a + b, device="cuda")
     with pytest.raises(ValueError, match="argument 1 is a host array"):
         f(d, qb.ones(3))
-    with pytest.raises(TypeError, match="on cuda:0.*qb.jit"):
-        qb.sin(d)
-    with pytest.raises(TypeError, match="eager operations run on host arrays"):
-        d + 1.0
+    with pytest.raises(ValueError, match="not copied implicitly"):
+        d + qb.ones(3)
+    with pytest.raises(ValueError, match="not copied implicitly"):
+        qb.add(d, np.ones(3))
+    with pytest.raises(TypeError, match="on cuda:0 where host arrays are expected.*to_host"):
+        qb.ones(3) + d  # the host array's operator: no implicit copy either
     with pytest.raises(TypeError, match="compiled for the CPU"):
-        qb.jit(lambda a: a * 2.0)(d)
+        qb.jit(lambda a: a * 2.0, device="cpu")(d)
     with pytest.raises(ValueError, match="device must be"):
         qb.device_put(np.ones(3), "gpu")
+
+
+# ---------------------------------------------------------------------------------------
+# Eager operations on device arrays: each runs as a program compiled for the array's device
+
+X = np.linspace(-1.0, 2.0, 12).reshape(3, 4)
+Y = np.cos(np.arange(12.0)).reshape(3, 4)
+S = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+
+EAGER = {
+    "add": lambda x, y, s: x + y,
+    "radd_scalar": lambda x, y, s: 2.0 + x,
+    "rsub_int": lambda x, y, s: 3 - x,
+    "mul_div_pow": lambda x, y, s: (x * y) / (1.5 + y * y) ** 2,
+    "neg_abs": lambda x, y, s: abs(-x),
+    "compare": lambda x, y, s: x > y,
+    "eq": lambda x, y, s: x == x,
+    "functions": lambda x, y, s: qb.sin(x) + qb.exp(y) * qb.tanh(x),
+    "where": lambda x, y, s: qb.where(x > 0.5, x, y),
+    "maximum": lambda x, y, s: qb.maximum(x, 0.0),
+    "index": lambda x, y, s: x[1],
+    "slices": lambda x, y, s: x[::2, 1:-1],
+    "newaxis": lambda x, y, s: x[..., None, 0],
+    "transpose": lambda x, y, s: x.T,
+    "reshape": lambda x, y, s: x.reshape(4, 3),
+    "sum_axis": lambda x, y, s: x.sum(axis=0),
+    "mean": lambda x, y, s: (x * x).mean(),
+    "std_keepdims": lambda x, y, s: qb.std(x, axis=1, keepdims=True),
+    "astype": lambda x, y, s: x.astype(qb.float32),
+    "matmul": lambda x, y, s: x @ y.T,
+    "stack": lambda x, y, s: qb.stack([x, y], axis=1),
+    "concatenate": lambda x, y, s: qb.concatenate([x, y]),
+    "cumsum": lambda x, y, s: qb.cumsum(x, axis=1),
+    "sort": lambda x, y, s: qb.sort(y, axis=1),
+    "argmax": lambda x, y, s: qb.argmax(y, axis=0),
+    "at_set": lambda x, y, s: x.at[0, 1].set(10.0),
+    "at_add": lambda x, y, s: x.at[:, 0].add(y[:, 1]),
+    "zeros_like": lambda x, y, s: qb.zeros_like(x) + qb.full_like(y, 2.0),
+    "moveaxis": lambda x, y, s: qb.moveaxis(x[None], 0, 2),
+    "relu": lambda x, y, s: qb.nn.relu(x - 0.5),
+    "norm": lambda x, y, s: qb.linalg.norm(x),
+    "solve": lambda x, y, s: qb.linalg.solve(s, x[:, :2]),
+    "cholesky": lambda x, y, s: qb.linalg.cholesky(s),
+    "clip": lambda x, y, s: qb.clip(x, -0.5, 0.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EAGER))
+def test_eager_operations_on_device_arrays(name):
+    fn = EAGER[name]
+    want = fn(qb.array(X), qb.array(Y), qb.array(S))
+    got = fn(*(qb.device_put(v, "cuda") for v in (X, Y, S)))
+    assert isinstance(got, qb.DeviceArray) and got.device == "cuda:0"
+    close(np.asarray(got), np.asarray(want))
+
+
+def test_eager_device_results_compose_and_compile_once():
+    d = qb.device_put(X, "cuda")
+    from quabla import _device_eager
+    y = qb.exp(d) - 1.0
+    size = _device_eager.cache_size()
+    for _ in range(3):
+        y = qb.exp(d) - 1.0  # the same operations again: no new programs
+    assert _device_eager.cache_size() == size
+    close(np.asarray(y), np.expm1(X), rtol=1e-13)
+    parts = list(d)  # iteration: one program for the rows
+    assert len(parts) == 3 and all(isinstance(p, qb.DeviceArray) for p in parts)
+    close(np.asarray(parts[2]), X[2])
+    assert [p.shape for p in qb.split(d, 2, axis=1)] == [(3, 2), (3, 2)]
+    assert qb.asarray(d) is d and qb.asarray(d, dtype=qb.float32).dtype == qb.float32
+    assert d.nbytes == X.nbytes and float(d.sum()) == pytest.approx(X.sum(), rel=1e-14)
+
+
+def test_transforms_of_device_arrays_run_on_the_device():
+    f = lambda w, x: qb.sum(qb.sin(w * x) ** 2)
+    u_xx = qb.vmap(qb.grad(qb.grad(lambda t, c: qb.sin(c * t))), in_axes=(0, None))
+    w, x, c = np.array([0.5, 1.5, -2.0]), np.linspace(0.0, 1.0, 3), np.array(1.7)
+    cases = [(qb.grad(f), (w, x)), (qb.grad(f, argnums=(0, 1)), (w, x)), (qb.value_and_grad(f), (w, x)),
+             (u_xx, (x, c)), (lambda a, b: qb.jvp(lambda u: qb.tanh(u * b), (a,), (b,)), (w, x)),
+             (qb.jit(qb.grad(f)), (w, x))]  # jit without device=: runs where its arguments are
+    for transform, args in cases:
+        want = qb.tree.leaves(transform(*(qb.array(a) for a in args)))
+        got = qb.tree.leaves(transform(*(qb.device_put(a, "cuda") for a in args)))
+        assert len(got) == len(want) and all(isinstance(g, qb.DeviceArray) for g in got)
+        for g, r in zip(got, want):
+            close(np.asarray(g), np.asarray(r))
+
+
+def test_device_arrays_closed_over_are_constants():
+    # jax.grad(lambda p: loss(p, data))(params) with data on the device: the closed-over
+    # array is a constant of the traced program (copied once per trace), on either side.
+    data = qb.device_put(X, "cuda")
+    p = qb.device_put(np.array([0.5, -1.0, 2.0, 0.25]), "cuda")
+    loss = lambda q: qb.sum((data @ q - 1.0) ** 2) + qb.sum(q * data[0])
+    g = qb.grad(loss)(p)
+    want = 2 * X.T @ (X @ np.asarray(p) - 1.0) + X[0]
+    assert isinstance(g, qb.DeviceArray)
+    close(np.asarray(g), want, rtol=1e-13)
+    close(np.asarray(qb.jit(lambda q: data[1] * q)(p)), X[1] * np.asarray(p))
+    close(np.asarray(qb.jit(lambda h: h + data)(qb.ones((3, 4)))), X + 1.0)  # a CPU program
 
 
 def test_device_put_without_a_gpu(monkeypatch):

@@ -8,6 +8,7 @@
 
 #include "quabla/api/array.h"
 #include "quabla/api/functions.h"
+#include "quabla/ir/errors.h"
 
 namespace qb::py {
 
@@ -31,6 +32,16 @@ std::vector<std::int64_t> parse_shape(nb::handle obj, const char* fname);  // in
 // both naming `fname` and `what`.
 std::int64_t parse_int64(nb::handle h, const char* fname, const char* what);
 std::string axes_key(const api::Axes& axes);
+
+// A device array reached a host (eager) function outside any trace. Functions bound with
+// `device_aware` (functions.cc) catch it and run themselves on the array's device instead;
+// anywhere else it is the TypeError its message explains.
+struct DeviceOperand : TypeError {
+  using TypeError::TypeError;
+};
+// Runs the module function `name` of quabla._core on `args` (positional, as bound) on the
+// device of their device arrays: quabla._device_eager compiles it there once per signature.
+nb::object run_on_device(const char* name, nb::tuple args);
 
 nb::object to_list(const Array& a);
 nb::object item(const Array& a);

@@ -7,6 +7,8 @@
 
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
+#include "quabla/python/device_array.h"
+#include "quabla/python/device_aware.h"
 
 namespace qb::py {
 
@@ -53,13 +55,22 @@ double scalar_arg(nb::handle h, const char* fname, const char* what) {
   return nb::cast<double>(nb::float_(item(a)));
 }
 
+nb::object device_astype(nb::handle obj, nb::handle dtype, std::optional<DType> d) {
+  return !d || nb::cast<const DeviceArray&>(obj).type.dtype == *d ? nb::borrow(obj) : obj.attr("astype")(dtype);
+}
+
 }  // namespace
 
 void bind_constructors(nb::module_& m) {
-  m.def("array", [](nb::handle obj, nb::handle dtype) { return to_array(obj, parse_dtype(dtype)); },
-        nb::arg("obj").none(), nb::arg("dtype") = nb::none());
+  // A device array stays where it is (arrays are immutable, so array() need not copy it).
+  m.def("array", [](nb::handle obj, nb::handle dtype) -> nb::object {
+    auto d = parse_dtype(dtype);
+    if (is_device_array(obj)) return device_astype(obj, dtype, d);
+    return nb::cast(to_array(obj, d));
+  }, nb::arg("obj").none(), nb::arg("dtype") = nb::none());
   m.def("asarray", [](nb::handle obj, nb::handle dtype) -> nb::object {
     auto d = parse_dtype(dtype);
+    if (is_device_array(obj)) return device_astype(obj, dtype, d);
     if (nb::isinstance<Array>(obj) && (!d || nb::cast<const Array&>(obj).dtype() == *d)) return nb::borrow(obj);
     return nb::cast(to_array(obj, d));
   }, nb::arg("obj").none(), nb::arg("dtype") = nb::none());
@@ -73,15 +84,15 @@ void bind_constructors(nb::module_& m) {
     return full_array(checked_shape(shape, "full"), fill, parse_dtype(dtype), "full");
   }, nb::arg("shape"), nb::arg("fill_value"), nb::arg("dtype") = nb::none());
   for (auto [name, value] : {std::pair{"zeros_like", 0.0}, std::pair{"ones_like", 1.0}}) {
-    m.def(name, [value](nb::handle x, nb::handle dtype) {
+    m.def(name, device_aware(name, [value](nb::handle x, nb::handle dtype) {
       Array a = to_array(x);
       return generate(parse_dtype(dtype).value_or(a.dtype()), a.shape(), [value](std::int64_t) { return value; });
-    }, nb::arg("x"), nb::arg("dtype") = nb::none());
+    }), nb::arg("x"), nb::arg("dtype") = nb::none());
   }
-  m.def("full_like", [](nb::handle x, nb::handle fill, nb::handle dtype) {
+  m.def("full_like", device_aware("full_like", [](nb::handle x, nb::handle fill, nb::handle dtype) {
     Array a = to_array(x);
     return full_array(a.shape(), fill, parse_dtype(dtype).value_or(a.dtype()), "full_like");
-  }, nb::arg("x"), nb::arg("fill_value"), nb::arg("dtype") = nb::none());
+  }), nb::arg("x"), nb::arg("fill_value"), nb::arg("dtype") = nb::none());
   m.def("arange", [](nb::handle start_h, nb::handle stop_h, nb::handle step_h, nb::handle dtype) {
     double start = scalar_arg(start_h, "arange", "start"), stop = 0, step = scalar_arg(step_h, "arange", "step");
     if (stop_h.is_none()) std::swap(start, stop);

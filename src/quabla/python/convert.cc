@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "quabla/api/eager.h"
+#include "quabla/api/trace.h"
 
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
@@ -263,7 +264,12 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
 }  // namespace
 
 Array to_array(nb::handle obj, std::optional<DType> dtype) {
-  if (is_device_array(obj)) reject_device_array(obj, "converting to a host array");
+  if (is_device_array(obj)) {
+    // Closed over by a traced function: a constant of the program, as a host array is (the
+    // program uploads its constants to its device once).
+    if (innermost_open_trace()) return to_host(nb::cast<const DeviceArray&>(obj));
+    reject_device_array(obj, "converting to a host array");
+  }
   if (nb::isinstance<Array>(obj)) {
     Array a = nb::cast<Array>(obj);
     a.type.weak = false;

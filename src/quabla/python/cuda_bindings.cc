@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "quabla/api/trace.h"
 #include "quabla/backends/cuda/device.h"
 #include "quabla/backends/cuda/loader.h"
 #include "quabla/backends/cuda/lowering.h"
@@ -53,9 +54,18 @@ bool is_device_array(nb::handle h) { return nb::isinstance<DeviceArray>(h); }
 
 void reject_device_array(nb::handle h, const char* where) {
   const DeviceArray& d = nb::cast<const DeviceArray&>(h);
-  throw TypeError(std::string(where) + ": got an array on " + d.device_name() +
-                  "; eager functions run on host arrays. Compute on device arrays under qb.jit(f, device='" +
-                  d.device_name() + "'), or copy it back with x.to_host() (or qb.device_put(x, 'cpu'))");
+  if (innermost_open_trace()) {
+    throw TypeError(std::string(where) + ": got a concrete array on " + d.device_name() +
+                    " inside a traced function; pass it as an argument of the jitted or transformed "
+                    "function instead of closing over it");
+  }
+  throw DeviceOperand(std::string(where) + ": got an array on " + d.device_name() +
+                      " where host arrays are expected; arrays are not copied implicitly: copy it back with "
+                      "x.to_host(), or put the others on its device with qb.device_put(x, '" + d.device_name() + "')");
+}
+
+nb::object run_on_device(const char* name, nb::tuple args) {
+  return nb::module_::import_("quabla._device_eager").attr("run")(name, args);
 }
 
 void bind_cuda(nb::module_& m) {

@@ -28,7 +28,8 @@ Array to_host(const DeviceArray& d);
 DeviceArray to_device(const Array& a, int ordinal, bool emulated);
 DeviceArray to_mlx(const Array& a);
 bool is_device_array(nb::handle h);
-// The TypeError for a device array given to a host (eager) function.
+// Throws DeviceOperand, or a plain TypeError while tracing (a concrete device array cannot
+// be closed over by a traced function: it is passed as an argument instead).
 [[noreturn]] void reject_device_array(nb::handle h, const char* where);
 
 }  // namespace qb::py

@@ -10,6 +10,7 @@
 #include "quabla/api/eager.h"
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
+#include "quabla/python/device_aware.h"
 
 namespace qb::py {
 
@@ -57,16 +58,21 @@ std::vector<Array> operands(nb::handle seq, const char* fname) {
   return out;
 }
 
+template <class F, class... Extra>
+void def_fn(nb::module_& m, const char* name, F f, const Extra&... extra) {
+  m.def(name, device_aware(name, std::move(f)), extra...);
+}
+
 // Binds `f` as module function `name` and as the Array method of the same name (the
 // method's self is the function's first argument, so its annotation is dropped there).
 template <class F>
 void def_both(nb::module_& m, nb::class_<Array>& cls, const char* name, F f) {
-  m.def(name, f);
+  def_fn(m, name, f);
   cls.def(name, f);
 }
 template <class F, class First, class... Rest>
 void def_both(nb::module_& m, nb::class_<Array>& cls, const char* name, F f, const First& first, const Rest&... rest) {
-  m.def(name, f, first, rest...);
+  def_fn(m, name, f, first, rest...);
   cls.def(name, f, rest...);
 }
 
@@ -188,14 +194,14 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   def_both(m, cls, "power", &power_op);
   def_both(m, cls, "mod", [](nb::handle x, nb::handle y) { return call2("mod", x, y, &api::mod); });
   def_both(m, cls, "remainder", [](nb::handle x, nb::handle y) { return call2("mod", x, y, &api::mod); });
-  m.def("floor_divide", [](nb::handle x, nb::handle y) { return call2("floor_divide", x, y, &api::floor_divide); });
+  def_fn(m, "floor_divide", [](nb::handle x, nb::handle y) { return call2("floor_divide", x, y, &api::floor_divide); });
   for (auto [fname, op] : {std::pair{"bitwise_and", Op::And}, std::pair{"bitwise_or", Op::Or},
                            std::pair{"bitwise_xor", Op::Xor}, std::pair{"left_shift", Op::ShiftLeft},
                            std::pair{"right_shift", Op::ShiftRight}}) {
-    m.def(fname, [op, fname](nb::handle x, nb::handle y) { return bitwise_op(op, fname, x, y); });
+    def_fn(m, fname, [op, fname](nb::handle x, nb::handle y) { return bitwise_op(op, fname, x, y); });
   }
-  m.def("bitwise_not", [](nb::handle x) { return call1("invert", x, &api::bitwise_not); });
-  m.def("invert", [](nb::handle x) { return call1("invert", x, &api::bitwise_not); });
+  def_fn(m, "bitwise_not", [](nb::handle x) { return call1("invert", x, &api::bitwise_not); });
+  def_fn(m, "invert", [](nb::handle x) { return call1("invert", x, &api::bitwise_not); });
   def_both(m, cls, "square", [](nb::handle x) { return call1("square", x, &api::square); });
   def_both(m, cls, "reciprocal", [](nb::handle x) { return call1("reciprocal", x, &api::reciprocal); });
   def_both(m, cls, "relu", [](nb::handle x) { return call1("relu", x, &api::relu); });
@@ -227,7 +233,7 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
                       (neginf ? std::to_string(*neginf) : "d");
     return call1(key, x, [&](Builder& b, V a) { return api::nan_to_num(b, a, nan, posinf, neginf); });
   }, nb::arg("x"), nb::arg("nan") = 0.0, nb::arg("posinf") = nb::none(), nb::arg("neginf") = nb::none());
-  m.def("where", [](nb::handle c, nb::handle x, nb::handle y) {
+  def_fn(m, "where", [](nb::handle c, nb::handle x, nb::handle y) {
     Array args[] = {to_operand(c), to_operand(x), to_operand(y)};
     return eager_call("where", args, [](Builder& b, std::span<const ValueId> p) { return Vs{api::where(b, p[0], p[1], p[2])}; })[0];
   });
@@ -282,7 +288,7 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("reverse") = false);
 
   // ---- shapes
-  m.def("reshape", [](nb::handle x, nb::handle shape) {
+  def_fn(m, "reshape", [](nb::handle x, nb::handle shape) {
     auto s = parse_shape(shape, "reshape");
     return call1("reshape" + shape_str(s), x, [&](Builder& b, V a) { return api::reshape(b, a, s); });
   }, nb::arg("x"), nb::arg("shape"));
@@ -292,11 +298,11 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     auto sh = parse_shape(s, "reshape");
     return call1("reshape" + shape_str(sh), x, [&](Builder& b, V a) { return api::reshape(b, a, sh); });
   });
-  m.def("ravel", [](nb::handle x) { return call1("ravel", x, [](Builder& b, V a) {
+  def_fn(m, "ravel", [](nb::handle x) { return call1("ravel", x, [](Builder& b, V a) {
     return api::reshape(b, a, std::vector<std::int64_t>{-1}); }); });
   cls.def("ravel", [](nb::handle x) { return call1("ravel", x, [](Builder& b, V a) {
     return api::reshape(b, a, std::vector<std::int64_t>{-1}); }); });
-  m.def("transpose", [](nb::handle x, nb::handle axes) {
+  def_fn(m, "transpose", [](nb::handle x, nb::handle axes) {
     auto p = parse_axes(axes, "transpose");
     return call1("transpose" + axes_key(p), x, [&](Builder& b, V a) { return api::transpose(b, a, p); });
   }, nb::arg("x"), nb::arg("axes") = nb::none());
@@ -315,7 +321,7 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     auto axes = parse_axes(axis, "squeeze");
     return call1("squeeze" + axes_key(axes), x, [&](Builder& b, V a) { return api::squeeze(b, a, axes); });
   }, nb::arg("x"), nb::arg("axis") = nb::none());
-  m.def("expand_dims", [](nb::handle x, nb::handle axis) {
+  def_fn(m, "expand_dims", [](nb::handle x, nb::handle axis) {
     auto axes = parse_axes(axis, "expand_dims");
     if (!axes) throw TypeError("expand_dims: axis must be an int or a tuple of ints");
     return call1("expand_dims" + axes_key(axes), x, [&](Builder& b, V a) { return api::expand_dims(b, a, *axes); });
@@ -325,30 +331,30 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     return call1("flip" + axes_key(axes), x, [&](Builder& b, V a) { return api::flip(b, a, axes); });
   }, nb::arg("x"), nb::arg("axis") = nb::none());
   for (auto [name, lower] : {std::pair{"tril", true}, std::pair{"triu", false}}) {
-    m.def(name, [name, lower](nb::handle x, std::int64_t k) {
+    def_fn(m, name, [name, lower](nb::handle x, std::int64_t k) {
       return call1(std::string(name) + std::to_string(k), x, [&](Builder& b, V a) { return api::tri_mask(b, a, k, lower); });
     }, nb::arg("x"), nb::arg("k") = 0);
   }
   for (const char* name : {"concat", "concatenate"}) {
-    m.def(name, [](nb::handle xs, std::int64_t axis) {
+    def_fn(m, name, [](nb::handle xs, std::int64_t axis) {
       auto args = operands(xs, "concat");
       return eager_call("concat" + std::to_string(axis), args, [&](Builder& b, std::span<const ValueId> p) {
         return Vs{api::concat(b, p, axis)};
       })[0];
     }, nb::arg("arrays"), nb::arg("axis") = 0);
   }
-  m.def("stack", [](nb::handle xs, std::int64_t axis) {
+  def_fn(m, "stack", [](nb::handle xs, std::int64_t axis) {
     auto args = operands(xs, "stack");
     return eager_call("stack" + std::to_string(axis), args, [&](Builder& b, std::span<const ValueId> p) {
       return Vs{api::stack(b, p, axis)};
     })[0];
   }, nb::arg("arrays"), nb::arg("axis") = 0);
-  m.def("_pad_constant", [](nb::handle x, nb::handle value, const std::vector<std::int64_t>& low,
+  def_fn(m, "_pad_constant", [](nb::handle x, nb::handle value, const std::vector<std::int64_t>& low,
                             const std::vector<std::int64_t>& high) {
     return call2("pad" + shape_str(low) + shape_str(high), x, value,
                  [&](Builder& b, V a, V v) { return api::pad_constant(b, a, v, low, high); });
   }, nb::arg("x"), nb::arg("value"), nb::arg("low"), nb::arg("high"));
-  m.def("split", [](nb::handle x, nb::handle sections, std::int64_t axis) {
+  def_fn(m, "split", [](nb::handle x, nb::handle sections, std::int64_t axis) {
     Array a = to_array(x);
     std::int64_t n = 0;
     std::vector<std::int64_t> indices;
@@ -368,18 +374,18 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     return call1("gather" + shape_str(idx) + shape_str(ishape) + ":" + std::to_string(axis), x,
                  [&](Builder& b, V a) { return api::gather(b, a, idx, ishape, axis); });
   }, nb::arg("x"), nb::arg("indices"), nb::arg("axis") = 0);
-  m.def("scatter_add", [](nb::handle x, nb::handle indices, nb::handle updates, std::int64_t axis) {
+  def_fn(m, "scatter_add", [](nb::handle x, nb::handle indices, nb::handle updates, std::int64_t axis) {
     auto [idx, ishape] = parse_indices(indices, "scatter_add");
     return call2("scatter_add" + shape_str(idx) + shape_str(ishape) + ":" + std::to_string(axis), x, updates,
                  [&](Builder& b, V a, V u) { return api::scatter_add(b, a, idx, ishape, u, axis); });
   }, nb::arg("x"), nb::arg("indices"), nb::arg("updates"), nb::arg("axis") = 0);
 
   // ---- traced-index primitives (python/quabla/_indexing.py composes the NumPy forms)
-  m.def("_take", [](nb::handle x, nb::handle idx, std::int64_t axis, bool fill) {
+  def_fn(m, "_take", [](nb::handle x, nb::handle idx, std::int64_t axis, bool fill) {
     return call2("take:" + std::to_string(axis) + (fill ? "f" : "c"), x, idx,
                  [&](Builder& b, V a, V i) { return api::take_indices(b, a, i, axis, fill); });
   }, nb::arg("x"), nb::arg("indices"), nb::arg("axis"), nb::arg("fill"));
-  m.def("_scatter", [](nb::handle x, nb::handle idx, nb::handle updates, std::int64_t axis, std::int64_t mode,
+  def_fn(m, "_scatter", [](nb::handle x, nb::handle idx, nb::handle updates, std::int64_t axis, std::int64_t mode,
                        bool unique) {
     Array args[] = {to_operand(x), to_operand(idx), to_operand(updates)};
     const Array checked[] = {args[0], args[2]};
@@ -390,18 +396,18 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
                       })[0];
   }, nb::arg("x"), nb::arg("indices"), nb::arg("updates"), nb::arg("axis"), nb::arg("mode"), nb::arg("unique"));
   // A loop index as the default integer, still weak (it adopts the dtype of what it meets).
-  m.def("_weak_index", [](nb::handle x) {
+  def_fn(m, "_weak_index", [](nb::handle x) {
     return call1("weak_index", x, [](Builder& b, V a) {
       V r = api::astype(b, a, default_int_dtype());
       b.graph().values[r].weak = true;
       return r;
     });
   }, nb::arg("x"));
-  m.def("_argsort", [](nb::handle x, bool descending) {
+  def_fn(m, "_argsort", [](nb::handle x, bool descending) {
     return call1(std::string("argsort") + (descending ? "d" : "a"), x,
                  [&](Builder& b, V a) { return api::argsort_last(b, a, descending); });
   }, nb::arg("x"), nb::arg("descending"));
-  m.def("_searchsorted", [](nb::handle a, nb::handle v, bool right) {
+  def_fn(m, "_searchsorted", [](nb::handle a, nb::handle v, bool right) {
     return call2(std::string("searchsorted") + (right ? "r" : "l"), a, v,
                  [&](Builder& b, V x, V y) { return api::searchsorted_last(b, x, y, right); });
   }, nb::arg("sorted"), nb::arg("values"), nb::arg("right"));
@@ -426,18 +432,18 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     return call2("power", y, x, [](Builder& b, V a, V c) { return api::power(b, a, c); });
   });
   // Dense linear algebra primitives (qb.linalg composes them: python/quabla/linalg.py).
-  m.def("linalg_cholesky", [](nb::handle a) { return call1("linalg_cholesky", a, &api::linalg_cholesky); });
-  m.def("linalg_slogdet", [](nb::handle a) { return call1("linalg_slogdet", a, &api::linalg_slogdet); });
-  m.def("linalg_eigh", [](nb::handle a) { return call1("linalg_eigh", a, &api::linalg_eigh); });
-  m.def("linalg_lu", [](nb::handle a) { return call1("linalg_lu", a, &api::linalg_lu); });
-  m.def("linalg_svd", [](nb::handle a, bool full) {
+  def_fn(m, "linalg_cholesky", [](nb::handle a) { return call1("linalg_cholesky", a, &api::linalg_cholesky); });
+  def_fn(m, "linalg_slogdet", [](nb::handle a) { return call1("linalg_slogdet", a, &api::linalg_slogdet); });
+  def_fn(m, "linalg_eigh", [](nb::handle a) { return call1("linalg_eigh", a, &api::linalg_eigh); });
+  def_fn(m, "linalg_lu", [](nb::handle a) { return call1("linalg_lu", a, &api::linalg_lu); });
+  def_fn(m, "linalg_svd", [](nb::handle a, bool full) {
     return call1(full ? "linalg_svd:full" : "linalg_svd", a, [full](Builder& bb, V x) { return api::linalg_svd(bb, x, full); });
   }, nb::arg("a"), nb::arg("full_matrices"));
-  m.def("linalg_qr", [](nb::handle a, bool complete) {
+  def_fn(m, "linalg_qr", [](nb::handle a, bool complete) {
     return call1(complete ? "linalg_qr:complete" : "linalg_qr", a, [complete](Builder& bb, V x) { return api::linalg_qr(bb, x, complete); });
   }, nb::arg("a"), nb::arg("complete"));
-  m.def("linalg_solve", [](nb::handle a, nb::handle b) { return call2("linalg_solve", a, b, &api::linalg_solve); });
-  m.def("linalg_triangular_solve", [](nb::handle a, nb::handle b, bool lower, bool transpose, bool unit_diagonal) {
+  def_fn(m, "linalg_solve", [](nb::handle a, nb::handle b) { return call2("linalg_solve", a, b, &api::linalg_solve); });
+  def_fn(m, "linalg_triangular_solve", [](nb::handle a, nb::handle b, bool lower, bool transpose, bool unit_diagonal) {
     const std::string key = std::string("linalg_trisolve:") + (lower ? "l" : "u") + (transpose ? "t" : "n") + (unit_diagonal ? "1" : "0");
     return call2(key, a, b, [=](Builder& bb, V x, V y) {
       return api::linalg_triangular_solve(bb, x, y, lower, transpose, unit_diagonal);

@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/pair.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -15,6 +16,7 @@
 #include "quabla/ir/errors.h"
 #include "quabla/ir/regions.h"
 #include "quabla/python/bindings.h"
+#include "quabla/python/device_run.h"
 #include "quabla/transforms/jvp.h"
 #include "quabla/transforms/simplify.h"
 #include "quabla/transforms/taylor.h"
@@ -59,6 +61,31 @@ struct GraphObject {
     }
     return run_program(*e, args);
   }
+
+  // An eager transform of device arrays: the graph is compiled once per device and runs
+  // there; host arrays beside them (the transform's seeds, closed-over constants) are copied
+  // there as constants.
+  nb::list call_on_device(const std::vector<nb::handle>& hs) const {
+    const DeviceArray* first = nullptr;
+    for (nb::handle h : hs) {
+      if (is_device_array(h)) {
+        first = &nb::cast<const DeviceArray&>(h);
+        break;
+      }
+    }
+    if (!first) throw TypeError("Graph.call: expects a list of arrays");
+    std::lock_guard<std::mutex> lk(mutex);
+    if (first->mlx) {
+      if (!mlx) mlx = mlxb::compile(graph);
+      return run_mlx_handles(*mlx, *graph, hs, true);
+    }
+    cuda::Device& device = first->device();
+    auto& program = cuda_programs[&device];
+    if (!program) program = std::make_shared<const cuda::Program>(graph, device);
+    return run_cuda_handles(*program, *graph, hs, true);
+  }
+  mutable std::map<const cuda::Device*, std::shared_ptr<const cuda::Program>> cuda_programs;
+  mutable std::shared_ptr<const mlxb::Program> mlx;
 };
 
 std::unique_ptr<bool[]> flags(const std::vector<bool>& v) {
@@ -72,6 +99,7 @@ std::unique_ptr<bool[]> flags(const std::vector<bool>& v) {
 void bind_graph(nb::module_& m) {
   nb::class_<GraphObject>(m, "Graph")
       .def("call", &GraphObject::call, nb::arg("args"))
+      .def("call", &GraphObject::call_on_device, nb::arg("args"))
       .def("as_text", [](const GraphObject& g) { return print(*g.graph); })
       .def_prop_ro("num_params", [](const GraphObject& g) { return g.graph->params.size(); })
       .def_prop_ro("num_results", [](const GraphObject& g) { return g.graph->results.size(); })

@@ -12,15 +12,19 @@
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
 #include "quabla/python/device_array.h"
+#include "quabla/python/device_run.h"
 #include "quabla/transforms/simplify.h"
 
 namespace qb::py {
 
 namespace {
 
-// The signature key of a device array: 'D', its dtype and shape (host arrays have no 'D').
+// The signature key of a device array: 'D', its device, dtype and shape (host arrays have no
+// 'D'). The device is part of it: jit without device= compiles for where its arguments are.
 void append_device_key(const DeviceArray& d, std::string& key) {
   key += 'D';
+  key += d.mlx ? std::string("m") : std::to_string(d.ordinal) + (d.emulated ? "e" : "");
+  key += ':';
   key += dtype_short_name(d.type.dtype);
   for (auto e : d.type.shape) {
     key += ',';
@@ -68,86 +72,12 @@ struct Program {
       return out;
     }
     const Graph& g = exe->graph();
-    if (mlx) return run_mlx_resident(hs);
+    if (mlx) return run_mlx_handles(*mlx, g, hs, false);
     if (!cuda) {
       for (nb::handle h : hs)
         if (is_device_array(h)) reject_device_array(h, "calling a program compiled for the CPU");
     }
-    if (hs.size() != g.params.size()) {
-      throw TypeError("compiled program expects " + std::to_string(g.params.size()) + " array arguments, got " +
-                      std::to_string(hs.size()));
-    }
-    const std::string here = cuda->device().description();
-    std::vector<cuda::DeviceBufferPtr> bufs;
-    int ordinal = 0;
-    bool emulated = false;
-    for (std::size_t i = 0; i < hs.size(); ++i) {
-      const ValueType& t = g.type(g.params[i]);
-      if (!is_device_array(hs[i])) {
-        throw ValueError("argument " + std::to_string(i) + " is a host array but other arguments are on " + here +
-                         "; arrays of one call must be on one device: move it with qb.device_put(x, 'cuda:N')");
-      }
-      const DeviceArray& d = nb::cast<const DeviceArray&>(hs[i]);
-      if (d.mlx) reject_device_array(hs[i], "calling a program compiled for CUDA");
-      if (&d.device() != &cuda->device()) {
-        throw ValueError("argument " + std::to_string(i) + " is on " + d.device().description() +
-                         " but the program runs on " + here + "; move it with qb.device_put");
-      }
-      if (d.type.dtype != t.dtype || d.type.shape != t.shape) {
-        throw TypeError("compiled program argument " + std::to_string(i) + " must be " + t.str() + ", got " +
-                        d.type.str());
-      }
-      ordinal = d.ordinal;
-      emulated = d.emulated;
-      bufs.push_back(d.buffer);
-    }
-    auto results = cuda->run(std::move(bufs));
-    for (std::size_t j = 0; j < results.size(); ++j) {
-      DeviceArray d;
-      d.buffer = std::move(results[j]);
-      d.type = g.type(g.results[j]);
-      d.type.weak = false;
-      d.ordinal = ordinal;
-      d.emulated = emulated;
-      out.append(nb::cast(std::move(d)));
-    }
-    return out;
-  }
-
-  // MLX-held arguments in, MLX-held results out.
-  nb::list run_mlx_resident(const std::vector<nb::handle>& hs) const {
-    const Graph& g = exe->graph();
-    if (hs.size() != g.params.size()) {
-      throw TypeError("compiled program expects " + std::to_string(g.params.size()) + " array arguments, got " +
-                      std::to_string(hs.size()));
-    }
-    std::vector<mlxb::ResidentPtr> in;
-    for (std::size_t i = 0; i < hs.size(); ++i) {
-      const ValueType& t = g.type(g.params[i]);
-      if (!is_device_array(hs[i]) || !nb::cast<const DeviceArray&>(hs[i]).mlx) {
-        throw ValueError("argument " + std::to_string(i) + " is " +
-                         (is_device_array(hs[i]) ? "on " + nb::cast<const DeviceArray&>(hs[i]).device_name()
-                                                 : std::string("a host array")) +
-                         " but other arguments are MLX arrays; arrays of one call must be on one device: move it "
-                         "with qb.device_put(x, 'mlx')");
-      }
-      const DeviceArray& d = nb::cast<const DeviceArray&>(hs[i]);
-      if (d.type.dtype != t.dtype || d.type.shape != t.shape) {
-        throw TypeError("compiled program argument " + std::to_string(i) + " must be " + t.str() + ", got " +
-                        d.type.str());
-      }
-      in.push_back(d.mlx);
-    }
-    nb::list out;
-    auto res = mlx->run_resident(in);
-    for (std::size_t j = 0; j < res.size(); ++j) {
-      DeviceArray d;
-      d.mlx = std::move(res[j]);
-      d.type = g.type(g.results[j]);
-      d.type.weak = false;
-      out.append(nb::cast(std::move(d)));
-    }
-    return out;
+    return run_cuda_handles(*cuda, g, hs, false);
   }
 
   static std::vector<BufferPtr> storages(const std::vector<Array>& args) {
