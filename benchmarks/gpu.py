@@ -7,6 +7,9 @@ backend beside JAX on the same GPU where JAX sees one, for scripts/gpu-check.sh:
 - chain: a 1e7-element float32 elementwise chain, GB/s moved (read + write).
 - gemm: a 4096x4096 float32 matrix product, TFLOP/s, beside torch.matmul (cuBLAS) when
   PyTorch is installed.
+- vmapped small loops (float64): a damped pendulum integrated 1,000 steps per example
+  (vmap of fori_loop) and Newton's square root to 1e-12 (vmap of while_loop, per-example
+  trip counts) over 100,000 examples, ms per call: one kernel with one thread per example.
 
 ``python -m benchmarks.gpu [--device cuda:0] [--quick] [--no-reference] [--json PATH]``.
 With QUABLA_CUDA_EMULATOR=1 it runs on the host emulator (a dry run: sizes shrink, timings
@@ -174,7 +177,60 @@ def run(device="cuda:0", quick=False, reference=True):
     add(f"gemm {n} f32", "TFLOP/s", {"TFLOP_per_s": 2 * n ** 3 / dt / 1e12, "ms": 1e3 * dt, "peak_TFLOP_per_s": 67},
         torch_cublas_TFLOP_per_s=torch_rate)
     del c
+
+    examples, steps = (256, 50) if small else (100_000, 1000)
+    for name, build, make in _loop_workloads(examples, steps):
+        args = make(np.random.default_rng(7))
+        fn = build(qb, qb.lax)
+        ours = _call_ms(qb.jit(fn, device=device), [qb.device_put(a, device) for a in args],
+                        lambda out: _sync(device), 3 if small else 20)
+        ours["loop_kernels"] = qb.jit(fn, device=device).lower(*[qb.array(a) for a in args]).compile().stats()["loop_kernels"]
+        ref = _jax_loop_ms(build, args, 20) if reference and not emulated else None
+        add(f"{name} ({examples} examples)", "ms", ours, ref)
     return rows
+
+
+def _loop_workloads(examples, steps):
+    def pendulum(m, lax):
+        def step(i, s):
+            a = -m.sin(s[0]) - 0.1 * s[1]
+            return m.stack([s[0] + 0.001 * s[1], s[1] + 0.001 * a])
+        return _vmap_of(m)(lambda s0: lax.fori_loop(0, steps, step, s0))
+
+    def newton(m, lax):
+        def sqrt(c):
+            return lax.while_loop(lambda x: m.abs(x * x - c) > 1e-12 * c, lambda x: x - (x * x - c) / (2 * x), c)
+        return _vmap_of(m)(sqrt)
+    return [("vmapped fori_loop pendulum", pendulum, lambda r: (r.normal(size=(examples, 2)),)),
+            ("vmapped while_loop newton", newton, lambda r: (r.uniform(0.5, 1e4, examples),))]
+
+
+def _vmap_of(m):
+    return qb.vmap if m is qb else __import__("jax").vmap
+
+
+def _call_ms(fn, args, sync, reps):
+    """ms per call of fn(*args) after a first (compiling) call; sync(out) waits for out."""
+    sync(fn(*args))
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        out = fn(*args)
+    sync(out)
+    return {"ms": 1e3 * (time.perf_counter() - t0) / reps}
+
+
+def _jax_loop_ms(build, args, reps):
+    jax, jnp = load_jax(x64=True)
+    if jax is None:
+        return None
+    try:
+        if not any(d.platform == "gpu" for d in jax.devices()):
+            return None
+    except RuntimeError:
+        return None
+    fn = jax.jit(build(jnp, jax.lax))
+    dev = [jax.device_put(a) for a in args]
+    return _call_ms(fn, dev, jax.block_until_ready, reps)
 
 
 def main(argv=None):

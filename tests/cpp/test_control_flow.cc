@@ -293,5 +293,42 @@ TEST(ControlFlowTransforms, JvpAndVmapOfScanAreScans) {
   EXPECT_EQ(v.type(v.results[1]).shape, (Shape{4, 3, 2}));
 }
 
+const Node* find_scan(const Graph& g) {
+  for (const auto& n : g.nodes)
+    if (n.op == Op::Scan) return &n;
+  return nullptr;
+}
+
+TEST(ControlFlowTransforms, VmapRecordsTheLoopPerExampleAndOnlySimplifyKeepsTheRecord) {
+  Graph g = make_graph({vt(DType::f64, {2}), vt(DType::f64, {3, 2})}, [](Builder& b, std::span<const V> ps) {
+    std::vector<V> in{ps[0], ps[1]};
+    return b.emit(Op::Scan, in, scan_attrs(3, 0, 1), Regions{mul_add_index_body(2)});
+  });
+  const std::int64_t axes[] = {0, -1};  // the carry batched, the xs shared
+  Graph v = vmap(g, axes, 4);
+  const Node* scan = find_scan(v);
+  ASSERT_NE(scan, nullptr);
+  const ExampleLoop* r = example_loop_of(*scan);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->batch, 4);
+  EXPECT_EQ(r->example[0], find_scan(g)->regions[0]);  // the body as it was per example
+  EXPECT_EQ(r->in_batched, (std::vector<bool>{true, false}));
+  EXPECT_EQ(r->out_batched, (std::vector<bool>{true, true}));
+  // simplify rebuilds the bodies and maps the record onto them
+  Graph s = simplify(v);
+  ASSERT_NE(find_scan(s), nullptr);
+  const ExampleLoop* kept = example_loop_of(*find_scan(s));
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->batched, find_scan(s)->regions);
+  EXPECT_NE(kept->batched, r->batched);
+  // a transform that rebuilds the bodies leaves a record that no longer describes them
+  const bool wrt[] = {true, false};
+  Graph j = jvp(s, wrt);
+  ASSERT_NE(find_scan(j), nullptr);
+  EXPECT_EQ(example_loop_of(*find_scan(j)), nullptr);
+  // and a loop vmap never saw has none
+  EXPECT_EQ(example_loop_of(*find_scan(g)), nullptr);
+}
+
 }  // namespace
 }  // namespace qb

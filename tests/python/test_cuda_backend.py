@@ -360,6 +360,89 @@ def test_loops_on_the_device():
     check_nvrtc(f, x)
 
 
+# Vmapped small loops run as one kernel, one thread per example (loop kernels), when their
+# per-example bodies have a self-contained scalar form; otherwise from the host.
+
+def _loop_kernels(fn, *args):
+    return qb.jit(fn, device="cuda").lower(*args).compile().stats()["loop_kernels"]
+
+
+def _pendulum(i, s):
+    a = -qb.sin(s[0]) - 0.1 * s[1]
+    return qb.stack([s[0] + 0.01 * s[1], s[1] + 0.01 * a])
+
+
+def _newton_sqrt(x0, c):  # per-example trip counts differ
+    return qb.while_loop(lambda s: qb.abs(s[0] * s[0] - c) > 1e-12,
+                         lambda s: (s[0] - (s[0] * s[0] - c) / (2 * s[0]), s[1] + 1), (x0, qb.array(0)))
+
+
+def _scan_with_xs(c0, xs, w):
+    c, ys = qb.scan(lambda c, x: (c * w + qb.tanh(x), qb.exp(-c * c) + x), c0, xs, reverse=True)
+    return c, ys
+
+
+LOOP_CASES = {
+    "fori_pendulum": (qb.vmap(lambda s0: qb.fori_loop(0, 150, _pendulum, s0)),
+                      lambda r: (r.normal(size=(33, 2)),)),
+    "newton_while": (qb.vmap(_newton_sqrt), lambda r: (np.ones(21), r.uniform(0.5, 40.0, 21))),
+    "while_shared_const": (qb.vmap(_newton_sqrt, in_axes=(0, None)), lambda r: (r.uniform(1, 3, 9), np.array(7.0))),
+    # batched xs ([batch, T] in, moved to [T, batch] around the loop), shared w, a reverse scan
+    "scan_xs": (qb.vmap(_scan_with_xs, in_axes=(0, 0, None)),
+                lambda r: (r.normal(size=(6, 2)), r.normal(size=(6, 5, 2)), np.array(0.7))),
+    # only the carry is batched: the xs and the w are the same for every example
+    "scan_shared_xs": (qb.vmap(_scan_with_xs, in_axes=(0, None, None)),
+                       lambda r: (r.normal(size=(4, 3)), r.normal(size=(5, 3)), np.array(-0.4))),
+    # a uniform trip count (the predicate reads only an unbatched carry)
+    "while_uniform": (qb.vmap(lambda x: qb.while_loop(lambda s: s[0] < 12.0, lambda s: (s[0] + 1.0, qb.cos(s[1]) * 1.01),
+                                                      (0.0, x))), lambda r: (r.normal(size=(8, 3)),)),
+    "float32": (qb.vmap(lambda s0: qb.fori_loop(0, 40, _pendulum, s0)),
+                lambda r: (r.normal(size=(16, 2)).astype(np.float32),)),
+    "nested_vmap": (qb.vmap(qb.vmap(lambda s0: qb.fori_loop(0, 30, _pendulum, s0))),
+                    lambda r: (r.normal(size=(5, 3, 2)),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOOP_CASES))
+def test_vmapped_loops_run_as_one_kernel(name):
+    fn, make = LOOP_CASES[name]
+    args = [qb.array(a) for a in make(np.random.default_rng(len(name)))]
+    f32 = args[0].dtype == qb.float32
+    assert_same(fn, *args, rtol=1e-5 if f32 else 1e-12, atol=1e-6 if f32 else 1e-12)
+    assert _loop_kernels(fn, *args) >= 1
+    check_nvrtc(fn, *args)
+
+
+def test_loop_kernels_fall_back_where_a_body_does_not_qualify(monkeypatch):
+    # A matrix product in the body runs its kernel: the loop stays host-driven, same results.
+    f = qb.vmap(lambda m, v: qb.fori_loop(0, 4, lambda i, x: qb.tanh(m @ x), v))
+    args = qb.array(np.random.default_rng(3).normal(size=(3, 4, 4))), qb.array(np.ones((3, 4)))
+    assert _loop_kernels(f, *args) == 0
+    assert_same(f, *args)
+    # A gradient through a vmapped scan: the transformed loop is not the one vmap recorded.
+    loss = lambda s: qb.sum(LOOP_CASES["fori_pendulum"][0](s) ** 2)
+    x = qb.array(np.random.default_rng(4).normal(size=(5, 2)))
+    assert_same(qb.grad(loss), x)
+    # Switched off: the same results from the host-driven loop.
+    fn, make = LOOP_CASES["newton_while"]
+    args = [qb.array(a) for a in make(np.random.default_rng(5))]
+    monkeypatch.setenv("QUABLA_CUDA_LOOP_KERNELS", "0")
+    assert _loop_kernels(fn, *args) == 0
+    assert_same(fn, *args)
+
+
+def test_a_long_while_loop_kernel_is_relaunched():
+    # More iterations than one launch runs (kExampleWhileSteps = 16384): the kernel stops,
+    # the host polls for Ctrl-C and launches it again on the carries it wrote.
+    f = qb.vmap(lambda n: qb.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1.0, s[1] + 0.5 * s[0]), (0.0, 0.0)))
+    n = qb.array([3.0, 20000.0, 40000.5, 0.0])
+    assert _loop_kernels(f, n) == 1
+    got = [np.asarray(v) for v in qb.jit(f, device="cuda")(n)]
+    steps = np.ceil(np.asarray(n))
+    close(got[0], steps)
+    close(got[1], 0.25 * steps * (steps - 1))
+
+
 def test_readme_pinn_trains_the_same_on_the_emulator():
     pinn_poisson = example("pinn_poisson")
     cpu = pinn_poisson.main(steps=200, figure=None, device="cpu")

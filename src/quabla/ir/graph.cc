@@ -20,6 +20,16 @@ bool Attrs::operator==(const Attrs& o) const {
          std::memcmp(literal->data->data(), o.literal->data->data(), literal->data->nbytes()) == 0;
 }
 
+const ExampleLoop* example_loop_of(const Node& n) {
+  const ExampleLoop* r = n.attrs.example_loop.get();
+  if (!r || (n.op != Op::Scan && n.op != Op::While) || r->batched != n.regions ||
+      r->example.size() != n.regions.size() || r->in_batched.size() != n.inputs.size() ||
+      r->out_batched.size() != n.outputs.size()) {
+    return nullptr;
+  }
+  return r;
+}
+
 bool has_effect(const Node& n) {
   if (n.op == Op::HostCall) return (n.attrs.num_carry & kHostCallEffect) != 0;
   for (const auto& r : n.regions)

@@ -46,6 +46,9 @@ struct Attrs {
   // Scan: steps, index of the first step, and the operand layout (consts, carry, then xs);
   // While: num_consts.
   std::int64_t length = 0, start = 0, num_consts = 0, num_carry = 0;
+  // Scan and While made by vmap: the loop as it was per example (struct ExampleLoop below).
+  // Advisory (a backend may run it instead), so not part of equality or hashing.
+  std::shared_ptr<const struct ExampleLoop> example_loop;
 
   bool operator==(const Attrs& o) const;
 };
@@ -70,6 +73,22 @@ struct Graph {
   const ValueType& type(ValueId v) const { return values[v]; }
   const Node& producer_of(ValueId v) const { return nodes[producer[v]]; }
 };
+
+// What vmap knew when it batched a scan or while loop: the loop per example, for a backend
+// that runs one loop per example (the CUDA backend: one thread per example) instead of the
+// batched loop. It describes the node only while `batched` are the node's regions (pointer
+// equality): a pass that rebuilds a node's bodies leaves a stale record behind, which
+// example_loop_of ignores; simplify maps it to the bodies it simplified.
+struct ExampleLoop {
+  std::int64_t batch = 0;
+  std::vector<std::shared_ptr<const Graph>> batched;  // the node's regions this describes
+  std::vector<std::shared_ptr<const Graph>> example;  // the same regions per example
+  // Per operand and output of the node: whether it has the batch axis (axis 0; axis 1 for
+  // a scan's xs and ys, whose axis 0 is time). The others are the same for every example.
+  std::vector<bool> in_batched, out_batched;
+};
+// n's record when it still describes n (see ExampleLoop), else null.
+const ExampleLoop* example_loop_of(const Node& n);
 
 // Readable text form, e.g.
 //   func(%0: f32[4], %1: f32[]~) -> (f32[4]) {

@@ -174,6 +174,7 @@ void bind_program(nb::module_& m) {
           d["kernels"] = p.cuda->launches();
           d["generated_kernels"] = p.cuda->plan().kernels.size();
           d["fused_kernels"] = p.cuda->plan().fused_kernels;
+          d["loop_kernels"] = p.cuda->plan().loop_kernels;
         }
         return d;
       });

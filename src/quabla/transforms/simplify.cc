@@ -239,7 +239,15 @@ Graph simplify(const Graph& input) {
     if (has_regions(n.op)) {  // bodies are simplified on their own; never folded or merged
       Regions regions;
       for (const auto& r : n.regions) regions.push_back(std::make_shared<const Graph>(simplify(*r)));
-      auto outs = b.emit(n.op, ins, n.attrs, std::move(regions));
+      Attrs attrs = n.attrs;
+      if (const ExampleLoop* loop = example_loop_of(n)) {  // still describes the simplified bodies
+        auto mapped = std::make_shared<ExampleLoop>(*loop);
+        mapped->batched = regions;
+        attrs.example_loop = std::move(mapped);
+      } else {
+        attrs.example_loop = nullptr;
+      }
+      auto outs = b.emit(n.op, ins, std::move(attrs), std::move(regions));
       for (std::size_t k = 0; k < outs.size(); ++k) {
         out.values[outs[k]].weak = g.type(n.outputs[k]).weak;
         map[n.outputs[k]] = outs[k];

@@ -59,6 +59,20 @@ V select_batched(Emit& e, V pred, V on_true, V on_false) {
   return e.select(e.broadcast(pred, s, {0}), on_true, on_false);
 }
 
+// n's attributes for the batched loop, with the record of n as it runs per example.
+Attrs with_example_loop(const Node& n, std::int64_t batch, const Regions& batched, std::vector<bool> in_batched,
+                        std::vector<bool> out_batched) {
+  auto r = std::make_shared<ExampleLoop>();
+  r->batch = batch;
+  r->batched = batched;
+  r->example = n.regions;
+  r->in_batched = std::move(in_batched);
+  r->out_batched = std::move(out_batched);
+  Attrs a = n.attrs;
+  a.example_loop = std::move(r);
+  return a;
+}
+
 }  // namespace
 
 std::vector<V> vmap_region(Emit& e, std::int64_t batch, const Node& n, const std::vector<V>& x,
@@ -178,7 +192,11 @@ std::vector<V> vmap_region(Emit& e, std::int64_t batch, const Node& n, const std
         }
         in.push_back(v);
       }
-      auto outs = b.emit(Op::Scan, in, n.attrs, Regions{std::make_shared<const Graph>(std::move(body))});
+      auto batched_body = std::make_shared<const Graph>(std::move(body));
+      std::vector<bool> in_batched(bx.begin(), bx.end());
+      for (std::size_t k = 0; k < l.carry; ++k) in_batched[l.consts + k] = slots[k];
+      auto outs = b.emit(Op::Scan, in, with_example_loop(n, batch, {batched_body}, in_batched, want),
+                         Regions{batched_body});
       ob = want;
       for (std::size_t j = l.carry; j < outs.size(); ++j)
         if (ob[j]) outs[j] = swap01(e, outs[j]);
@@ -222,9 +240,11 @@ std::vector<V> vmap_region(Emit& e, std::int64_t batch, const Node& n, const std
           return res;
         });
         ob.assign(nk, true);
-        return b.emit(Op::While, in, n.attrs,
-                      Regions{std::make_shared<const Graph>(std::move(any_cond)),
-                              std::make_shared<const Graph>(std::move(frozen_body))});
+        const Regions regions{std::make_shared<const Graph>(std::move(any_cond)),
+                              std::make_shared<const Graph>(std::move(frozen_body))};
+        std::vector<bool> in_batched(bx.begin(), bx.begin() + static_cast<std::ptrdiff_t>(nc));
+        in_batched.resize(x.size(), true);
+        return b.emit(Op::While, in, with_example_loop(n, batch, regions, in_batched, ob), regions);
       }
       std::vector<bool> none{false};
       std::vector<bool> want = slots;
@@ -244,8 +264,8 @@ std::vector<V> vmap_region(Emit& e, std::int64_t batch, const Node& n, const std
       std::vector<V> in;
       for (std::size_t i = 0; i < x.size(); ++i) in.push_back(i >= nc && params[i] && !bx[i] ? lift(e, batch, x[i]) : x[i]);
       ob.assign(params.begin() + static_cast<std::ptrdiff_t>(nc), params.end());
-      return b.emit(Op::While, in, n.attrs,
-                    Regions{std::make_shared<const Graph>(std::move(cond)), std::make_shared<const Graph>(std::move(body))});
+      const Regions regions{std::make_shared<const Graph>(std::move(cond)), std::make_shared<const Graph>(std::move(body))};
+      return b.emit(Op::While, in, with_example_loop(n, batch, regions, params, ob), regions);
     }
     default:
       throw InternalError("vmap_region: not a region op");

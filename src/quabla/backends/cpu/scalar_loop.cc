@@ -18,6 +18,15 @@ namespace qb::cpu {
 ScalarBody::ScalarBody() = default;
 ScalarBody::~ScalarBody() = default;
 
+bool ScalarBody::self_contained() const {
+  const auto small = [](const Slot& s) { return !s.big; };
+  return calls_.empty() && big_constants_.empty() && scratch_bytes_ == 0 &&
+         std::all_of(param_slot_.begin(), param_slot_.end(), small) &&
+         std::all_of(result_slot_.begin(), result_slot_.end(), small);
+}
+
+std::span<const ScalarBody::Instr> ScalarBody::code() const { return code_; }
+
 namespace {
 
 using Regs = std::vector<std::uint32_t>;

@@ -139,6 +139,17 @@ class ScalarBody : public std::enable_shared_from_this<ScalarBody> {
   struct Instr;
   struct KernelCall;
 
+  // For generators of code for other targets (the CUDA backend's loop kernels): whether the
+  // instructions alone compute the body (no kernel calls, no large values), and what they
+  // read: the instructions, each register's dtype, and the constants loaded into registers.
+  bool self_contained() const;
+  std::span<const Instr> code() const;
+  std::size_t num_regs() const { return num_regs_; }
+  DType reg_dtype(std::uint32_t r) const { return reg_dtype_[r]; }
+  std::span<const std::pair<std::uint32_t, Reg>> register_constants() const { return constants_; }
+  std::size_t num_params() const { return params_.size(); }
+  std::size_t num_results() const { return results_.size(); }
+
   ScalarBody();
   ~ScalarBody();
   ScalarBody(const ScalarBody&) = delete;

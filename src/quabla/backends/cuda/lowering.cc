@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "quabla/backends/cpu/fusion.h"
+#include "quabla/backends/cuda/loop_kernel.h"
 #include "quabla/ir/errors.h"
 
 namespace qb::cuda {
@@ -198,6 +199,7 @@ class Lowerer {
     if (n.op == Op::Parameter || n.op == Op::Constant) return;
     if (has_regions(n.op)) {
       if (n.op == Op::CustomVjpLin) unsupported(n);  // only transforms consume it (the CPU rejects it too)
+      if (example_loop(n, i)) return;
       Step& s = new_step(i, n.outputs);
       s.kind = Step::Region;
       return;
@@ -270,6 +272,28 @@ class Lowerer {
       case Op::Svd: return svd(n, i);
       default: unsupported(n);
     }
+  }
+
+  // A loop vmap batched, as one kernel with one thread per example, when its per-example
+  // bodies have a self-contained scalar form (loop_kernel.h); false otherwise (it then runs
+  // from the host as a region).
+  bool example_loop(const Node& n, std::uint32_t i) {
+    if (n.op != Op::Scan && n.op != Op::While) return false;
+    auto k = example_loop_kernel(g(), n);
+    if (!k) return false;
+    std::vector<Arg> args;
+    for (ValueId v : n.inputs) args.push_back(value(v));
+    for (ValueId v : n.outputs) args.push_back(value(v));
+    Step& s = new_step(i, n.outputs);
+    if (n.op == Op::While) {
+      s.kind = Step::ExampleWhile;
+      args.push_back(Arg{Arg::Int, 0, -1, kExampleWhileSteps});
+      args.push_back(temp(0));
+      s.temp_bytes.push_back(static_cast<std::size_t>(k->batch));
+    }
+    s.launches.push_back(Launch{kernel(std::move(k->params), std::move(k->body)), k->batch, std::move(args)});
+    ++plan_.loop_kernels;
+    return true;
   }
 
   void elementwise(const Node& n, std::uint32_t i) {

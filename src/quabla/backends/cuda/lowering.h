@@ -33,7 +33,10 @@ struct Launch {
 struct Step {
   // Region: a cond, loop or custom-rule node whose bodies run as programs of their own,
   // driven from the host (program.cc); its outputs are set by the bodies, not allocated.
-  enum Kind : std::uint8_t { Kernels, Gemm, Alias, Region } kind = Kernels;
+  // ExampleWhile: a vmapped while loop as one kernel, one thread per example
+  // (loop_kernel.h), launched again on its own outputs while an example is still running.
+  // A vmapped scan's kernel is an ordinary Kernels step.
+  enum Kind : std::uint8_t { Kernels, Gemm, Alias, Region, ExampleWhile } kind = Kernels;
   std::uint32_t node = 0;
   std::vector<ValueId> outputs;            // allocated before the step (fresh buffers)
   std::vector<std::size_t> temp_bytes;     // temporaries, freed after the step
@@ -52,7 +55,12 @@ struct Plan {
   std::vector<Step> steps;
   std::vector<std::vector<std::int64_t>> blobs;
   int fused_kernels = 0;  // kernels that stand for several nodes
+  int loop_kernels = 0;   // vmapped loops run as one kernel each
 };
+
+// Iterations of an ExampleWhile kernel per launch: between launches the host polls for
+// Ctrl-C, so a loop that never ends can still be interrupted.
+constexpr std::int64_t kExampleWhileSteps = 1 << 14;
 
 // `device` names the target in errors ("cuda", "cuda:0").
 Plan lower(std::shared_ptr<const Graph> graph, const std::string& device);

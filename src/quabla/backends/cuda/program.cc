@@ -123,6 +123,50 @@ void Program::run_region(std::size_t step, std::vector<DeviceBufferPtr>& env) co
   }
 }
 
+void Program::run_example_while(std::size_t step, std::vector<DeviceBufferPtr>& env) const {
+  const Step& s = plan_.steps[step];
+  const Graph& g = *plan_.graph;
+  const Node& n = g.nodes[s.node];
+  const Launch& l = s.launches[0];
+  const std::size_t nin = n.inputs.size(), nk = n.outputs.size(), nc = nin - nk;
+  const auto batch = static_cast<std::size_t>(l.count);
+  auto allocate_carries = [&] {
+    std::vector<DeviceBufferPtr> out;
+    for (ValueId v : n.outputs) out.push_back(device_->allocate(bytes_of(g.type(v))));
+    return out;
+  };
+  // The first launch reads the operands; later ones read the previous launch's carries and
+  // write the other set of buffers (inputs and outputs never alias).
+  std::vector<DeviceBufferPtr> in(nk), out = allocate_carries(), spare;
+  for (std::size_t k = 0; k < nk; ++k) in[k] = env[n.inputs[nc + k]];
+  auto pending = device_->allocate(batch);
+  std::vector<std::uint8_t> flags(batch);
+  std::vector<std::uint64_t> slots(l.args.size() + 1);
+  std::vector<void*> pointers(slots.size());
+  InterruptPoller interrupt(1);
+  for (;;) {
+    slots[0] = static_cast<std::uint64_t>(l.count);
+    for (std::size_t k = 0; k < nc; ++k) slots[1 + k] = env[n.inputs[k]]->ptr;
+    for (std::size_t k = 0; k < nk; ++k) {
+      slots[1 + nc + k] = in[k]->ptr;
+      slots[1 + nin + k] = out[k]->ptr;
+    }
+    slots[1 + nin + nk] = static_cast<std::uint64_t>(l.args[nin + nk].imm);
+    slots[2 + nin + nk] = pending->ptr;
+    for (std::size_t k = 0; k < slots.size(); ++k) pointers[k] = &slots[k];
+    device_->launch(*module_, static_cast<std::size_t>(l.kernel), l.count, pointers.data());
+    device_->download(flags.data(), pending->ptr, batch);
+    bool running = false;
+    for (std::uint8_t f : flags) running = running || f != 0;
+    if (!running) break;
+    interrupt.poll();
+    if (spare.empty()) spare = allocate_carries();
+    in = out;
+    std::swap(out, spare);
+  }
+  for (std::size_t k = 0; k < nk; ++k) env[n.outputs[k]] = std::move(out[k]);
+}
+
 void Program::check_arity(std::size_t n) const {
   const std::size_t want = plan_.graph->params.size();
   if (n != want) throw TypeError("CUDA program expects " + std::to_string(want) + " arguments, got " + std::to_string(n));
@@ -156,6 +200,8 @@ std::vector<DeviceBufferPtr> Program::run(std::vector<DeviceBufferPtr> args) con
     const Step& s = plan_.steps[step];
     if (s.kind == Step::Region) {
       run_region(step, env);
+    } else if (s.kind == Step::ExampleWhile) {
+      run_example_while(step, env);
     } else if (s.kind == Step::Alias) {
       env[s.outputs[0]] = env[s.a];
     } else {

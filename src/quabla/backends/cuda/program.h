@@ -32,6 +32,7 @@ class Program {
 
  private:
   void run_region(std::size_t step, std::vector<DeviceBufferPtr>& env) const;  // host-driven bodies
+  void run_example_while(std::size_t step, std::vector<DeviceBufferPtr>& env) const;  // relaunched until done
   void check_arity(std::size_t n) const;  // TypeError unless n arguments were given
 
   Plan plan_;
