@@ -64,7 +64,19 @@ def call(name: str, fun, args: tuple, kwargs: dict):
             _cache.popitem(last=False)
     else:
         _cache.move_to_end(key)
-    return jitted(*[leaves[i] for i in dynamic])
+    try:
+        return jitted(*[leaves[i] for i in dynamic])
+    except (IndexError, ValueError, TypeError) as e:
+        text = str(e)
+        if "trace" not in text and "jit" not in text:
+            raise
+        try:
+            explained = type(e)(f"{text} [{name} on arrays on {devices[0]} runs as a program compiled for that "
+                                f"device, so shapes that depend on values (boolean masks, nonzero without size=) "
+                                f"are not available there: copy the array to the host with x.to_host() first]")
+        except Exception:  # noqa: BLE001 - an exception type with another constructor: unchanged
+            raise e from None
+        raise explained from None
 
 
 def _compile(fun, treedef, leaves, dynamic):
@@ -135,7 +147,8 @@ def install(namespaces, defining_modules):
             if (name.startswith("_") or name in _NOT_COMPILED or not isinstance(obj, types.FunctionType)
                     or obj.__module__ != module.__name__):
                 continue
-            wrapped[id(obj)] = follow_device(obj, f"{module.__name__}.{name}")
+            public = module.__name__.rsplit(".", 1)[-1].startswith("_")  # quabla._indexing.take is qb.take
+            wrapped[id(obj)] = follow_device(obj, f"qb.{name}" if public else f"{module.__name__}.{name}")
     for namespace in list(namespaces) + list(defining_modules):
         for name, obj in list(vars(namespace).items()):
             if not name.startswith("_") and id(obj) in wrapped:

@@ -661,6 +661,15 @@ def test_eager_device_results_compose_and_compile_once():
     assert d.nbytes == X.nbytes and float(d.sum()) == pytest.approx(X.sum(), rel=1e-14)
 
 
+def test_value_dependent_shapes_on_device_arrays_say_why():
+    d = qb.device_put(X, "cuda")
+    with pytest.raises(IndexError, match=r"boolean mask.*runs as a program compiled for that device.*to_host"):
+        d[d > 0.5]
+    with pytest.raises(ValueError, match=r"size= is required.*qb\.nonzero on arrays on cuda:0.*to_host"):
+        qb.nonzero(d > 0.5)
+    assert qb.nonzero(d.ravel() > 1.5, size=2)[0].tolist() == [10, 11]  # static size: fine
+
+
 def test_transforms_of_device_arrays_run_on_the_device():
     f = lambda w, x: qb.sum(qb.sin(w * x) ** 2)
     u_xx = qb.vmap(qb.grad(qb.grad(lambda t, c: qb.sin(c * t))), in_axes=(0, None))
