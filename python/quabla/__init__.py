@@ -62,7 +62,7 @@ from ._numpy_more import (  # noqa: E402,F401
     append, isclose, allclose, array_equal, array_equiv, isneginf, isposinf, isscalar, nansum, nanprod, nanmax,
     nanmin, nanmean, nanvar, nanstd, nanargmax, nanargmin, nancumsum, nancumprod, average, ptp, count_nonzero,
     quantile, percentile, median, nanquantile, nanpercentile, nanmedian, cov, corrcoef, digitize, deg2rad, rad2deg,
-    radians, degrees, trunc, fix, rint, fabs, fmax, fmin, heaviside, sinc, float_power, positive, logaddexp2, real,
+    radians, degrees, trunc, fix, rint, fabs, fmax, fmin, heaviside, signbit, copysign, sinc, float_power, positive, logaddexp2, real,
     imag, conj, conjugate, empty, empty_like, logspace, geomspace, tri, tril_indices, triu_indices, diag_indices,
     indices, diagflat, ndim, shape, size, vdot, select, unravel_index, ravel_multi_index, isin, convolve, correlate,
     polyfit, finfo, iinfo, result_type, promote_types, can_cast, issubdtype,
@@ -81,9 +81,9 @@ from ._cuda import device_put  # noqa: E402,F401
 DeviceArray = _core.DeviceArray
 
 # Python compositions given device arrays compile for that device as a whole.
-from . import _device_eager, _numpy_extra, _indexing, _shapes, _krylov  # noqa: E402
+from . import _device_eager, _numpy_extra, _indexing, _shapes, _krylov, _special  # noqa: E402
 _device_eager.install([_sys.modules[__name__]], [_numpy_extra, _indexing, _numpy_more, _shapes, linalg, nn, lax,
-                                                  _krylov])
+                                                  _krylov, _special])
 
 
 def devices(backend=None):

@@ -20,7 +20,7 @@ __all__ = [
     "nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nanargmax", "nanargmin", "nancumsum",
     "nancumprod", "average", "ptp", "count_nonzero", "quantile", "percentile", "median", "nanquantile",
     "nanpercentile", "nanmedian", "cov", "corrcoef", "digitize", "deg2rad", "rad2deg", "radians", "degrees",
-    "trunc", "fix", "rint", "fabs", "fmax", "fmin", "heaviside", "sinc", "float_power", "positive",
+    "trunc", "fix", "rint", "fabs", "fmax", "fmin", "heaviside", "signbit", "copysign", "sinc", "float_power", "positive",
     "logaddexp2", "real", "imag", "conj", "conjugate", "empty", "empty_like", "logspace", "geomspace", "tri",
     "tril_indices", "triu_indices", "diag_indices", "indices", "diagflat", "ndim", "shape", "size", "vdot",
     "select", "unravel_index", "ravel_multi_index", "isin", "convolve", "correlate", "polyfit", "finfo",
@@ -581,6 +581,24 @@ def fmin(a, b):
     if a.dtype not in (_qb.float32, _qb.float64) and b.dtype not in (_qb.float32, _qb.float64):
         return _qb.minimum(a, b)
     return _qb.where(_qb.isnan(a), b, _qb.where(_qb.isnan(b), a, _qb.minimum(a, b)))
+
+
+def signbit(x):
+    """Whether x is negative, -0.0 included (a NaN counts as positive: without a bit cast
+    its sign bit is not visible)."""
+    x = _arr(x)
+    if x.dtype == _qb.bool_:
+        return _qb.zeros_like(x, dtype=_qb.bool_)
+    if x.dtype not in (_qb.float32, _qb.float64):
+        return x < 0
+    zero = x == 0
+    return (x < 0) | (zero & (_qb.where(zero, 1.0, 0.0) / x < 0))
+
+
+def copysign(x1, x2):
+    """|x1| with the sign of x2 (as a float; -0.0 counts as negative, as in NumPy)."""
+    x1, x2 = _float(x1), _arr(x2)
+    return _qb.where(signbit(x2), -_qb.abs(x1), _qb.abs(x1))
 
 
 def heaviside(x1, x2):

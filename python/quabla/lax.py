@@ -1,6 +1,7 @@
 """The jax.lax functions PINN code reaches for, with jax.lax's names and semantics."""
 from __future__ import annotations
 
+import builtins as _builtins
 from typing import Callable, Sequence
 
 from ._indexing import dynamic_slice, dynamic_update_slice, dynamic_index_in_dim, top_k  # noqa: F401
@@ -321,3 +322,85 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
     if reverse:
         out = [_qb.flip(x, ax) for x in out]
     return _tree.unflatten(treedef, out)
+
+
+from ._special import lgamma, digamma, erf_inv, polygamma  # noqa: E402,F401
+
+
+def pad(operand, padding_value, padding_config):
+    """operand padded with padding_value: per axis (low, high, interior) elements before,
+    after and between neighbours; a negative low or high crops instead (as jax.lax.pad)."""
+    x = _qb.asarray(operand)
+    config = [tuple(c) for c in padding_config]
+    if len(config) != x.ndim or any(len(c) != 3 for c in config):
+        raise ValueError(f"lax.pad: padding_config needs one (low, high, interior) triple per axis of an array of "
+                         f"shape {tuple(x.shape)}, got {padding_config!r}")
+    for c in config:
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in c) or c[2] < 0:
+            raise ValueError(f"lax.pad: (low, high, interior) must be ints with interior >= 0, got {c!r}")
+    value = _qb.asarray(padding_value)
+    if value.ndim != 0:
+        raise ValueError(f"lax.pad: padding_value must be a scalar, got shape {tuple(value.shape)}")
+    if value.dtype != x.dtype:
+        raise TypeError(f"lax.pad: padding_value is {value.dtype.name} but the operand is {x.dtype.name}; "
+                        f"they must have one dtype (as in JAX)")
+    padded = _qb._core._pad_constant(x, value, [_builtins.max(lo, 0) for lo, _, _ in config],
+                                     [_builtins.max(hi, 0) for _, hi, _ in config], [it for _, _, it in config])
+    if all(lo >= 0 and hi >= 0 for lo, hi, _ in config):
+        return padded
+    index = []
+    for (lo, hi, _), n in zip(config, padded.shape):
+        start, stop = -lo if lo < 0 else 0, n + hi if hi < 0 else n
+        if stop < start:
+            raise ValueError(f"lax.pad: the negative padding {(lo, hi)} crops more than the padded axis holds ({n})")
+        index.append(_builtins.slice(start, stop))  # (lax.slice shadows the builtin)
+    return padded[tuple(index)]
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """The general contraction of jax.lax: dimension_numbers = ((lhs_contracting,
+    rhs_contracting), (lhs_batch, rhs_batch)); the result's axes are the batch axes, then
+    lhs's free axes, then rhs's (an einsum)."""
+    import string
+    lhs, rhs = _qb.asarray(lhs), _qb.asarray(rhs)
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+        lc, rc, lb, rb = (tuple(int(d) for d in dims) for dims in (lc, rc, lb, rb))
+    except (TypeError, ValueError):
+        raise TypeError(f"lax.dot_general: dimension_numbers must be ((lhs_contracting, rhs_contracting), "
+                        f"(lhs_batch, rhs_batch)), got {dimension_numbers!r}") from None
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise ValueError(f"lax.dot_general: contracting {lc} / {rc} and batch {lb} / {rb} dimensions must pair up")
+
+    def axes(dims, ndim, which):
+        out = []
+        for d in dims:
+            if not -ndim <= d < ndim:
+                raise ValueError(f"lax.dot_general: dimension {d} is out of range for the {which} of rank {ndim}")
+            out.append(d % ndim)
+        if len(set(out)) != len(out):
+            raise ValueError(f"lax.dot_general: the {which} repeats a dimension in {dims}")
+        return out
+    lc, lb = axes(lc, lhs.ndim, "lhs"), axes(lb, lhs.ndim, "lhs")
+    rc, rb = axes(rc, rhs.ndim, "rhs"), axes(rb, rhs.ndim, "rhs")
+    if set(lc) & set(lb) or set(rc) & set(rb):
+        raise ValueError("lax.dot_general: a dimension cannot be both contracting and batch")
+    letters = iter(string.ascii_letters)
+    ls, rs, batch = [None] * lhs.ndim, [None] * rhs.ndim, []
+    for a, b in zip(lb, rb):
+        ls[a] = rs[b] = next(letters)
+        batch.append(ls[a])
+    for a, b in zip(lc, rc):
+        ls[a] = rs[b] = next(letters)
+    free = []
+    for subs in (ls, rs):
+        for i, s in enumerate(subs):
+            if s is None:
+                subs[i] = next(letters)
+                free.append(subs[i])
+    for a, b in list(zip(lb, rb)) + list(zip(lc, rc)):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise ValueError(f"lax.dot_general: lhs dimension {a} ({lhs.shape[a]}) and rhs dimension {b} "
+                             f"({rhs.shape[b]}) are paired but differ in size")
+    out = _qb.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(batch + free)}", lhs, rhs)
+    return out if preferred_element_type is None else out.astype(preferred_element_type)

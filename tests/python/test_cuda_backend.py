@@ -341,6 +341,18 @@ def test_second_derivative_through_a_solve():
 # ---------------------------------------------------------------------------------------
 # Transforms, loops and the README examples
 
+def test_special_functions_on_the_device():
+    # compositions of core ops (quabla._special): the same programs on the device
+    x = qb.array(np.linspace(-4.3, 9.7, 29))
+    y = qb.array(np.linspace(-0.999, 0.999, 17))
+    sp = qb.scipy.special
+    assert_same(lambda v: (sp.gammaln(v), sp.digamma(v), sp.polygamma(2, v), sp.gamma(v)), x, rtol=1e-11)
+    assert_same(lambda v: (sp.erfinv(v), sp.ndtri((v + 1.0) / 2.0)), y, rtol=1e-11)
+    assert_same(qb.vmap(qb.grad(qb.grad(sp.gammaln))), x, rtol=1e-11)
+    assert_same(qb.vmap(qb.grad(sp.erfinv)), y, rtol=1e-11)
+    check_nvrtc(lambda v: sp.gammaln(v) + sp.erfinv(v / 10.0), x)
+
+
 def test_hessian_and_nested_grad():
     f = lambda x: qb.sum(qb.tanh(x) ** 3 * qb.sin(x[::-1]))
     x = qb.array(np.linspace(-1, 1, 7))

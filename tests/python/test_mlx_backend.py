@@ -186,6 +186,16 @@ def test_eager_operations_on_mlx_arrays():
         np.testing.assert_allclose(np.asarray(got), ref(x), rtol=2e-6, atol=2e-6)
 
 
+def test_special_functions_on_mlx():
+    x = np.linspace(0.3, 9.7, 19).astype(np.float32)
+    y = np.linspace(-0.99, 0.99, 13).astype(np.float32)
+    sp = qb.scipy.special
+    for fn, arg in ((sp.gammaln, x), (sp.digamma, x), (sp.erfinv, y), (qb.grad(lambda v: qb.sum(sp.gammaln(v))), x)):
+        want = np.asarray(qb.jit(fn)(qb.array(arg)))
+        got = np.asarray(qb.jit(fn, device="mlx")(qb.array(arg)))
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
 def test_trainer_on_mlx():
     u_xx = qb.vmap(qb.grad(qb.grad(lambda x, w: qb.sin(w * x))), in_axes=(0, None))
     loss = lambda p, x: qb.mean((u_xx(x, p["w"]) + math.pi ** 2 * qb.sin(math.pi * x)) ** 2)

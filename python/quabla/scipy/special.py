@@ -1,12 +1,18 @@
-"""jax.scipy.special's functions that the core ops cover exactly."""
+"""jax.scipy.special's functions: those the core ops cover exactly, and the gamma family and
+inverse error functions of quabla._special."""
 from __future__ import annotations
 
 import math
 
 from .._package import qb as _qb
 
+from .._special import beta, betaln, digamma, erfcinv, erfinv, gamma, gammaln, ndtri, polygamma  # noqa: F401
+
 __all__ = ["erf", "erfc", "expit", "logit", "logsumexp", "softmax", "log_softmax", "xlogy", "xlog1py", "ndtr",
-           "log_ndtr", "entr"]
+           "log_ndtr", "entr", "gammaln", "gamma", "digamma", "psi", "polygamma", "betaln", "beta", "erfinv", "erfcinv",
+           "ndtri"]
+
+psi = digamma
 
 def erf(x):
     """The error function."""

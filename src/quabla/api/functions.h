@@ -74,7 +74,10 @@ std::vector<V> split(Builder& b, V x, std::span<const std::int64_t> indices, std
 V tri_mask(Builder& b, V x, std::int64_t k, bool lower);  // tril (lower) / triu
 // x with low[i] / high[i] copies of the scalar `value` before / after it on axis i (NumPy's
 // pad in constant mode, as one op).
-V pad_constant(Builder& b, V x, V value, std::span<const std::int64_t> low, std::span<const std::int64_t> high);
+// Pads with `value`: low and high elements before and after each axis and `interior` (when
+// given, one per axis) between neighbouring elements (lax.pad's interior padding).
+V pad_constant(Builder& b, V x, V value, std::span<const std::int64_t> low, std::span<const std::int64_t> high,
+               std::span<const std::int64_t> interior = {});
 V flip(Builder& b, V x, const Axes& axes);
 
 // ---- static integer indices (indices may be negative; shape is the index array's shape)

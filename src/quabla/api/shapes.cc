@@ -194,15 +194,17 @@ std::vector<V> split(Builder& b, V x, std::span<const std::int64_t> indices_in, 
   return out;
 }
 
-V pad_constant(Builder& b, V x, V value, std::span<const std::int64_t> low, std::span<const std::int64_t> high) {
+V pad_constant(Builder& b, V x, V value, std::span<const std::int64_t> low, std::span<const std::int64_t> high,
+               std::span<const std::int64_t> interior) {
   const auto& xs = b.type(x).shape;
-  if (low.size() != xs.size() || high.size() != xs.size()) {
+  if (low.size() != xs.size() || high.size() != xs.size() || (!interior.empty() && interior.size() != xs.size())) {
     throw ValueError("pad: needs a (before, after) pair per axis of an array of shape " + shape_str(xs));
   }
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    if (low[i] < 0 || high[i] < 0) {
+    if (low[i] < 0 || high[i] < 0 || (!interior.empty() && interior[i] < 0)) {
       throw ValueError("pad: pad widths must be >= 0, got (" + std::to_string(low[i]) + ", " + std::to_string(high[i]) +
-                       ") on axis " + std::to_string(i));
+                       (interior.empty() ? std::string() : ", " + std::to_string(interior[i])) + ") on axis " +
+                       std::to_string(i));
     }
   }
   if (!b.type(value).shape.empty()) {
@@ -211,7 +213,8 @@ V pad_constant(Builder& b, V x, V value, std::span<const std::int64_t> low, std:
   Attrs a;
   a.starts.assign(low.begin(), low.end());
   a.limits.assign(high.begin(), high.end());
-  a.strides.assign(xs.size(), 0);  // no interior padding
+  if (interior.empty()) a.strides.assign(xs.size(), 0);  // no interior padding
+  else a.strides.assign(interior.begin(), interior.end());
   return b.emit1(Op::Pad, {x, astype(b, value, b.type(x).dtype)}, std::move(a));
 }
 

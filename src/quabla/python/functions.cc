@@ -350,10 +350,10 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     })[0];
   }, nb::arg("arrays"), nb::arg("axis") = 0);
   def_fn(m, "_pad_constant", [](nb::handle x, nb::handle value, const std::vector<std::int64_t>& low,
-                            const std::vector<std::int64_t>& high) {
-    return call2("pad" + shape_str(low) + shape_str(high), x, value,
-                 [&](Builder& b, V a, V v) { return api::pad_constant(b, a, v, low, high); });
-  }, nb::arg("x"), nb::arg("value"), nb::arg("low"), nb::arg("high"));
+                            const std::vector<std::int64_t>& high, const std::vector<std::int64_t>& interior) {
+    return call2("pad" + shape_str(low) + shape_str(high) + shape_str(interior), x, value,
+                 [&](Builder& b, V a, V v) { return api::pad_constant(b, a, v, low, high, interior); });
+  }, nb::arg("x"), nb::arg("value"), nb::arg("low"), nb::arg("high"), nb::arg("interior") = std::vector<std::int64_t>{});
   def_fn(m, "split", [](nb::handle x, nb::handle sections, std::int64_t axis) {
     Array a = to_array(x);
     std::int64_t n = 0;
