@@ -65,7 +65,7 @@ from ._numpy_more import (  # noqa: E402,F401
     radians, degrees, trunc, fix, rint, fabs, fmax, fmin, heaviside, signbit, copysign, sinc, float_power, positive, logaddexp2, real,
     imag, conj, conjugate, empty, empty_like, logspace, geomspace, tri, tril_indices, triu_indices, diag_indices,
     indices, diagflat, ndim, shape, size, vdot, select, unravel_index, ravel_multi_index, isin, convolve, correlate,
-    polyfit, finfo, iinfo, result_type, promote_types, can_cast, issubdtype,
+    polyfit, finfo, iinfo, result_type, promote_types, can_cast, issubdtype, union1d, intersect1d, setdiff1d, setxor1d,
 )
 from . import nn  # noqa: E402,F401
 from . import tree as tree_util  # noqa: E402,F401  (jax.tree_util's name)

@@ -23,6 +23,7 @@ __all__ = [
     "trunc", "fix", "rint", "fabs", "fmax", "fmin", "heaviside", "signbit", "copysign", "sinc", "float_power", "positive",
     "logaddexp2", "real", "imag", "conj", "conjugate", "empty", "empty_like", "logspace", "geomspace", "tri",
     "tril_indices", "triu_indices", "diag_indices", "indices", "diagflat", "ndim", "shape", "size", "vdot",
+    "union1d", "intersect1d", "setdiff1d", "setxor1d",
     "select", "unravel_index", "ravel_multi_index", "isin", "convolve", "correlate", "polyfit", "finfo",
     "iinfo", "result_type", "promote_types", "can_cast", "issubdtype", "block_until_ready",
     "device_get", "linearize", "eval_shape", "bincount", "histogram",
@@ -809,6 +810,78 @@ def isin(element, test_elements, invert: bool = False):
     test = _arr(test_elements).reshape(-1)
     hit = _qb.any(el[..., None] == test, axis=-1)
     return ~hit if invert else hit
+
+
+def _set_operation(name, values, keep, size, fill_value, numpy_fn, numpy_args):
+    """The sorted distinct entries of the 1-D `values` where `keep` (a function of the value
+    only) holds: eagerly NumPy's result when size is None; otherwise the first `size` of
+    them, padded with fill_value (default: the smallest kept value, as jax.numpy)."""
+    if size is None:
+        if values._is_tracer:
+            raise ValueError(f"{name}: size= is required under jit (the number of results must be static, as JAX); "
+                             f"pass the number to keep (extra slots take fill_value)")
+        import numpy as np
+        return _qb.asarray(numpy_fn(*[np.asarray(a) for a in numpy_args]))
+    size = _qb._indexing._check_size(size, name)
+    n = values.shape[0]
+    if n == 0:
+        fill = 0 if fill_value is None else fill_value
+        return _qb.full((size,), fill, dtype=values.dtype)
+    perm = _qb._core._argsort(values, False)
+    s = _qb.take(values, perm, mode="clip")
+    k = _qb.take(keep, perm, mode="clip")
+    new = _qb.concatenate([_qb.full((1,), True), s[1:] != s[:-1]]) if n > 1 else _qb.full((1,), True)
+    if values.dtype in (_qb.float32, _qb.float64) and n > 1:  # NaNs are one value (equal_nan, as jnp.unique)
+        new = _qb.concatenate([_qb.full((1,), True), (s[1:] != s[:-1]) & ~(_qb.isnan(s[1:]) & _qb.isnan(s[:-1]))])
+    first = new & k
+    group = _qb.cumsum(first.astype(_qb.int64)) - 1
+    slot = _qb.where(first & (group < size), group, size)
+    if fill_value is None:
+        big = _qb.full_like(s, _qb.finfo(s.dtype).max if s.dtype in (_qb.float32, _qb.float64)
+                            else _qb.iinfo(s.dtype).max)
+        fill = _qb.min(_qb.where(k, s, big))
+    else:
+        fill = _qb.asarray(fill_value).astype(values.dtype)
+    return _qb._core._scatter(_qb.broadcast_to(fill.astype(values.dtype), (size,)), slot, s, 0, 1, True)
+
+
+def _flat_pair(ar1, ar2):
+    a, b = _arr(ar1).reshape(-1), _arr(ar2).reshape(-1)
+    dtype = _qb.result_type(a.dtype, b.dtype)
+    return a.astype(dtype), b.astype(dtype)
+
+
+def union1d(ar1, ar2, *, size=None, fill_value=None):
+    """The sorted distinct values of ar1 and ar2 (size= under jit; see jax.numpy.union1d)."""
+    import numpy as np
+    a, b = _flat_pair(ar1, ar2)
+    both = _qb.concatenate([a, b])
+    return _set_operation("union1d", both, _qb.full(both.shape, True), size, fill_value, np.union1d, (a, b))
+
+
+def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None, fill_value=None):
+    """The sorted distinct values in both ar1 and ar2 (size= under jit)."""
+    import numpy as np
+    if return_indices:
+        raise NotImplementedError("intersect1d: return_indices=True is not available; use qb.searchsorted on the result")
+    a, b = _flat_pair(ar1, ar2)
+    return _set_operation("intersect1d", a, isin(a, b), size, fill_value, np.intersect1d, (a, b))
+
+
+def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+    """The sorted distinct values of ar1 that are not in ar2 (size= under jit)."""
+    import numpy as np
+    a, b = _flat_pair(ar1, ar2)
+    return _set_operation("setdiff1d", a, isin(a, b, invert=True), size, fill_value, np.setdiff1d, (a, b))
+
+
+def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+    """The sorted distinct values in exactly one of ar1 and ar2 (size= under jit)."""
+    import numpy as np
+    a, b = _flat_pair(ar1, ar2)
+    both = _qb.concatenate([a, b])
+    keep = _qb.concatenate([isin(a, b, invert=True), isin(b, a, invert=True)])
+    return _set_operation("setxor1d", both, keep, size, fill_value, np.setxor1d, (a, b))
 
 
 def _full_convolution(a, v):

@@ -404,3 +404,56 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                              f"({rhs.shape[b]}) are paired but differ in size")
     out = _qb.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(batch + free)}", lhs, rhs)
     return out if preferred_element_type is None else out.astype(preferred_element_type)
+
+
+def _monoid(computation):
+    """The core reduction a well-known binary computation stands for, or None."""
+    import operator
+    known = {operator.add: "sum", operator.mul: "prod", add: "sum", mul: "prod", max: "max", min: "min",
+             _qb.add: "sum", _qb.multiply: "prod", _qb.maximum: "max", _qb.minimum: "min"}
+    try:
+        return known.get(computation)
+    except TypeError:  # an unhashable callable
+        return None
+
+
+def reduce(operands, init_values, computation: Callable, dimensions: Sequence[int]):  # noqa: A001 (jax.lax's name)
+    """jax.lax.reduce: operands (an array or a pytree of arrays) reduced over `dimensions`
+    with the associative `computation` and its identity init_values. add, mul, max and min
+    become the core reductions; any other computation is applied pairwise in a tree of
+    log2(n) vectorised rounds (the order XLA may also choose: exact for associative ones)."""
+    flat, treedef = _qb.tree.flatten(operands)
+    inits, init_def = _qb.tree.flatten(init_values)
+    if not flat or len(flat) != len(inits) or treedef != init_def:
+        raise ValueError("lax.reduce: operands and init_values must be pytrees of one structure")
+    flat = [_qb.asarray(x) for x in flat]
+    inits = [_qb.asarray(v).astype(x.dtype) for x, v in zip(flat, inits)]
+    ndim = flat[0].ndim
+    if any(x.shape != flat[0].shape for x in flat):
+        raise ValueError("lax.reduce: every operand must have the same shape")
+    dims = sorted({int(d) % ndim if ndim else int(d) for d in dimensions})
+    if any(not 0 <= d < _builtins.max(ndim, 1) for d in dims) or (ndim == 0 and dims):
+        raise ValueError(f"lax.reduce: dimensions {tuple(dimensions)} out of range for rank {ndim}")
+    kind = _monoid(computation) if len(flat) == 1 else None
+    if kind is not None:
+        out = getattr(_qb, kind)(flat[0], axis=tuple(dims)) if dims else flat[0]
+        combine = {"sum": _qb.add, "prod": _qb.multiply, "max": _qb.maximum, "min": _qb.minimum}[kind]
+        return _qb.tree.unflatten(treedef, [combine(inits[0], out).astype(flat[0].dtype)])
+    keep = [d for d in range(ndim) if d not in dims]
+    xs = [_qb.transpose(x, tuple(dims + keep)).reshape((-1,) + tuple(x.shape[d] for d in keep)) for x in flat]
+
+    def apply(a, b):
+        out = computation(_qb.tree.unflatten(treedef, a), _qb.tree.unflatten(treedef, b))
+        leaves = _qb.tree.leaves(out)
+        if len(leaves) != len(a):
+            raise TypeError("lax.reduce: the computation must return operands of the init_values' structure")
+        return [_qb.asarray(v) for v in leaves]
+    while xs[0].shape[0] > 1:
+        if xs[0].shape[0] % 2:  # an odd count: the identity pads it
+            xs = [_qb.concatenate([x, _qb.broadcast_to(v, (1,) + tuple(x.shape[1:]))]) for x, v in zip(xs, inits)]
+        xs = apply([x[0::2] for x in xs], [x[1::2] for x in xs])
+    shape = tuple(flat[0].shape[d] for d in keep)
+    if xs[0].shape[0] == 0:
+        return _qb.tree.unflatten(treedef, [_qb.broadcast_to(v, shape) for v in inits])
+    out = apply([_qb.broadcast_to(v, shape) for v in inits], [x[0] for x in xs])
+    return _qb.tree.unflatten(treedef, [o.astype(x.dtype) for o, x in zip(out, flat)])

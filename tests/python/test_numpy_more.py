@@ -314,3 +314,54 @@ def test_eval_shape_bincount_histogram():
         wc, we = np.histogram(d, **kwargs)
         same(edges, we, rtol=1e-12)
         same(counts, wc.astype(float), rtol=1e-12, atol=1e-12)
+
+
+# ---- set operations and lax.reduce
+
+SET_A = np.array([3, 1, 2, 2, 7, 1, 9])
+SET_B = np.array([2, 9, 4, 4, 0])
+
+
+@pytest.mark.parametrize("name", ["union1d", "intersect1d", "setdiff1d", "setxor1d"])
+def test_set_operations_match_numpy(name):
+    want = getattr(np, name)(SET_A, SET_B)
+    ours = getattr(qb, name)
+    np.testing.assert_array_equal(np.asarray(ours(qb.array(SET_A), qb.array(SET_B))), want)  # eager: exact size
+    n = len(want) + 2
+    got = qb.jit(lambda a, b: ours(a, b, size=n, fill_value=-5))(qb.array(SET_A), qb.array(SET_B))
+    np.testing.assert_array_equal(np.asarray(got), np.concatenate([want, [-5, -5]]))
+    default_fill = np.asarray(ours(qb.array(SET_A), qb.array(SET_B), size=n))
+    np.testing.assert_array_equal(default_fill, np.concatenate([want, [want.min()] * 2]))  # the smallest, as jnp
+    np.testing.assert_array_equal(np.asarray(ours(qb.array(SET_A), qb.array(SET_B), size=2)), want[:2])
+    with pytest.raises(ValueError, match="size= is required"):
+        qb.jit(lambda a, b: ours(a, b))(qb.array(SET_A), qb.array(SET_B))
+
+
+def test_set_operations_on_floats_keep_one_nan():
+    a, b = np.array([3.0, np.nan, 1.0, np.nan]), np.array([1.0, 5.0])
+    got = np.asarray(qb.setdiff1d(qb.array(a), qb.array(b), size=3, fill_value=0.0))
+    np.testing.assert_array_equal(got, [3.0, np.nan, 0.0])
+    np.testing.assert_array_equal(np.asarray(qb.union1d(qb.array(a), qb.array(b), size=4)), [1.0, 3.0, 5.0, np.nan])
+
+
+@pytest.mark.parametrize("dims", [(1,), (0, 2), (0, 1, 2), ()])
+def test_lax_reduce_matches_numpy(dims):
+    x = np.random.default_rng(9).normal(size=(3, 5, 4))
+    for comp, init, ref in ((qb.lax.add, 0.0, np.sum), (qb.lax.mul, 1.0, np.prod), (qb.lax.max, -np.inf, np.max),
+                            (qb.lax.min, np.inf, np.min), (lambda a, b: a + b, 0.0, np.sum),
+                            (lambda a, b: qb.maximum(a, b), -np.inf, np.max)):
+        got = qb.lax.reduce(qb.array(x), init, comp, dims)
+        want = ref(x, axis=dims) if dims else x
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-13)
+
+
+def test_lax_reduce_of_a_pytree_with_a_custom_computation():
+    v, i = np.array([3.0, 9.0, 1.0, 9.0, 2.0, 0.5, 9.0]), np.arange(7)
+
+    def first_max(a, b):  # (value, index) of the largest value, the lowest index among ties
+        take_a = (a[0] > b[0]) | ((a[0] == b[0]) & (a[1] < b[1]))
+        return qb.where(take_a, a[0], b[0]), qb.where(take_a, a[1], b[1])
+    best, at = qb.jit(lambda a, b: qb.lax.reduce((a, b), (-np.inf, 7), first_max, (0,)))(qb.array(v), qb.array(i))
+    assert float(best) == 9.0 and int(at) == 1
+    with pytest.raises(ValueError, match="one structure"):
+        qb.lax.reduce((qb.array(v), qb.array(i)), 0.0, first_max, (0,))
