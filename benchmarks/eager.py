@@ -1,5 +1,6 @@
 """Eager workloads of the foundation: dispatch overhead of a tiny op, and throughput of
-tanh/exp/sin and a 4-op elementwise chain on 1e6 elements, against NumPy and JAX."""
+tanh/exp/sin and a 4-op elementwise chain on 1e6 elements, of a comparison, a select
+(where), relu, and the max of a vector and of each row of a matrix, against NumPy and JAX."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,4 +47,20 @@ def run(quick: bool = False):
             impls["jax"] = lambda: jnp.tanh(jnp.exp(xj * 0.5) + xj).block_until_ready()
         t = alternate(impls, number=5 if quick else 20, rounds=rounds)
         rows.append((f"chain4 {np.dtype(dt).name}[1e6]", "ms/call", {k: v * 1e3 for k, v in t.items()}))
+        mq, mn = xq.reshape(1000, 1000), xn.reshape(1000, 1000)
+        mj = xj.reshape(1000, 1000) if jax else None
+        for name, fq, fn, fj in (
+                ("less", lambda: xq < 0.5, lambda: xn < 0.5, lambda: (xj < 0.5).block_until_ready()),
+                ("where", lambda: qb.where(xq < 0, -xq, xq), lambda: np.where(xn < 0, -xn, xn),
+                 lambda: jnp.where(xj < 0, -xj, xj).block_until_ready()),
+                ("relu", lambda: qb.relu(xq), lambda: np.maximum(xn, 0),
+                 lambda: jax.nn.relu(xj).block_until_ready()),
+                ("max", lambda: qb.max(xq), lambda: np.max(xn), lambda: jnp.max(xj).block_until_ready()),
+                ("max rows", lambda: qb.max(mq, axis=1), lambda: np.max(mn, axis=1),
+                 lambda: jnp.max(mj, axis=1).block_until_ready())):
+            impls = {"quabla": fq, "numpy": fn}
+            if jax:
+                impls["jax"] = fj
+            t = alternate(impls, number=5 if quick else 20, rounds=rounds)
+            rows.append((f"{name} {np.dtype(dt).name}[1e6]", "ms/call", {k: v * 1e3 for k, v in t.items()}))
     return rows

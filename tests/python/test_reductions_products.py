@@ -318,3 +318,67 @@ def test_dot_mismatch():
         qb.dot(qb.ones((2, 3)), qb.ones((4, 2)))
     with pytest.raises(ValueError):
         qb.dot(qb.ones(3), qb.ones(4))
+
+
+# ---- the vectorised kernel paths: reductions of a contiguous row in 16 lanes plus a tail,
+# branch-free selects, comparisons into bools (each checked on lengths around the lane
+# count, with NaNs and signed zeros placed anywhere)
+
+@pytest.mark.parametrize("n", [1, 2, 15, 16, 17, 31, 33, 1000, 4099])
+def test_row_reductions_match_numpy_at_every_length(n):
+    rng = np.random.default_rng(n)
+    x = rng.uniform(-2.0, 2.0, n)
+    for op in ("max", "min", "prod", "sum"):
+        np.testing.assert_allclose(np.asarray(getattr(qb, op)(qb.array(x))), getattr(np, op)(x), rtol=1e-13)
+    for pos in {0, n // 2, n - 1}:
+        y = x.copy()
+        y[pos] = np.nan
+        for op in ("max", "min", "prod"):
+            assert np.isnan(float(getattr(qb, op)(qb.array(y)))), (op, pos)
+        b = y > 0
+        assert bool(qb.any(qb.array(b))) == b.any() and bool(qb.all(qb.array(b))) == b.all()
+        b[:] = False
+        b[pos] = True
+        assert bool(qb.any(qb.array(b))) and bool(qb.all(qb.array(b))) == (n == 1)
+        assert not bool(qb.any(qb.array(~b))) or n > 1
+    i = rng.integers(-2**62, 2**62, n)
+    assert int(qb.sum(qb.array(i))) == int(np.sum(i))  # wraps as NumPy's int64 does
+    np.testing.assert_array_equal(np.asarray(qb.max(qb.array(i.reshape(1, n)), axis=1)), i.reshape(1, n).max(axis=1))
+    m = rng.uniform(-1, 1, (3, n))
+    np.testing.assert_allclose(np.asarray(qb.max(qb.array(m), axis=1)), m.max(axis=1))
+    np.testing.assert_allclose(np.asarray(qb.max(qb.array(m), axis=0)), m.max(axis=0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.bool_])
+def test_select_and_comparisons_every_operand_shape(dtype):
+    rng = np.random.default_rng(3)
+    a, c = rng.uniform(-5, 5, 37).astype(dtype), rng.uniform(-5, 5, 37).astype(dtype)
+    p = rng.uniform(size=37) < 0.5
+    for pv in (p, np.bool_(True), np.bool_(False)):
+        for av in (a, a[3]):
+            for cv in (c, c[5]):
+                got = qb.where(qb.array(pv), qb.array(av), qb.array(cv))
+                np.testing.assert_array_equal(np.asarray(got), np.broadcast_to(np.where(pv, av, cv), (37,)))
+    if dtype != np.bool_:
+        for op in ("less", "less_equal", "greater", "equal", "not_equal"):
+            np.testing.assert_array_equal(np.asarray(getattr(qb, op)(qb.array(a), qb.array(c))), getattr(np, op)(a, c))
+            np.testing.assert_array_equal(np.asarray(getattr(qb, op)(qb.array(a), qb.array(a[7]))), getattr(np, op)(a, a[7]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.bool_])
+def test_fused_broadcast_and_strided_loads_of_every_item_size(dtype):
+    # A per-row value broadcast along the last axis (a fill), a strided slice (a gather) and a
+    # 0-d operand, all loaded inside one fused kernel, for items of 1, 4 and 8 bytes.
+    rng = np.random.default_rng(11)
+    m = (rng.uniform(-4, 4, (7, 36)) * 3).astype(dtype)
+    col, row = m[:, 3].copy(), m[2].copy()
+    if dtype == np.bool_:
+        f = lambda a, c, r: (a ^ c[:, None]) | (r[None, :] & a[:, ::-1])
+        want = (m ^ col[:, None]) | (row[None, :] & m[:, ::-1])
+    else:
+        f = lambda a, c, r: a * c[:, None] + r[None, :] - a[:, ::-1] + a[::2, 1::3].sum()
+        want = m * col[:, None] + row[None, :] - m[:, ::-1] + m[::2, 1::3].sum()
+    got = qb.jit(f)(qb.array(m), qb.array(col), qb.array(row))
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    pair = (lambda a: a[:, ::3] | a[:, 1::3]) if dtype == np.bool_ else (lambda a: a[:, ::3] + a[:, 1::3])
+    np.testing.assert_array_equal(np.asarray(qb.jit(pair)(qb.array(m))), pair(m))

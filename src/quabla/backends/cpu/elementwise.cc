@@ -23,6 +23,20 @@ const T* ptr(const Operand& o) {
   return reinterpret_cast<const T*>(o.data);
 }
 
+// The loops over [b, e), their pointers function parameters (locals): a uint8 (bool)
+// output may alias anything, so pointers read from a closure would be reloaded after every
+// store, and the loop would not vectorise (comparisons ran 5x slower than additions).
+template <class In, class Out, class F>
+void loop1(const In* x, Out* out, std::int64_t b, std::int64_t e, F f) {
+  for (std::int64_t i = b; i < e; ++i) out[i] = static_cast<Out>(f(x[i]));
+}
+
+template <class In, class Out, bool ScalarX, bool ScalarY, class F>
+void loop2(const In* x, const In* y, Out* out, std::int64_t b, std::int64_t e, F f) {
+  const In x0 = x[0], y0 = y[0];
+  for (std::int64_t i = b; i < e; ++i) out[i] = static_cast<Out>(f(ScalarX ? x0 : x[i], ScalarY ? y0 : y[i]));
+}
+
 template <class In, class Out, class F>
 void map1(std::span<const Operand> in, std::byte* out_bytes, std::int64_t n, F f) {
   Out* out = reinterpret_cast<Out*>(out_bytes);
@@ -31,9 +45,7 @@ void map1(std::span<const Operand> in, std::byte* out_bytes, std::int64_t n, F f
     std::fill(out, out + n, static_cast<Out>(f(x[0])));
     return;
   }
-  parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) out[i] = static_cast<Out>(f(x[i]));
-  });
+  parallel_for(n, kGrain, [out, x, f](std::int64_t b, std::int64_t e) { loop1<In, Out>(x, out, b, e, f); });
 }
 
 template <class In, class Out, class F>
@@ -42,20 +54,28 @@ void map2(std::span<const Operand> in, std::byte* out_bytes, std::int64_t n, F f
   const In* x = ptr<In>(in[0]);
   const In* y = ptr<In>(in[1]);
   const bool xs = in[0].scalar, ys = in[1].scalar;
-  parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) {
+  parallel_for(n, kGrain, [out, x, y, xs, ys, f](std::int64_t b, std::int64_t e) {
     if (xs && ys) {
       const Out v = static_cast<Out>(f(x[0], y[0]));
       std::fill(out + b, out + e, v);
     } else if (xs) {
-      const In a = x[0];
-      for (std::int64_t i = b; i < e; ++i) out[i] = static_cast<Out>(f(a, y[i]));
+      loop2<In, Out, true, false>(x, y, out, b, e, f);
     } else if (ys) {
-      const In c = y[0];
-      for (std::int64_t i = b; i < e; ++i) out[i] = static_cast<Out>(f(x[i], c));
+      loop2<In, Out, false, true>(x, y, out, b, e, f);
     } else {
-      for (std::int64_t i = b; i < e; ++i) out[i] = static_cast<Out>(f(x[i], y[i]));
+      loop2<In, Out, false, false>(x, y, out, b, e, f);
     }
   });
+}
+
+// Both values loaded, then chosen: a branch-free loop the compiler vectorises into blends
+// (a branch on the predicate mispredicts on mixed data: 30x slower on 1e6 random signs).
+template <class T, bool ScalarA, bool ScalarC>
+void select_range(const std::uint8_t* p, const T* a, const T* c, T* out, std::int64_t b, std::int64_t e) {
+  for (std::int64_t i = b; i < e; ++i) {
+    const T x = a[ScalarA ? 0 : i], y = c[ScalarC ? 0 : i];
+    out[i] = p[i] != 0 ? x : y;
+  }
 }
 
 template <class T>
@@ -64,9 +84,21 @@ void select(std::span<const Operand> in, std::byte* out_bytes, std::int64_t n) {
   const auto* p = ptr<std::uint8_t>(in[0]);
   const T* a = ptr<T>(in[1]);
   const T* c = ptr<T>(in[2]);
-  const std::int64_t sp = in[0].scalar ? 0 : 1, sa = in[1].scalar ? 0 : 1, sc = in[2].scalar ? 0 : 1;
+  const bool sa = in[1].scalar, sc = in[2].scalar;
+  if (in[0].scalar) {  // one predicate: a copy of one side
+    const T* src = p[0] ? a : c;
+    const bool scalar = p[0] ? sa : sc;
+    parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) {
+      if (scalar) std::fill(out + b, out + e, src[0]);
+      else std::copy(src + b, src + e, out + b);
+    });
+    return;
+  }
   parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) out[i] = p[i * sp] ? a[i * sa] : c[i * sc];
+    if (sa && sc) select_range<T, true, true>(p, a, c, out, b, e);
+    else if (sa) select_range<T, true, false>(p, a, c, out, b, e);
+    else if (sc) select_range<T, false, true>(p, a, c, out, b, e);
+    else select_range<T, false, false>(p, a, c, out, b, e);
   });
 }
 
