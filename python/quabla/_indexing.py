@@ -138,13 +138,13 @@ def _flat_index(arrays, sizes, mode):
     """One int64 index into the merged axis from per-axis indices (negatives wrapped).
 
     mode "clip" clamps each index into its axis; "drop" marks any out-of-bounds index with -1
-    (dropped by scatters, filled by fill-gathers). A single index array is only wrapped: what
-    stays out of bounds is clamped or dropped by the kernels themselves."""
+    (dropped by scatters, filled by fill-gathers). A single index array under "drop" is only
+    wrapped: the kernels drop (scatter) or fill (take) whatever stays out of bounds."""
     if len(arrays) == 1:
-        # One index array: after wrapping negatives, the kernels clamp (take) or drop
-        # (scatter) whatever is still out of bounds, so no further pass is needed.
         a, n = arrays[0], sizes[0]
-        return _core.where(a < 0, a + n, a)
+        a = _core.where(a < 0, a + n, a)
+        # clamped here for scatters too, which would drop it (take clamps by itself)
+        return _core.clip(a, 0, max(n - 1, 0)) if mode == "clip" else a
     flat = None
     bad = None
     stride = 1
@@ -250,9 +250,12 @@ class _IndexUpdateRef:
         self._index = index
 
     def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
-        if _needs_dynamic(self._index) or mode == "fill":
+        if _needs_dynamic(self._index) or mode in ("fill", "clip"):
             return dynamic_getitem(self._x, _ints_as_arrays(self._index), mode=mode, fill_value=fill_value)
-        return _static_getitem(self._x, self._index)
+        try:
+            return _static_getitem(self._x, self._index)
+        except IndexError:  # out-of-bounds ints: clamped, as jax's .at[].get() does (x[i] raises, as NumPy)
+            return dynamic_getitem(self._x, _ints_as_arrays(self._index), mode="clip")
 
     def set(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         return _scatter(self._x, self._index, values, "set", unique_indices, mode)

@@ -360,3 +360,20 @@ def test_argmax_keepdims_without_axis_and_bool_with_python_ints():
     assert qb.argmax(qb.ones((2, 3)), keepdims=True).shape == (1, 1)
     with qb.set_default_dtype(qb.float32):
         assert (qb.array([True]) + 1).dtype == qb.int32
+
+
+def test_clip_mode_clamps_single_index_arrays_in_scatters_and_gets():
+    # One index array under mode="clip": clamped into the axis (was dropped by the scatter)
+    x = qb.arange(5.0)
+    for op, want in (("set", [0, 1, 2, 3, 9]), ("add", [0, 1, 2, 3, 13]), ("max", [0, 1, 2, 3, 9]),
+                     ("multiply", [0, 1, 2, 3, 36])):
+        got = getattr(x.at[qb.array([9])], op)(9.0, mode="clip")
+        np.testing.assert_array_equal(np.asarray(got), want)
+    np.testing.assert_array_equal(np.asarray(x.at[qb.array([-9])].set(7.0, mode="clip")), [7, 1, 2, 3, 4])
+    jitted = qb.jit(lambda v, i: v.at[i].set(-1.0, mode="clip"))(x, qb.array([9, -1, 2]))
+    np.testing.assert_array_equal(np.asarray(jitted), [0, 1, -1, 3, -1])
+    np.testing.assert_array_equal(np.asarray(x.at[9].set(3.0, mode="clip")), [0, 1, 2, 3, 3])
+    assert float(x.at[9].get()) == 4.0 and float(x.at[9].get(mode="clip")) == 4.0 and float(x.at[-9].get()) == 0.0
+    np.testing.assert_array_equal(np.asarray(x.at[qb.array([9])].set(1.0)), [0, 1, 2, 3, 4])  # default: dropped
+    with pytest.raises(IndexError):
+        x[9]  # plain indexing raises, as NumPy
