@@ -62,7 +62,7 @@ from ._numpy_more import (  # noqa: E402,F401
     append, isclose, allclose, array_equal, array_equiv, isneginf, isposinf, isscalar, nansum, nanprod, nanmax,
     nanmin, nanmean, nanvar, nanstd, nanargmax, nanargmin, nancumsum, nancumprod, average, ptp, count_nonzero,
     quantile, percentile, median, nanquantile, nanpercentile, nanmedian, cov, corrcoef, digitize, deg2rad, rad2deg,
-    radians, degrees, trunc, fix, rint, fabs, fmax, fmin, heaviside, signbit, copysign, sinc, float_power, positive, logaddexp2, real,
+    radians, degrees, trunc, fix, rint, fabs, fmax, fmin, heaviside, signbit, copysign, round, around, copy, sinc, float_power, positive, logaddexp2, real,
     imag, conj, conjugate, empty, empty_like, logspace, geomspace, tri, tril_indices, triu_indices, diag_indices,
     indices, diagflat, ndim, shape, size, vdot, select, unravel_index, ravel_multi_index, isin, convolve, correlate,
     polyfit, finfo, iinfo, result_type, promote_types, can_cast, issubdtype, union1d, intersect1d, setdiff1d, setxor1d,
@@ -72,9 +72,24 @@ from . import tree as tree_util  # noqa: E402,F401  (jax.tree_util's name)
 from ._jit import ShapeDtype as ShapeDtypeStruct  # noqa: E402,F401  (jax.ShapeDtypeStruct's name)
 from ._numpy_more import block_until_ready, device_get, linearize, eval_shape, bincount, histogram  # noqa: E402,F401
 from .optim import Trainer  # noqa: E402,F401
+from ._config import config, disable_jit  # noqa: E402,F401  (jax.config, jax.disable_jit)
+from . import flatten_util  # noqa: E402,F401
+
+
+def make_jaxpr(fun, static_argnums=()):
+    """make_jaxpr(f)(*args): the program f traces to, as text (jax.make_jaxpr's role; the
+    text is Quabla's IR, printed as qb.jit(f).lower(*args).as_text())."""
+    def traced(*args, **kwargs):
+        return _ProgramText(_jit_fn(fun, static_argnums=static_argnums).lower(*args, **kwargs).as_text())
+    return traced
+
+
+class _ProgramText(str):
+    """The printed program (a str, so print() and comparisons work)."""
 from .io import save, load  # noqa: E402,F401
 
 _array_methods.install()
+_array_methods.install_more()
 
 
 from ._cuda import device_put  # noqa: E402,F401
@@ -191,12 +206,15 @@ def _plain(items) -> bool:
 
 
 @_wraps(_where_core)
-def where(condition, x, y):  # noqa: F811
-    """where(condition, x, y): x where condition holds, else y (broadcast). Three
-    quabla.legacy Matrix (or TraceMatrix) operands take v0.1's 2D where; v0.1 trace values
-    (trace_tensor) record a traced where."""
+def where(condition, x=None, y=None, *, size=None, fill_value=None):  # noqa: F811
+    """where(condition, x, y): x where condition holds, else y (broadcast); where(condition)
+    alone is nonzero(condition) (with size= and fill_value= under jit). Three quabla.legacy
+    Matrix (or TraceMatrix) operands take v0.1's 2D where; v0.1 trace values (trace_tensor)
+    record a traced where."""
     if type(condition) in _PLAIN and type(x) in _PLAIN and type(y) in _PLAIN:
         return _where_core(condition, x, y)
+    if x is None or y is None or size is not None or fill_value is not None:
+        return _where_core(condition, x, y, size=size, fill_value=fill_value)
     if isinstance(condition, _LEGACY_2D) or isinstance(x, _LEGACY_2D) or isinstance(y, _LEGACY_2D):
         return legacy.where(condition, x, y)
     if _compat.has_trace_values((condition, x, y)):

@@ -88,3 +88,69 @@ def install() -> None:
     cls.at = property(ix._at)
     for name in ("argsort", "sort", "argmax", "argmin", "take", "searchsorted", "nonzero"):
         setattr(cls, name, getattr(ix, name))
+
+
+# ---- conveniences NumPy and JAX users reach for (installed by install_more)
+
+def __format__(self, spec):
+    """f"{x:.3e}" of a one-element array formats its value (as NumPy's 0-d arrays do)."""
+    if not spec:
+        return str(self)
+    if self.size == 1 and not self._is_tracer:
+        return format(self.item(), spec)
+    raise TypeError(f"unsupported format string {spec!r} for an array of shape {tuple(self.shape)}; format "
+                    f"x.item() of a one-element array, or x.tolist()")
+
+
+def __round__(self, ndigits=None):
+    """round(x): a Python number for a one-element array (ndigits None); round(x, n): the
+    array rounded to n decimals (qb.round(x, n))."""
+    if ndigits is None:
+        if self.size != 1:
+            raise TypeError("round() of an array with more than one element; use qb.round(x)")
+        return round(self.item())
+    from . import _numpy_more
+    return _numpy_more.round(self, ndigits)
+
+
+def _flatten(self, order="C"):
+    """A flattened copy (row-major; order="F" column-major)."""
+    if order not in ("C", "F", "A", "K"):
+        raise ValueError(f"flatten: order must be 'C' or 'F', got {order!r}")
+    x = _core.transpose(self) if order == "F" else self
+    return _core.reshape(x, (-1,))
+
+
+def _copy(self):
+    """The array itself: arrays are immutable, so a copy is never needed (as jax.Array.copy)."""
+    return self
+
+
+def _block_until_ready(self):
+    """self (CPU programs have finished when they return)."""
+    return self
+
+
+def install_more() -> None:
+    cls = _core.Array
+    cls.__format__ = __format__
+    cls.__round__ = __round__
+    cls.flatten = _flatten
+    cls.copy = _copy
+    cls.__copy__ = _copy
+    cls.__deepcopy__ = lambda self, memo=None: self
+    cls.block_until_ready = _block_until_ready
+    from . import _numpy_extra, _numpy_more
+    cls.mT = property(lambda self: _numpy_extra.swapaxes(self, -1, -2), doc="The last two axes swapped.")
+    cls.round = lambda self, decimals=0: _numpy_more.round(self, decimals)
+    cls.itemsize = property(lambda self: self.dtype.itemsize)
+    dt = _core.DType
+
+    def numpy_dtype(self):
+        import numpy as np
+        return np.dtype(self.name)
+    dt.dtype = property(numpy_dtype, doc="The NumPy dtype (np.dtype(qb.float32) reads it).")
+    dt.kind = property(lambda self: {"bool": "b", "int32": "i", "int64": "i"}.get(self.name, "f"))
+    dt.type = property(lambda self: numpy_dtype(self).type, doc="NumPy's scalar type (np.float32 ...).")
+    dt.char = property(lambda self: numpy_dtype(self).char)
+    dt.str = property(lambda self: numpy_dtype(self).str)

@@ -3,3 +3,74 @@
 # Bumped whenever qb.set_default_dtype changes the default: part of every jit signature, so
 # programs traced under one default are not reused under another.
 default_dtype_epoch = 0
+
+# qb.disable_jit(): jitted functions run their Python body directly (for debugging).
+jit_disabled = False
+
+
+class Config:
+    """jax.config's interface for the settings Quabla has: ``qb.config.update(name, value)``
+    and reading them as attributes.
+
+    - ``jax_enable_x64``: True makes float64 the default float dtype (Quabla's default
+      already), False float32 (JAX's default) -- qb.set_default_dtype underneath.
+    - ``jax_disable_jit``: jitted functions run their Python body (qb.disable_jit).
+    - ``jax_platforms`` / ``jax_platform_name``: "cpu" (or "") is accepted; programs run
+      where jit's device= or their device arrays say.
+    - ``jax_default_matmul_precision``, ``jax_numpy_rank_promotion`` ("allow"): accepted,
+      Quabla's matmuls are exact float32/float64 and its broadcasting NumPy's.
+    """
+
+    _accepted = {"jax_platforms": ("", "cpu"), "jax_platform_name": ("", "cpu"),
+                 "jax_default_matmul_precision": (None, "highest", "float32", "default", "bfloat16_3x", "tensorfloat32"),
+                 "jax_numpy_rank_promotion": ("allow",)}
+
+    def update(self, name: str, value) -> None:
+        if name == "jax_enable_x64":
+            from . import _core
+            from ._constructors import set_default_dtype
+            set_default_dtype(_core.float64 if value else _core.float32)
+            return
+        if name == "jax_disable_jit":
+            global jit_disabled
+            jit_disabled = bool(value)
+            return
+        if name in self._accepted:
+            if value not in self._accepted[name]:
+                raise ValueError(f"config.update({name!r}, {value!r}): Quabla accepts {self._accepted[name]} here")
+            return
+        raise ValueError(f"config.update: {name!r} is not a setting Quabla has; it has jax_enable_x64, "
+                         f"jax_disable_jit, {', '.join(sorted(self._accepted))}")
+
+    def read(self, name: str):
+        return getattr(self, name)
+
+    @property
+    def jax_enable_x64(self) -> bool:
+        from . import _core
+        return _core.default_dtype() == _core.float64
+
+    @property
+    def jax_disable_jit(self) -> bool:
+        return jit_disabled
+
+
+config = Config()
+
+
+class disable_jit:
+    """``with qb.disable_jit():`` jitted functions run their Python body directly (values
+    are concrete inside: print them, use them in Python control flow); restored on exit."""
+
+    def __init__(self, disable: bool = True):
+        global jit_disabled
+        self._previous = jit_disabled
+        jit_disabled = bool(disable)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        global jit_disabled
+        jit_disabled = self._previous
+        return False

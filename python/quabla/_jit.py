@@ -329,6 +329,8 @@ class JittedFunction:
         return compiled, classified
 
     def __call__(self, *args, **kwargs):
+        if _config.jit_disabled:  # qb.disable_jit(): the Python body, eagerly
+            return self._fun(*args, **kwargs)
         fast_key = tree_key = None
         if self._fast_epoch != _config.default_dtype_epoch:
             self._fast = {}

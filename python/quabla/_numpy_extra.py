@@ -5,6 +5,8 @@ differentiable, batchable ops, differentiates, vmaps and jits like the ops it is
 """
 from __future__ import annotations
 
+import numbers as _numbers
+
 import operator
 from typing import Sequence, Union
 
@@ -14,6 +16,11 @@ __all__ = [
     "moveaxis", "swapaxes", "roll", "tile", "repeat", "diagonal", "diag", "trace", "outer", "inner",
     "tensordot", "kron", "cross", "diff", "gradient", "trapezoid", "interp", "cumprod", "cummax", "cummin", "polyval", "vander", "identity", "pad",
 ]
+
+
+def _isint(v) -> bool:
+    """A Python int or an integer scalar of NumPy (numbers.Integral: bools too, as isinstance(v, int))."""
+    return isinstance(v, _numbers.Integral)
 
 
 def _arr(x):
@@ -30,7 +37,7 @@ def _axis(axis: int, ndim: int, name: str) -> int:
 
 
 def _static_int(v, name: str, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
+    if isinstance(v, bool) or not _isint(v):
         raise TypeError(f"{name}: {what} must be a Python int, got {type(v).__name__}")
     return v
 
@@ -45,8 +52,8 @@ def _take(x, start: int, stop: int, axis: int):
 def moveaxis(x, source: Union[int, Sequence[int]], destination: Union[int, Sequence[int]]):
     """x with the axes `source` moved to `destination`, the others keeping their order."""
     x = _arr(x)
-    src = [source] if isinstance(source, int) else list(source)
-    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [source] if _isint(source) else list(source)
+    dst = [destination] if _isint(destination) else list(destination)
     if len(src) != len(dst):
         raise ValueError(f"moveaxis: source {source} and destination {destination} need the same number of axes")
     src = [_axis(a, x.ndim, "moveaxis") for a in src]
@@ -94,7 +101,7 @@ def roll(x, shift, axis=None):
 def tile(x, reps):
     """x repeated reps[i] times along axis i (NumPy's rules for rank differences)."""
     x = _arr(x)
-    reps = [reps] if isinstance(reps, int) else list(reps)
+    reps = [reps] if _isint(reps) else list(reps)
     for r in reps:
         if _static_int(r, "tile", "reps") < 1:
             raise ValueError(f"tile: reps must be positive (zero-extent arrays are not supported), got {reps}")
@@ -117,7 +124,7 @@ def repeat(x, repeats, axis=None):
         x, axis = _core.reshape(x, (-1,)), 0
     axis = _axis(axis, x.ndim, "repeat")
     n = x.shape[axis]
-    if isinstance(repeats, int) and not isinstance(repeats, bool):
+    if _isint(repeats) and not isinstance(repeats, bool):
         if repeats < 1:
             raise ValueError(f"repeat: repeats must be positive (zero-extent arrays are not supported), got {repeats}")
         shape = list(x.shape)
@@ -183,14 +190,14 @@ def tensordot(a, b, axes=2):
     """Sum over the last `axes` axes of a and the first of b, or over the listed pairs; the
     contraction runs as one matrix product."""
     a, b = _arr(a), _arr(b)
-    if isinstance(axes, int) and not isinstance(axes, bool):
+    if _isint(axes) and not isinstance(axes, bool):
         if not 0 <= axes <= min(a.ndim, b.ndim):
             raise ValueError(f"tensordot: axes={axes} exceeds the ranks {a.ndim} and {b.ndim}")
         ax_a, ax_b = list(range(a.ndim - axes, a.ndim)), list(range(axes))
     else:
         ax_a, ax_b = axes
-        ax_a = [ax_a] if isinstance(ax_a, int) else list(ax_a)
-        ax_b = [ax_b] if isinstance(ax_b, int) else list(ax_b)
+        ax_a = [ax_a] if _isint(ax_a) else list(ax_a)
+        ax_b = [ax_b] if _isint(ax_b) else list(ax_b)
         if len(ax_a) != len(ax_b):
             raise ValueError(f"tensordot: axes {axes} pair different numbers of axes")
         ax_a = [_axis(x, a.ndim, "tensordot") for x in ax_a]
@@ -321,7 +328,7 @@ def gradient(f, *varargs, axis=None):
     differences at the edges (edge_order=1). varargs: one spacing for every axis, or one per
     axis. One array for a single axis, else a list (one per axis)."""
     f = _arr(f)
-    axes = list(range(f.ndim)) if axis is None else ([axis] if isinstance(axis, int) else list(axis))
+    axes = list(range(f.ndim)) if axis is None else ([axis] if _isint(axis) else list(axis))
     axes = [_axis(a, f.ndim, "gradient") for a in axes]
     if len(varargs) == 0:
         spacing = [1.0] * len(axes)
@@ -433,7 +440,7 @@ def _is_scalar(v) -> bool:
 
 def _pad_widths(pad_width, ndim):
     def pair(p):
-        if isinstance(p, int) and not isinstance(p, bool):
+        if _isint(p) and not isinstance(p, bool):
             return (p, p)
         p = tuple(p)
         if len(p) == 1:
@@ -441,7 +448,7 @@ def _pad_widths(pad_width, ndim):
         if len(p) != 2:
             raise ValueError(f"pad: pad_width entries must be (before, after), got {p}")
         return p
-    if isinstance(pad_width, int) or (len(pad_width) in (1, 2) and all(isinstance(v, int) for v in pad_width)):
+    if _isint(pad_width) or (len(pad_width) in (1, 2) and all(_isint(v) for v in pad_width)):
         widths = [pair(pad_width)] * ndim
     else:
         widths = [pair(p) for p in pad_width]
@@ -466,7 +473,7 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0.0):
     if mode == "constant" and _is_scalar(constant_values) and x.ndim > 0:
         # One pad op for every axis: one pass over the result (a stencil's padded array).
         for ax, (before, after) in enumerate(widths):
-            if not (isinstance(before, int) and isinstance(after, int)) or before < 0 or after < 0:
+            if not (_isint(before) and _isint(after)) or before < 0 or after < 0:
                 raise ValueError(f"pad: pad widths must be non-negative ints, got {(before, after)} on axis {ax}")
         if all(b == 0 and a == 0 for b, a in widths):
             return x

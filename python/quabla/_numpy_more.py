@@ -6,6 +6,8 @@ differentiable, batchable ops it differentiates, vmaps and jits like them.
 """
 from __future__ import annotations
 
+import numbers as _numbers
+
 import math
 import operator
 from typing import Optional, Sequence
@@ -20,7 +22,7 @@ __all__ = [
     "nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nanargmax", "nanargmin", "nancumsum",
     "nancumprod", "average", "ptp", "count_nonzero", "quantile", "percentile", "median", "nanquantile",
     "nanpercentile", "nanmedian", "cov", "corrcoef", "digitize", "deg2rad", "rad2deg", "radians", "degrees",
-    "trunc", "fix", "rint", "fabs", "fmax", "fmin", "heaviside", "signbit", "copysign", "sinc", "float_power", "positive",
+    "trunc", "fix", "rint", "fabs", "fmax", "fmin", "heaviside", "signbit", "copysign", "round", "around", "copy", "sinc", "float_power", "positive",
     "logaddexp2", "real", "imag", "conj", "conjugate", "empty", "empty_like", "logspace", "geomspace", "tri",
     "tril_indices", "triu_indices", "diag_indices", "indices", "diagflat", "ndim", "shape", "size", "vdot",
     "union1d", "intersect1d", "setdiff1d", "setxor1d",
@@ -35,6 +37,11 @@ inf = math.inf
 nan = math.nan
 newaxis = None
 euler_gamma = 0.5772156649015329
+
+
+def _isint(v) -> bool:
+    """A Python int or an integer scalar of NumPy (numbers.Integral: bools too, as isinstance(v, int))."""
+    return isinstance(v, _numbers.Integral)
 
 
 def _arr(x):
@@ -128,7 +135,7 @@ def broadcast_shapes(*shapes):
     """The shape the given shapes broadcast to (ValueError when they do not)."""
     import numpy as np
     try:
-        return tuple(np.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,) for s in shapes]))
+        return tuple(np.broadcast_shapes(*[tuple(s) if not _isint(s) else (s,) for s in shapes]))
     except ValueError as err:
         raise ValueError(f"broadcast_shapes: shapes {list(shapes)} do not broadcast together") from err
 
@@ -401,11 +408,11 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
         avg = _qb.mean(a, axis=axis, keepdims=keepdims)
         if not returned:
             return avg
-        n = a.size if axis is None else math.prod(a.shape[i] for i in ([axis] if isinstance(axis, int) else axis))
+        n = a.size if axis is None else math.prod(a.shape[i] for i in ([axis] if _isint(axis) else axis))
         return avg, _qb.full_like(avg, float(n))
     w = _arr(weights).astype(a.dtype)
     if tuple(w.shape) != tuple(a.shape):
-        if axis is None or not isinstance(axis, int) or w.ndim != 1 or w.shape[0] != a.shape[axis]:
+        if axis is None or not _isint(axis) or w.ndim != 1 or w.shape[0] != a.shape[axis]:
             raise ValueError(f"average: weights of shape {tuple(w.shape)} do not match a of shape {tuple(a.shape)} "
                              f"along axis {axis}")
         shape = [1] * a.ndim
@@ -582,6 +589,34 @@ def fmin(a, b):
     if a.dtype not in (_qb.float32, _qb.float64) and b.dtype not in (_qb.float32, _qb.float64):
         return _qb.minimum(a, b)
     return _qb.where(_qb.isnan(a), b, _qb.where(_qb.isnan(b), a, _qb.minimum(a, b)))
+
+
+def round(x, decimals: int = 0):  # noqa: A001 (jax.numpy's name)
+    """x rounded to `decimals` decimals, halves to even (as NumPy: by scaling with 10**decimals,
+    so a decimal that binary cannot hold exactly rounds as NumPy's does); integers are
+    returned as they are for decimals >= 0."""
+    import operator
+    decimals = operator.index(decimals)
+    x = _arr(x)
+    if x.dtype in (_qb.float32, _qb.float64):
+        if decimals == 0:
+            return _qb._core.round(x)
+        scale = 10.0 ** decimals
+        return _qb._core.round(x * scale) / scale
+    if x.dtype == _qb.bool_:
+        return _qb._core.round(x)  # the core's TypeError: round of bools is not defined
+    if decimals >= 0:
+        return x
+    scale = 10 ** (-decimals)
+    return (_qb._core.round(x.astype(_qb.float64) / scale) * scale).astype(x.dtype)
+
+
+around = round
+
+
+def copy(a, order=None):
+    """a as an array: arrays are immutable, so no copy is needed (jax.numpy.copy)."""
+    return _arr(a)
 
 
 def signbit(x):
@@ -1095,7 +1130,7 @@ def histogram(a, bins=10, range=None, weights=None, density: bool = False):  # n
     """(counts, bin_edges): bins equal-width bins over range (default: a's min and max) or the
     given increasing edges; the last bin includes its right edge, values outside are left out."""
     a = _float(a).reshape(-1)
-    if isinstance(bins, int) and not isinstance(bins, bool):
+    if _isint(bins) and not isinstance(bins, bool):
         if bins <= 0:
             raise ValueError(f"histogram: bins must be positive, got {bins}")
         lo, hi = (_qb.min(a), _qb.max(a)) if range is None else (_qb.asarray(float(range[0])), _qb.asarray(float(range[1])))

@@ -43,14 +43,25 @@ def _arr(x):
     return x if isinstance(x, _core.Array) else _core.asarray(x)
 
 
+def _float(x, like=None):
+    """x as an array of a float dtype: integers and bools become like's float dtype or the
+    default one (as jax.numpy.linalg promotes them)."""
+    x = _arr(x)
+    if x.dtype in (_core.float32, _core.float64):
+        return x
+    if like is not None and like.dtype in (_core.float32, _core.float64):
+        return x.astype(like.dtype)
+    return x.astype(_core.default_dtype())
+
+
 def _mT(x):
     perm = list(range(x.ndim))
     perm[-2], perm[-1] = perm[-1], perm[-2]
     return _core.transpose(x, tuple(perm))
 
 
-def _square(fname, a):
-    a = _arr(a)
+def _square(fname, a, promote: bool = True):
+    a = _float(a) if promote else _arr(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"{fname}: expected a square matrix or a stack of them [..., n, n], got shape {list(a.shape)}")
     return a
@@ -59,7 +70,7 @@ def _square(fname, a):
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     """The Cholesky factor L (A = L L^T; with upper=True, U = L^T). The input is symmetrized
     ((A + A^T) / 2) first, as jnp.linalg.cholesky does; NaN where A is not positive definite."""
-    a = _arr(a)
+    a = _float(a)
     if symmetrize_input and a.ndim >= 2 and a.dtype in (_core.float32, _core.float64):
         a = (a + _mT(a)) * 0.5
     l = _core.linalg_cholesky(a)
@@ -76,18 +87,20 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
         t = True
     else:
         raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
-    return _core.linalg_triangular_solve(a, b, bool(lower), t, bool(unit_diagonal))
+    a = _float(a)
+    return _core.linalg_triangular_solve(a, _float(b, a), bool(lower), t, bool(unit_diagonal))
 
 
 def solve(a, b):
     """x with a x = b (LU with partial pivoting). b is [..., n, k], or [n] for one vector
     (NumPy 2's rule); batch axes broadcast."""
-    return _core.linalg_solve(a, b)
+    a = _float(a)
+    return _core.linalg_solve(a, _float(b, a))
 
 
 def slogdet(a) -> SlogdetResult:
     """(sign, log|det a|) of each matrix; (0, -inf) for a singular one."""
-    r = _core.linalg_slogdet(a)
+    r = _core.linalg_slogdet(_float(a))
     return SlogdetResult(r[..., 0], r[..., 1])
 
 
@@ -116,7 +129,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     """SVDResult(U, S, Vh) with A = U diag(S) Vh, S descending (numpy.linalg.svd); only S
     when compute_uv=False. Derivatives as JAX's rule (full_matrices=True has one only for
     square matrices, where it is the reduced SVD)."""
-    a = _arr(a)
+    a = _float(a)
     if a.ndim < 2:
         raise ValueError(f"svd: expected a matrix or a stack of them [..., m, n], got shape {list(a.shape)}")
     m, n = a.shape[-2], a.shape[-1]
@@ -135,7 +148,7 @@ def qr(a, mode: str = "reduced"):
     """QRResult(Q, R) with A = Q R (numpy.linalg.qr): mode 'reduced' (Q m x k, R k x n),
     'complete' (Q m x m, R m x n) or 'r' (R alone). Derivatives for the reduced QR of a
     matrix with m >= n, as in JAX."""
-    a = _arr(a)
+    a = _float(a)
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     if a.ndim < 2:
@@ -167,7 +180,7 @@ def _inverse_above(s, cut):
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     """The Moore-Penrose pseudo-inverse through the SVD: singular values at or below
     rtol * max(s) (default max(m, n) * eps, as JAX) count as zero."""
-    a = _arr(a)
+    a = _float(a)
     if rcond is not None:
         rtol = rcond
     u, s, vh = svd(a, full_matrices=False)
@@ -180,7 +193,8 @@ def lstsq(a, b, rcond=None):
     """(x, residuals, rank, s) minimising ||a x - b|| (numpy.linalg.lstsq), through the SVD;
     residuals are the squared norms of b - a x when a has full column rank and more rows
     than columns, else empty."""
-    a, b = _arr(a), _arr(b)
+    a = _float(a)
+    b = _float(b, a)
     if a.ndim != 2:
         raise ValueError(f"lstsq: expected a 2-D matrix, got shape {list(a.shape)}")
     vec = b.ndim == 1
@@ -206,7 +220,7 @@ def lstsq(a, b, rcond=None):
 
 def matrix_rank(M, rtol=None, hermitian: bool = False, *, tol=None):
     """The number of singular values above tol (default: rtol * max(s), rtol = max(m, n) * eps)."""
-    M = _arr(M)
+    M = _float(M)
     if M.ndim < 2:
         return _core.any(M != 0).astype(_core.int32)
     s = svdvals(M)
@@ -217,7 +231,7 @@ def matrix_rank(M, rtol=None, hermitian: bool = False, *, tol=None):
 def cond(x, p=None):
     """The condition number in the norm p (None or 2: s_max / s_min; -2: s_min / s_max;
     'fro', 1, -1, inf, -inf: norm(x) * norm(inv(x)))."""
-    x = _arr(x)
+    x = _float(x)
     if p is None or p in (2, -2):
         s = svdvals(x)
         r = s[..., 0] / s[..., -1]
@@ -369,7 +383,7 @@ def matrix_power(a, n: int):
         n = operator.index(n)
     except TypeError:
         raise TypeError(f"matrix_power: the exponent must be an integer, got {type(n).__name__}") from None
-    a = _square("matrix_power", a)
+    a = _square("matrix_power", a, promote=False)
     if n == 0:
         return _core.broadcast_to(_core.eye(a.shape[-1], dtype=a.dtype), a.shape)
     if n < 0:

@@ -12,7 +12,11 @@ from typing import Any, Callable, Hashable, Iterable, List, Optional, Sequence, 
 
 __all__ = [
     "TreeDef", "flatten", "unflatten", "leaves", "structure", "map", "flatten_with_path",
-    "register", "register_dataclass", "all_leaves_like", "keystr",
+    "register", "register_dataclass", "all_leaves_like", "keystr", "reduce", "all", "map_with_path",
+    # jax.tree_util's names (qb.tree_util is this module)
+    "tree_map", "tree_leaves", "tree_flatten", "tree_unflatten", "tree_structure", "tree_flatten_with_path",
+    "tree_map_with_path", "tree_reduce", "tree_all", "register_pytree_node", "register_pytree_node_class",
+    "register_dataclass", "Partial",
 ]
 
 _registry: dict = {}  # type -> (flatten_fn, unflatten_fn)
@@ -321,3 +325,64 @@ def register_dataclass(cls: type = None, *, data_fields: Optional[Sequence[str]]
             return klass(**dict(zip(data, children)), **dict(zip(meta, aux)))
         return register(klass, flat, unflat)
     return do if cls is None else do(cls)
+
+
+def map_with_path(f: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:
+    """f(path, leaf, *leaves of rest) at every leaf (paths as flatten_with_path gives)."""
+    with_path, treedef = flatten_with_path(tree, is_leaf)
+    others = [treedef.flatten_up_to(r) if hasattr(treedef, "flatten_up_to") else leaves(r, is_leaf) for r in rest]
+    return unflatten(treedef, [f(p, x, *(o[i] for o in others)) for i, (p, x) in enumerate(with_path)])
+
+
+def reduce(function: Callable, tree: Any, initializer: Any = None, is_leaf=None) -> Any:  # noqa: A001
+    """functools.reduce of function over the leaves (jax.tree_util.tree_reduce)."""
+    import functools
+    xs = leaves(tree, is_leaf)
+    if initializer is None:
+        return functools.reduce(function, xs)
+    return functools.reduce(function, xs, initializer)
+
+
+def all(tree: Any) -> bool:  # noqa: A001
+    """Whether every leaf is truthy (jax.tree_util.tree_all)."""
+    import builtins
+    return builtins.all(bool(x) for x in leaves(tree))
+
+
+def register_pytree_node_class(cls: type) -> type:
+    """Class decorator: cls.tree_flatten(self) -> (children, aux) and the classmethod
+    cls.tree_unflatten(aux, children) make it a container (as in jax.tree_util)."""
+    return register(cls, lambda obj: obj.tree_flatten(), lambda aux, children: cls.tree_unflatten(aux, children))
+
+
+class Partial:
+    """functools.partial as a pytree (jax.tree_util.Partial): the function is static, the
+    bound arguments are leaves, so a Partial can be passed through jit and transforms."""
+
+    def __init__(self, func: Callable, *args: Any, **kwargs: Any):
+        if not callable(func):
+            raise TypeError(f"Partial: expected a callable, got {type(func).__name__}")
+        if isinstance(func, Partial):
+            args, kwargs = func.args + args, {**func.keywords, **kwargs}
+            func = func.func
+        self.func, self.args, self.keywords = func, tuple(args), dict(kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*self.args, *args, **{**self.keywords, **kwargs})
+
+    def __repr__(self) -> str:
+        return f"Partial({self.func!r}, *{self.args!r}, **{self.keywords!r})"
+
+
+register(Partial, lambda p: ((p.args, p.keywords), p.func), lambda func, children: Partial(func, *children[0], **children[1]))
+
+tree_map = map
+tree_leaves = leaves
+tree_flatten = flatten
+tree_unflatten = unflatten
+tree_structure = structure
+tree_flatten_with_path = flatten_with_path
+tree_map_with_path = map_with_path
+tree_reduce = reduce
+tree_all = all
+register_pytree_node = register

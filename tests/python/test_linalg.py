@@ -262,8 +262,12 @@ def test_derivatives_of_unsupported_decomposition_shapes_raise():
 def test_argument_errors_name_the_function_and_shapes():
     with pytest.raises(ValueError, match=r"solve: expected a square matrix.*\[3, 4\]"):
         qb.linalg.solve(np.ones((3, 4)), np.ones(3))
-    with pytest.raises(ValueError, match="cholesky: expected float32 or float64 matrices, got i32"):
-        qb.linalg.cholesky(qb.ones((2, 2), dtype=qb.int32))
+    # integer matrices are promoted to the default float dtype (as jax.numpy.linalg does)
+    ints = qb.array([[4, 2], [2, 3]], dtype=qb.int32)
+    assert qb.linalg.cholesky(ints).dtype == qb.float64
+    np.testing.assert_allclose(np.asarray(qb.linalg.cholesky(ints)), np.linalg.cholesky([[4.0, 2.0], [2.0, 3.0]]))
+    np.testing.assert_allclose(np.asarray(qb.linalg.solve(ints, qb.array([1, 2]))), np.linalg.solve([[4, 2], [2, 3]], [1, 2]))
+    assert float(qb.linalg.det(ints)) == pytest.approx(8.0) and qb.linalg.matrix_power(ints, 2).dtype == qb.int32
     with pytest.raises(ValueError, match="right-hand side"):
         qb.linalg.solve(np.eye(3), np.ones(4))
     with pytest.raises(ValueError):

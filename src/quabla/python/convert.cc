@@ -334,16 +334,22 @@ Array to_operand(nb::handle obj) {
   return to_array(obj);
 }
 
+namespace {
+// A Python int or an integer scalar of NumPy (anything with __index__ but bools and arrays).
+bool is_index(nb::handle h) {
+  return !PyBool_Check(h.ptr()) && (PyLong_Check(h.ptr()) || (PyIndex_Check(h.ptr()) && !nb::isinstance<Array>(h) &&
+                                                              !is_sequence(h)));
+}
+}  // namespace
+
 api::Axes parse_axes(nb::handle obj, const char* fname) {
   if (obj.is_none()) return std::nullopt;
-  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) return std::vector<std::int64_t>{nb::cast<std::int64_t>(obj)};
+  if (is_index(obj)) return std::vector<std::int64_t>{parse_int64(obj, fname, "axes")};
   if (is_sequence(obj)) {
     std::vector<std::int64_t> axes;
     for (nb::handle h : nb::borrow<nb::sequence>(obj)) {
-      if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr())) {
-        throw TypeError(std::string(fname) + ": axes must be integers, got " + py_type_name(h));
-      }
-      axes.push_back(nb::cast<std::int64_t>(h));
+      if (!is_index(h)) throw TypeError(std::string(fname) + ": axes must be integers, got " + py_type_name(h));
+      axes.push_back(parse_int64(h, fname, "axes"));
     }
     return axes;
   }
@@ -367,7 +373,7 @@ std::int64_t parse_int64(nb::handle h, const char* fname, const char* what) {
 }
 
 std::vector<std::int64_t> parse_shape(nb::handle obj, const char* fname) {
-  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) return {parse_int64(obj, fname, "shape entries")};
+  if (is_index(obj)) return {parse_int64(obj, fname, "shape entries")};
   if (is_sequence(obj)) {
     std::vector<std::int64_t> shape;
     for (nb::handle h : nb::borrow<nb::sequence>(obj)) {

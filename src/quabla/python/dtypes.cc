@@ -36,6 +36,12 @@ std::optional<DType> parse_dtype(nb::handle obj) {
     name = nb::cast<std::string>(nb::str(nb::module_::import_("numpy").attr("dtype")(obj).attr("name")));
   } else if (nb::isinstance<nb::str>(obj)) {
     name = nb::cast<std::string>(obj);
+    if (!dtype_from_name(name) && name.size() <= 4) {  // NumPy's codes: "f4", "<f8", "i8", "?"
+      try {
+        name = nb::cast<std::string>(nb::str(nb::module_::import_("numpy").attr("dtype")(obj).attr("name")));
+      } catch (const nb::python_error&) {  // no NumPy, or not a code it knows: the error below
+      }
+    }
   } else if (nb::hasattr(obj, "dtype") && nb::hasattr(obj.attr("dtype"), "name")) {  // np.float32 (a type)
     name = nb::cast<std::string>(nb::str(obj.attr("dtype").attr("name")));
   } else if (nb::hasattr(obj, "name") && nb::hasattr(obj, "kind")) {  // np.dtype("float32")

@@ -233,10 +233,23 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
                       (neginf ? std::to_string(*neginf) : "d");
     return call1(key, x, [&](Builder& b, V a) { return api::nan_to_num(b, a, nan, posinf, neginf); });
   }, nb::arg("x"), nb::arg("nan") = 0.0, nb::arg("posinf") = nb::none(), nb::arg("neginf") = nb::none());
-  def_fn(m, "where", [](nb::handle c, nb::handle x, nb::handle y) {
+  // where(condition) alone is nonzero(condition) (NumPy's and jax.numpy's one-argument form,
+  // with jax.numpy's size= and fill_value= for jit).
+  def_fn(m, "where", [](nb::handle c, nb::handle x, nb::handle y, nb::handle size, nb::handle fill_value) -> nb::object {
+    if (x.is_none() && y.is_none()) {
+      nb::dict kw;
+      kw["size"] = size;
+      kw["fill_value"] = fill_value;
+      return nb::module_::import_("quabla").attr("nonzero")(c, **kw);
+    }
+    if (x.is_none() || y.is_none()) throw TypeError("where: pass both x and y, or neither (where(condition) is nonzero(condition))");
+    if (!size.is_none() || !fill_value.is_none()) throw TypeError("where: size= and fill_value= go with where(condition) alone");
     Array args[] = {to_operand(c), to_operand(x), to_operand(y)};
-    return eager_call("where", args, [](Builder& b, std::span<const ValueId> p) { return Vs{api::where(b, p[0], p[1], p[2])}; })[0];
-  });
+    return nb::cast(eager_call("where", args, [](Builder& b, std::span<const ValueId> p) {
+      return Vs{api::where(b, p[0], p[1], p[2])};
+    })[0]);
+  }, nb::arg("condition"), nb::arg("x") = nb::none(), nb::arg("y") = nb::none(), nb::arg("size") = nb::none(),
+     nb::arg("fill_value") = nb::none());
   def_both(m, cls, "astype", [](nb::handle x, nb::handle dtype) {
     auto d = parse_dtype(dtype);
     if (!d) throw TypeError("astype: dtype must be qb.float32, qb.float64 or qb.bool_, not None");
@@ -244,24 +257,46 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   });
 
   // ---- reductions
+  // NumPy's and jax.numpy's dtype=, out=, where= and initial= (NumPy's np.sum(x) calls
+  // x.sum(axis=, dtype=, out=)): when any is given, quabla._reduce_options composes them
+  // around the plain reduction; the plain call pays nothing for them.
+  auto with_options = [](const char* name, nb::handle x, nb::handle axis, bool keepdims, nb::handle dtype,
+                         nb::handle out, nb::handle where, nb::handle initial, nb::handle ddof) {
+    return nb::module_::import_("quabla._reduce_options")
+        .attr("reduce")(name, x, axis, keepdims, dtype, out, where, initial, ddof);
+  };
   for (auto [name, op] : {std::pair{"sum", Op::ReduceSum}, std::pair{"prod", Op::ReduceProd}, std::pair{"max", Op::ReduceMax},
                           std::pair{"min", Op::ReduceMin}, std::pair{"amax", Op::ReduceMax}, std::pair{"amin", Op::ReduceMin},
                           std::pair{"any", Op::ReduceAny}, std::pair{"all", Op::ReduceAll}}) {
-    def_both(m, cls, name, [name, op](nb::handle x, nb::handle axis, bool keepdims) { return reduce_op(op, name, x, axis, keepdims); },
-             nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+    def_both(m, cls, name, [name, op, with_options](nb::handle x, nb::handle axis, bool keepdims, nb::handle dtype,
+                                                    nb::handle out, nb::handle where, nb::handle initial) -> nb::object {
+      if (dtype.is_none() && out.is_none() && where.is_none() && initial.is_none())
+        return nb::cast(reduce_op(op, name, x, axis, keepdims));
+      return with_options(name, x, axis, keepdims, dtype, out, where, initial, nb::none());
+    }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, nb::arg("dtype") = nb::none(),
+             nb::arg("out") = nb::none(), nb::arg("where") = nb::none(), nb::arg("initial") = nb::none());
   }
-  def_both(m, cls, "mean", [](nb::handle x, nb::handle axis, bool keepdims) {
+  def_both(m, cls, "mean", [with_options](nb::handle x, nb::handle axis, bool keepdims, nb::handle dtype, nb::handle out,
+                                          nb::handle where) -> nb::object {
+    if (!dtype.is_none() || !out.is_none() || !where.is_none())
+      return with_options("mean", x, axis, keepdims, dtype, out, where, nb::none(), nb::none());
     auto axes = parse_axes(axis, "mean");
-    return call1("mean" + axes_key(axes) + (keepdims ? "k" : ""), x, [&](Builder& b, V a) { return api::mean(b, a, axes, keepdims); });
-  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false);
+    return nb::cast(call1("mean" + axes_key(axes) + (keepdims ? "k" : ""), x,
+                          [&](Builder& b, V a) { return api::mean(b, a, axes, keepdims); }));
+  }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, nb::arg("dtype") = nb::none(),
+           nb::arg("out") = nb::none(), nb::arg("where") = nb::none());
   for (auto [name, is_std] : {std::pair{"var", false}, std::pair{"std", true}}) {
-    def_both(m, cls, name, [name, is_std](nb::handle x, nb::handle axis, double ddof, bool keepdims) {
+    def_both(m, cls, name, [name, is_std, with_options](nb::handle x, nb::handle axis, double ddof, bool keepdims,
+                                                        nb::handle dtype, nb::handle out, nb::handle where) -> nb::object {
+      if (!dtype.is_none() || !out.is_none() || !where.is_none())
+        return with_options(name, x, axis, keepdims, dtype, out, where, nb::none(), nb::float_(ddof));
       auto axes = parse_axes(axis, name);
-      return call1(std::string(name) + axes_key(axes) + ":" + std::to_string(ddof) + (keepdims ? "k" : ""), x, [&](Builder& b, V a) {
+      return nb::cast(call1(std::string(name) + axes_key(axes) + ":" + std::to_string(ddof) + (keepdims ? "k" : ""), x, [&](Builder& b, V a) {
         if (b.type(a).dtype == DType::bool_) throw TypeError(std::string(name) + ": not defined for bool arrays; use astype first");
         return is_std ? api::std_(b, a, axes, ddof, keepdims) : api::var(b, a, axes, ddof, keepdims);
-      });
-    }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0.0, nb::arg("keepdims") = false);
+      }));
+    }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0.0, nb::arg("keepdims") = false,
+             nb::arg("dtype") = nb::none(), nb::arg("out") = nb::none(), nb::arg("where") = nb::none());
   }
   def_both(m, cls, "logsumexp", [](nb::handle x, nb::handle axis, bool keepdims) {
     auto axes = parse_axes(axis, "logsumexp");
@@ -358,8 +393,8 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     Array a = to_array(x);
     std::int64_t n = 0;
     std::vector<std::int64_t> indices;
-    if (PyLong_Check(sections.ptr())) {
-      n = nb::cast<std::int64_t>(sections);
+    if (PyIndex_Check(sections.ptr()) && !PyBool_Check(sections.ptr()) && !nb::isinstance<Array>(sections)) {
+      n = parse_int64(sections, "split", "the number of sections");
       if (n <= 0) throw ValueError("split: the number of sections must be positive, got " + std::to_string(n));
     } else {
       indices = parse_shape(sections, "split");
