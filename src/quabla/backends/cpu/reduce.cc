@@ -40,25 +40,32 @@ Acc reduce_row(const T* x, std::int64_t n, Acc init, Combine combine) {
 }
 
 // The largest (Max) or smallest element of a contiguous row, NaN if any is NaN (as
-// math::maximum), in two 64-byte vectors of running extrema and NaN flags (GCC's vector
+// math::maximum), in two vectors of running extrema and NaN flags (GCC's vector
 // extensions: the compiler does not vectorise a NaN-propagating max reduction by itself;
-// the scalar chain was 3x slower than NumPy). The order of the comparisons is fixed by the
-// row length alone, never by the thread count.
+// the scalar chain was 3x slower than NumPy). The vectors are the target's widest: 64
+// bytes with AVX-512, else 32 (GCC lowers a 64-byte select without AVX-512 to scalar code,
+// which was 10x slower than NumPy on an AVX2 machine). The order of the comparisons is
+// fixed by the row length and the build's target, never by the thread count.
+#if defined(__AVX512F__)
+constexpr int kExtremumBytes = 64;
+#else
+constexpr int kExtremumBytes = 32;
+#endif
 template <class T>
-struct Vec64;
+struct ExtremumVec;
 template <>
-struct Vec64<double> {
-  typedef double type __attribute__((vector_size(64)));
+struct ExtremumVec<double> {
+  typedef double type __attribute__((vector_size(kExtremumBytes)));
 };
 template <>
-struct Vec64<float> {
-  typedef float type __attribute__((vector_size(64)));
+struct ExtremumVec<float> {
+  typedef float type __attribute__((vector_size(kExtremumBytes)));
 };
 
 template <class T, bool Max>
 T extremum_row(const T* x, std::int64_t n) {
-  constexpr int W = 64 / static_cast<int>(sizeof(T));
-  using V = typename Vec64<T>::type;
+  constexpr int W = kExtremumBytes / static_cast<int>(sizeof(T));
+  using V = typename ExtremumVec<T>::type;
   const T init = Max ? -INFINITY : INFINITY;
   V m0, m1, f0, f1;
   for (int k = 0; k < W; ++k) {
