@@ -74,6 +74,13 @@ from ._numpy_more import block_until_ready, device_get, linearize, eval_shape, b
 from .optim import Trainer  # noqa: E402,F401
 from ._config import config, disable_jit  # noqa: E402,F401  (jax.config, jax.disable_jit)
 from . import flatten_util  # noqa: E402,F401
+from . import _numpy_names  # noqa: E402
+from ._numpy_names import (  # noqa: E402,F401,F811
+    acos, asin, atan, acosh, asinh, atanh, atan2, pow, permute_dims, unstack, cumulative_sum, cumulative_prod, vecdot,
+    matvec, vecmat, divmod, gcd, lcm, insert, delete, lexsort, partition, argpartition, fill_diagonal, mgrid, ogrid,
+    r_, c_, ix_, vectorize, apply_along_axis, apply_over_axes, piecewise, ediff1d, modf, ldexp, frexp, nextafter,
+    spacing, bitwise_count, linspace, reshape, full_like,
+)
 
 
 def make_jaxpr(fun, static_argnums=()):
@@ -98,7 +105,7 @@ DeviceArray = _core.DeviceArray
 # Python compositions given device arrays compile for that device as a whole.
 from . import _device_eager, _numpy_extra, _indexing, _shapes, _krylov, _special  # noqa: E402
 _device_eager.install([_sys.modules[__name__]], [_numpy_extra, _indexing, _numpy_more, _shapes, linalg, nn, lax,
-                                                  _krylov, _special])
+                                                  _krylov, _special, _numpy_names])
 
 
 def devices(backend=None):
@@ -224,7 +231,11 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):  # noqa: F8
 
 def _concat_dispatch(core):
     @_wraps(core)
-    def join(arrays, axis=0):
+    def join(arrays, axis=0, dtype=None):
+        if axis is None:  # NumPy's axis=None: the arrays flattened, then joined
+            arrays, axis = [reshape(asarray(a), (-1,)) for a in arrays], 0
+        if dtype is not None:
+            arrays = [asarray(a).astype(dtype) for a in arrays]
         items = arrays if isinstance(arrays, (list, tuple)) else None
         if items is None or _plain(items):
             return core(arrays, axis=axis)
@@ -256,7 +267,12 @@ def einsum(subscripts, *operands, **kwargs):  # noqa: F811
     # v0.1's einsum(equation, [a, b]): one list of operands.
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    return _einsum_core(subscripts, *operands, **kwargs)
+    # jax.numpy's contraction-order and precision hints: the core picks its own order.
+    for hint in ("optimize", "precision", "_dot_general"):
+        kwargs.pop(hint, None)
+    out_type = kwargs.pop("preferred_element_type", None)
+    out = _einsum_core(subscripts, *operands, **kwargs)
+    return out if out_type is None else out.astype(out_type)
 
 
 _NUMPY_ABSTRACT_TYPES = _numpy_more._ABSTRACT

@@ -325,11 +325,19 @@ def _while_loop(cond_fun, body_fun, init_val, name, weak_leaves=()):
     return _tree.unflatten(init_def, outs)
 
 
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+_NO_OPERAND = object()
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
     """cond(pred, true_fun, false_fun, *operands): true_fun(*operands) if pred else
     false_fun(*operands). Only the selected branch runs (a NaN in the other reaches neither
     values nor gradients); under vmap with a batched predicate both run and where selects.
-    Both branches must return the same structure, shapes and dtypes."""
+    Both branches must return the same structure, shapes and dtypes. JAX's older
+    cond(pred, true_fun, false_fun, operand=x) passes the one operand x."""
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise TypeError("cond: pass the operands positionally or as operand=, not both")
+        operands = (operand,)
     for f, what in ((true_fun, "true_fun"), (false_fun, "false_fun")):
         if not callable(f):
             raise TypeError(f"cond: {what} must be callable, got {type(f).__name__}")

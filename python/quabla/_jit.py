@@ -394,8 +394,18 @@ class JittedFunction:
 
 
 def jit(fun: Optional[Callable] = None, *, device: Optional[str] = None, static_argnums: Iterable[int] = (),
-        static_argnames: Iterable[str] = (), max_traces: int = 8, precision: Optional[str] = None):
-    """Compiles fun once per signature and reuses the plan (see the module docstring)."""
+        static_argnames: Iterable[str] = (), max_traces: int = 8, precision: Optional[str] = None,
+        donate_argnums: Any = (), donate_argnames: Any = (), keep_unused: bool = False, inline: bool = False,
+        backend: Optional[str] = None):
+    """Compiles fun once per signature and reuses the plan (see the module docstring).
+
+    donate_argnums/donate_argnames, keep_unused and inline are accepted for code written for
+    jax.jit and change nothing: the executor already frees every buffer at its last use, and
+    arguments are never overwritten. backend is device's older name."""
+    if backend is not None:
+        if device is not None and device != backend:
+            raise ValueError(f"jit: backend={backend!r} and device={device!r} disagree; pass device only")
+        device = backend
     if fun is None:
         return lambda f: jit(f, device=device, static_argnums=static_argnums, static_argnames=static_argnames,
                              max_traces=max_traces, precision=precision)

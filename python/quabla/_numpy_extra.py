@@ -116,14 +116,40 @@ def tile(x, reps):
     return _core.reshape(_core.broadcast_to(_core.reshape(x, tuple(inter)), tuple(full)), tuple(out))
 
 
-def repeat(x, repeats, axis=None):
+def repeat(x, repeats, axis=None, *, total_repeat_length=None):
     """Each element repeated `repeats` times along axis (flattened when None); repeats is an
-    int or one int per element of that axis."""
+    int or one int per element of that axis. total_repeat_length fixes the result's length
+    (as jax.numpy: extra repeats are dropped, missing ones repeat the last element); it is
+    needed when repeats is traced (inside jit)."""
     x = _arr(x)
     if axis is None:
         x, axis = _core.reshape(x, (-1,)), 0
     axis = _axis(axis, x.ndim, "repeat")
     n = x.shape[axis]
+    if isinstance(repeats, _core.Array) and not repeats._is_tracer:
+        repeats = repeats.item() if repeats.ndim == 0 else repeats.numpy().tolist()
+    if total_repeat_length is not None:
+        total = _static_int(total_repeat_length, "repeat", "total_repeat_length")
+        if total < 1:
+            raise ValueError(f"repeat: total_repeat_length must be positive, got {total}")
+        if isinstance(repeats, _core.Array) and repeats._is_tracer:
+            r = _core.broadcast_to(repeats.astype(_core.int64), (n,)) if repeats.ndim == 0 else repeats.astype(_core.int64)
+            if tuple(r.shape) != (n,):
+                raise ValueError(f"repeat: {r.shape[0]} repeats for an axis of length {n}")
+            ends = _core.cumsum(r)
+            from ._indexing import searchsorted, take
+            index = _core.minimum(searchsorted(ends, _core.arange(total, dtype=_core.int64), side="right"), n - 1)
+            return take(x, index, axis=axis)
+        counts = [_static_int(repeats, "repeat", "repeats")] * n if _isint(repeats) else \
+            [_static_int(r, "repeat", "repeats") for r in repeats]
+        if len(counts) != n:
+            raise ValueError(f"repeat: {len(counts)} repeats for an axis of length {n}")
+        # As jax.numpy: position k takes the element whose run covers it; past the end the
+        # last element (jax.numpy's scatter-and-cumsum gives the same).
+        import bisect
+        import itertools
+        ends = list(itertools.accumulate(counts))
+        return _core.gather(x, [min(bisect.bisect_right(ends, k), n - 1) for k in range(total)], axis=axis)
     if _isint(repeats) and not isinstance(repeats, bool):
         if repeats < 1:
             raise ValueError(f"repeat: repeats must be positive (zero-extent arrays are not supported), got {repeats}")
@@ -429,7 +455,7 @@ def identity(n: int, dtype=None):
     return _core.eye(n, dtype=dtype)
 
 
-_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "linear_ramp", "maximum", "minimum", "mean")
 
 
 def _is_scalar(v) -> bool:
@@ -463,12 +489,44 @@ def _pad_widths(pad_width, ndim):
     return widths
 
 
-def pad(x, pad_width, mode: str = "constant", constant_values=0.0):
-    """NumPy's pad for modes constant, edge, reflect, symmetric and wrap (reflect needs widths
-    below the axis length, symmetric and wrap at most the axis length)."""
+def _float_dtype_of(x):
+    if x.dtype in (_core.float32, _core.float64):
+        return x.dtype
+    return _core.zeros(()).dtype
+
+
+def _side_values(values, ndim, name):
+    """NumPy's per-axis (before, after) scalars from a scalar, a pair, or one pair per axis."""
+    if _is_scalar(values):
+        return [(values, values)] * ndim
+    v = values.numpy().tolist() if isinstance(values, _core.Array) else values
+
+    def scalar(a):
+        return not isinstance(a, (list, tuple))
+    if scalar(v):
+        return [(v, v)] * ndim
+    v = list(v)
+    if all(scalar(a) for a in v) and len(v) in (1, 2):
+        return [(v[0], v[-1])] * ndim
+    rows = [[r] if scalar(r) else list(r) for r in v]
+    if len(rows) == 1:
+        rows = rows * ndim
+    if len(rows) != ndim or any(len(r) not in (1, 2) for r in rows):
+        raise ValueError(f"pad: {name} must be a scalar, a (before, after) pair or one pair per axis ({ndim}), got "
+                         f"{values!r}")
+    return [(r[0], r[-1]) for r in rows]
+
+
+def pad(x, pad_width, mode: str = "constant", constant_values=0.0, end_values=0.0, stat_length=None):
+    """NumPy's pad for modes constant, edge, reflect, symmetric, wrap, linear_ramp, maximum,
+    minimum and mean (reflect needs widths below the axis length, symmetric and wrap at most
+    the axis length; the statistics are over the whole axis). constant_values and
+    end_values are scalars, (before, after) pairs or one pair per axis."""
     x = _arr(x)
     if mode not in _PAD_MODES:
         raise ValueError(f"pad: mode must be one of {', '.join(_PAD_MODES)}, got {mode!r}")
+    if stat_length is not None:
+        raise NotImplementedError("pad: stat_length is not supported; the statistic is over the whole axis")
     widths = _pad_widths(pad_width, x.ndim)
     if mode == "constant" and _is_scalar(constant_values) and x.ndim > 0:
         # One pad op for every axis: one pass over the result (a stencil's padded array).
@@ -478,6 +536,8 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0.0):
         if all(b == 0 and a == 0 for b, a in widths):
             return x
         return _core._pad_constant(x, constant_values, [b for b, _ in widths], [a for _, a in widths])
+    sides = _side_values(constant_values if mode == "constant" else end_values, x.ndim,
+                         "constant_values" if mode == "constant" else "end_values")
     for ax, (before, after) in enumerate(widths):
         n = x.shape[ax]
         limit = n - 1 if mode == "reflect" else n
@@ -489,14 +549,25 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0.0):
             if width == 0:
                 pieces.append(None)
                 continue
+            shape = list(x.shape)
+            shape[ax] = width
             if mode == "constant":
-                shape = list(x.shape)
-                shape[ax] = width
-                piece = _core.full(tuple(shape), constant_values, dtype=x.dtype)
+                piece = _core.full(tuple(shape), sides[ax][0 if side == "before" else 1], dtype=x.dtype)
+            elif mode == "linear_ramp":
+                end = sides[ax][0 if side == "before" else 1]
+                edge = _take(x, 0, 1, ax) if side == "before" else _take(x, n - 1, n, ax)
+                view = [1] * x.ndim
+                view[ax] = width
+                steps = [k / width for k in range(width)] if side == "before" else \
+                    [(width - 1 - k) / width for k in range(width)]
+                t = _core.reshape(_core.asarray(steps, dtype=_float_dtype_of(x)), tuple(view))
+                ramp = end + (edge.astype(t.dtype) - end) * t
+                piece = ramp.astype(x.dtype)
+            elif mode in ("maximum", "minimum", "mean"):
+                stat = {"maximum": _core.max, "minimum": _core.min, "mean": _core.mean}[mode](x, axis=ax, keepdims=True)
+                piece = _core.broadcast_to(stat.astype(x.dtype), tuple(shape))
             elif mode == "edge":
                 edge = _take(x, 0, 1, ax) if side == "before" else _take(x, n - 1, n, ax)
-                shape = list(x.shape)
-                shape[ax] = width
                 piece = _core.broadcast_to(edge, tuple(shape))
             elif mode == "wrap":
                 piece = _take(x, n - width, n, ax) if side == "before" else _take(x, 0, width, ax)

@@ -1002,8 +1002,10 @@ def result_type(*args):
         raise ValueError("result_type: needs at least one argument")
     samples = []
     for a in args:
-        if isinstance(a, (int, float, bool, _qb.Array)):
-            samples.append(a if isinstance(a, _qb.Array) else a)
+        if isinstance(a, _qb.Array):  # its dtype only: shapes need not broadcast, nothing is computed
+            samples.append(_qb.zeros((), dtype=a.dtype))
+        elif isinstance(a, (int, float, bool)):
+            samples.append(a)
         else:
             samples.append(_qb.zeros((), dtype=a))
     def is_bool(v):

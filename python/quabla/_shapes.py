@@ -4,8 +4,9 @@ from __future__ import annotations
 from . import _core
 
 
-def meshgrid(*xs, indexing: str = "xy"):
-    """Coordinate grids from 1-D arrays, as numpy.meshgrid (``indexing`` "xy" or "ij")."""
+def meshgrid(*xs, indexing: str = "xy", sparse: bool = False, copy: bool = True):
+    """Coordinate grids from 1-D arrays, as numpy.meshgrid (``indexing`` "xy" or "ij";
+    ``sparse`` returns each grid with length-1 axes, broadcasting to the full grid)."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     arrays = [_core.asarray(x) for x in xs]
@@ -22,5 +23,6 @@ def meshgrid(*xs, indexing: str = "xy"):
             axis = 1 - i
         view = [1] * len(arrays)
         view[axis] = a.shape[0]
-        out.append(_core.broadcast_to(_core.reshape(a, tuple(view)), tuple(shape)))
+        grid = _core.reshape(a, tuple(view))
+        out.append(grid if sparse else _core.broadcast_to(grid, tuple(shape)))
     return out

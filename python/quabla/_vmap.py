@@ -48,8 +48,32 @@ def _broadcast_prefix(prefix, full, what: str):
     return out
 
 
-def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
-    """vmap(f, in_axes, out_axes)(*args): f mapped over the in_axes of its arguments."""
+def _broadcast_outputs(out, out_axes, size, name):
+    """Outputs of a vmap that maps nothing (axis_size given): each repeated size times along
+    its out_axes (None leaves it as it is)."""
+    leaves, treedef = _tree.flatten(out)
+    axes = _broadcast_prefix(out_axes, out, "out_axes")
+    result = []
+    for leaf, ax in zip(leaves, axes):
+        a = _core.asarray(leaf)
+        if ax is None:
+            result.append(a)
+            continue
+        if not -a.ndim - 1 <= ax <= a.ndim:
+            raise ValueError(f"vmap({name}): out_axes {ax} is out of range for an output of rank {a.ndim}")
+        ax %= a.ndim + 1
+        shape = tuple(a.shape[:ax]) + (size,) + tuple(a.shape[ax:])
+        result.append(_core.broadcast_to(_core.expand_dims(a, ax), shape))
+    return _tree.unflatten(treedef, result)
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None, axis_size: Any = None,
+         spmd_axis_name=None) -> Callable:
+    """vmap(f, in_axes, out_axes)(*args): f mapped over the in_axes of its arguments.
+    Keyword arguments are mapped over their leading axis (as in JAX); axis_size gives the
+    batch size when no argument is mapped (the outputs are then broadcast to it)."""
+    if axis_size is not None and (isinstance(axis_size, bool) or not isinstance(axis_size, int) or axis_size < 1):
+        raise ValueError(f"vmap: axis_size must be a positive int, got {axis_size!r}")
     if not callable(fun):
         raise TypeError(f"vmap: expected a callable, got {type(fun).__name__}")
     name = getattr(fun, "__name__", "function")
@@ -57,8 +81,18 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     _check_axes_spec(out_axes, "out_axes", name)
 
     def mapped(*args, **kwargs):
-        if kwargs:
-            raise TypeError("vmap: keyword arguments are not mapped; pass them positionally or close over them")
+        if kwargs:  # mapped over axis 0, as JAX does: passed on as extra positional arguments
+            names, n = list(kwargs), len(args)
+            spec = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * n
+            if len(spec) != n:
+                raise ValueError(f"vmap({name}): in_axes has {len(spec)} entries but {n} positional arguments "
+                                 "were given")
+
+            def positional(*a):
+                return fun(*a[:n], **dict(zip(names, a[n:])))
+            positional.__name__ = name
+            return vmap(positional, spec + (0,) * len(names), out_axes, axis_size=axis_size)(
+                *args, *(kwargs[k] for k in names))
         spec = in_axes
         if isinstance(spec, list):
             spec = tuple(spec)
@@ -88,8 +122,12 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
                 raise ValueError(f"vmap({name}): mapped axes have different sizes ({batch} and {a.shape[ax]}); "
                                  f"every mapped argument needs the same batch size")
             example_leaves.append(ExampleOf(a, ax))
+        if batch is not None and axis_size is not None and batch != axis_size:
+            raise ValueError(f"vmap({name}): axis_size={axis_size} but the mapped axes have size {batch}")
         if batch is None:
-            raise ValueError(f"vmap({name}): in_axes maps no argument; at least one must be mapped (not None)")
+            if axis_size is None:
+                raise ValueError(f"vmap({name}): in_axes maps no argument; map one, or give axis_size to broadcast")
+            return _broadcast_outputs(fun(*args), out_axes, axis_size, name)
         ex_args, _ = _tree.unflatten(treedef, example_leaves)
         staged = _Staged(fun, tuple(ex_args), {}, set(), "vmap")
         out_leaves, out_def = _tree.flatten(staged.out)

@@ -29,11 +29,30 @@ def switch(index, branches: Sequence[Callable], *operands):
     return pick(0, len(branches))(*operands)
 
 
-def map(f: Callable, xs, batch_size=None):  # noqa: A001 (jax.lax's name)
-    """f over the leading axis of xs (a pytree), one step at a time, as a scan."""
-    if batch_size is not None:
-        raise NotImplementedError("lax.map: batch_size is not available; use qb.vmap for a batched map")
-    return scan(lambda c, x: (c, f(x)), None, xs)[1]
+def map(f: Callable, xs, *, batch_size=None):  # noqa: A001 (jax.lax's name)
+    """f over the leading axis of xs (a pytree), one step at a time, as a scan; with
+    batch_size, batch_size examples per step under vmap (the remainder vmapped after)."""
+    if batch_size is None:
+        return scan(lambda c, x: (c, f(x)), None, xs)[1]
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"lax.map: batch_size must be a positive int, got {batch_size!r}")
+    leaves = _qb.tree.leaves(xs)
+    if not leaves:
+        raise ValueError("lax.map: xs has no arrays to map over")
+    n = _qb.asarray(leaves[0]).shape[0]
+    full, rest = divmod(n, batch_size)
+    g = _qb.vmap(f)
+    parts = []
+    if full:
+        body = _qb.tree.map(lambda x: _qb.asarray(x)[:full * batch_size].reshape(
+            (full, batch_size) + tuple(_qb.asarray(x).shape[1:])), xs)
+        ys = scan(lambda c, x: (c, g(x)), None, body)[1]
+        parts.append(_qb.tree.map(lambda y: y.reshape((full * batch_size,) + tuple(y.shape[2:])), ys))
+    if rest:
+        parts.append(g(_qb.tree.map(lambda x: _qb.asarray(x)[full * batch_size:], xs)))
+    if len(parts) == 1:
+        return parts[0]
+    return _qb.tree.map(lambda a, b: _qb.concatenate([a, b]), parts[0], parts[1])
 
 
 def select(pred, on_true, on_false):
@@ -457,3 +476,132 @@ def reduce(operands, init_values, computation: Callable, dimensions: Sequence[in
         return _qb.tree.unflatten(treedef, [_qb.broadcast_to(v, shape) for v in inits])
     out = apply([_qb.broadcast_to(v, shape) for v in inits], [x[0] for x in xs])
     return _qb.tree.unflatten(treedef, [o.astype(x.dtype) for o, x in zip(out, flat)])
+
+
+# -- reductions, comparisons and the remaining elementwise names -------------------------------
+
+def reduce_sum(operand, axes: Sequence[int]):
+    """The sum over axes."""
+    return _qb.sum(operand, axis=tuple(axes))
+
+
+def reduce_prod(operand, axes: Sequence[int]):
+    """The product over axes."""
+    return _qb.prod(operand, axis=tuple(axes))
+
+
+def reduce_max(operand, axes: Sequence[int]):
+    """The maximum over axes."""
+    return _qb.max(operand, axis=tuple(axes))
+
+
+def reduce_min(operand, axes: Sequence[int]):
+    """The minimum over axes."""
+    return _qb.min(operand, axis=tuple(axes))
+
+
+def reduce_and(operand, axes: Sequence[int]):
+    return _qb.all(operand, axis=tuple(axes))
+
+
+def reduce_or(operand, axes: Sequence[int]):
+    return _qb.any(operand, axis=tuple(axes))
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector-vector, matrix-vector or matrix-matrix product (lhs rank 1 or 2, rhs rank 1 or 2)."""
+    lhs, rhs = _qb.asarray(lhs), _qb.asarray(rhs)
+    if lhs.ndim not in (1, 2) or rhs.ndim not in (1, 2):
+        raise TypeError(f"lax.dot: operands must have rank 1 or 2, got shapes {tuple(lhs.shape)} and "
+                        f"{tuple(rhs.shape)} (use lax.dot_general or qb.matmul for batches)")
+    out = _qb.dot(lhs, rhs)
+    return out if preferred_element_type is None else out.astype(preferred_element_type)
+
+
+def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
+    """An array of shape whose value is the index along dimension."""
+    return iota(dtype, tuple(shape)[dimension], dimension, shape)
+
+
+def transpose(operand, permutation: Sequence[int]):
+    """operand with its axes permuted."""
+    return _qb.transpose(operand, tuple(permutation))
+
+
+def rev(operand, dimensions: Sequence[int]):
+    """operand reversed along dimensions."""
+    return _qb.flip(operand, axis=tuple(dimensions))
+
+
+def round(x, rounding_method=0):  # noqa: A001 (jax.lax's name)
+    """x rounded to an integer value: halves away from zero (rounding_method 0, XLA's default)
+    or to even (1, lax.RoundingMethod.TO_NEAREST_EVEN)."""
+    method = int(getattr(rounding_method, "value", rounding_method))
+    if method == 1:
+        return _qb.rint(x)
+    if method != 0:
+        raise ValueError(f"lax.round: rounding_method must be 0 (AWAY_FROM_ZERO) or 1 (TO_NEAREST_EVEN), got "
+                         f"{rounding_method!r}")
+    x = _qb.asarray(x)
+    return _qb.sign(x) * _qb.floor(_qb.abs(x) + 0.5)
+
+
+class RoundingMethod:
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def shift_right_logical(x, y):
+    """x >> y filling with zeros (the integer's bits taken as unsigned); y outside [0, bits) gives 0."""
+    x, y = _qb.asarray(x), _qb.asarray(y)
+    bits = 32 if x.dtype == _qb.int32 else 64
+    y = y.astype(x.dtype)
+    inside = (y >= 0) & (y < bits)
+    safe = _qb.where(inside, y, 0)
+    ones = _qb.asarray(-1, dtype=x.dtype)
+    # The low (bits - y) bits; for y = 0 the shift by bits gives 0 and the mask all ones.
+    mask = _qb.bitwise_not(_qb.left_shift(ones, bits - safe))
+    return _qb.where(inside, _qb.right_shift(x, safe) & mask, _qb.zeros_like(x))
+
+
+def population_count(x):
+    """The number of set bits of each integer (of its two's complement bits)."""
+    x = _qb.asarray(x)
+    if x.dtype not in (_qb.int32, _qb.int64):
+        raise TypeError(f"lax.population_count: x must be an integer array, got {x.dtype}")
+    bits = 32 if x.dtype == _qb.int32 else 64
+    count = _qb.zeros_like(x)
+    for i in range(bits):
+        count = count + (shift_right_logical(x, i) & 1)
+    return count
+
+
+def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
+    """log(cumsum(exp(operand))) along axis, without overflow."""
+    return associative_scan(_qb.logaddexp, operand, reverse=reverse, axis=axis)
+
+
+floor = _elementwise("floor", "The largest integer value not above x.")
+ceil = _elementwise("ceil", "The smallest integer value not below x.")
+log1p = _elementwise("log1p", "log(1 + x), accurate near 0.")
+expm1 = _elementwise("expm1", "exp(x) - 1, accurate near 0.")
+asin = _elementwise("arcsin", "The inverse sine.")
+acos = _elementwise("arccos", "The inverse cosine.")
+atan = _elementwise("arctan", "The inverse tangent.")
+sinh = _elementwise("sinh", "The hyperbolic sine.")
+cosh = _elementwise("cosh", "The hyperbolic cosine.")
+asinh = _elementwise("arcsinh", "The inverse hyperbolic sine.")
+acosh = _elementwise("arccosh", "The inverse hyperbolic cosine.")
+atanh = _elementwise("arctanh", "The inverse hyperbolic tangent.")
+eq = _elementwise("equal", "x == y.")
+ne = _elementwise("not_equal", "x != y.")
+lt = _elementwise("less", "x < y.")
+le = _elementwise("less_equal", "x <= y.")
+gt = _elementwise("greater", "x > y.")
+ge = _elementwise("greater_equal", "x >= y.")
+bitwise_and = _elementwise("bitwise_and", "x & y.")
+bitwise_or = _elementwise("bitwise_or", "x | y.")
+bitwise_xor = _elementwise("bitwise_xor", "x ^ y.")
+bitwise_not = _elementwise("bitwise_not", "~x.")
+shift_left = _elementwise("left_shift", "x << y (0 for y outside [0, bits)).")
+shift_right_arithmetic = _elementwise("right_shift", "x >> y filling with the sign bit.")

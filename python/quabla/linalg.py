@@ -10,12 +10,15 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 from . import _core
+from ._package import qb as _qb
 from ._indexing import argsort as _argsort, take_along_axis as _take_along_axis
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eigh", "eigvalsh", "expm", "inv", "lstsq", "lu",
            "lu_factor", "lu_solve", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
-           "EighResult", "QRResult", "SlogdetResult", "SVDResult", "cg", "gmres", "bicgstab", "SolverInfo"]
+           "EighResult", "QRResult", "SlogdetResult", "SVDResult", "cg", "gmres", "bicgstab", "SolverInfo",
+           "vector_norm", "matrix_norm", "trace", "diagonal", "outer", "cross", "matmul", "matrix_transpose",
+           "tensordot", "vecdot", "tensorsolve", "tensorinv"]
 
 
 class SlogdetResult(NamedTuple):
@@ -501,4 +504,116 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     if not keepdims:
         r = _core.squeeze(r, axis=axis)
     return r
+
+
+# -- the array API's linalg names ---------------------------------------------------------------
+
+def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
+    """The vector norm of x over axis (all axes, flattened, when None)."""
+    x = _arr(x)
+    if axis is None:
+        r = norm(_core.reshape(x, (-1,)), ord=ord)
+        return _core.reshape(r, (1,) * x.ndim) if keepdims else r
+    if isinstance(axis, tuple) and len(axis) != 1:
+        axes = tuple(a % x.ndim for a in axis)
+        rest = [i for i in range(x.ndim) if i not in axes]
+        moved = _core.transpose(x, tuple(rest + list(axes)))
+        flat = _core.reshape(moved, tuple(x.shape[i] for i in rest) + (-1,))
+        r = norm(flat, ord=ord, axis=-1)
+        if keepdims:
+            for a in sorted(axes):
+                r = _core.expand_dims(r, a)
+        return r
+    return norm(x, ord=ord, axis=axis if isinstance(axis, int) else axis[0], keepdims=keepdims)
+
+
+def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
+    """The matrix norm of the last two axes of x."""
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def trace(x, /, *, offset: int = 0, dtype=None):
+    """The sum of the offset diagonal of the last two axes."""
+    return _qb.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype) if dtype is not None else \
+        _qb.trace(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def diagonal(x, /, *, offset: int = 0):
+    """The offset diagonal of the last two axes."""
+    return _qb.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def outer(x1, x2, /):
+    """The outer product of two vectors."""
+    x1, x2 = _arr(x1), _arr(x2)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"linalg.outer: expects two vectors, got shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
+    return _qb.outer(x1, x2)
+
+
+def cross(x1, x2, /, *, axis: int = -1):
+    """The cross product of 3-vectors along axis."""
+    x1, x2 = _arr(x1), _arr(x2)
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError(f"linalg.cross: axis {axis} must have length 3 in both operands, got shapes "
+                         f"{tuple(x1.shape)} and {tuple(x2.shape)}")
+    return _qb.cross(x1, x2, axis=axis)
+
+
+def matmul(x1, x2, /):
+    return _core.matmul(x1, x2)
+
+
+def matrix_transpose(x, /):
+    """x with its last two axes swapped."""
+    return _mT(_arr(x))
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    return _qb.tensordot(x1, x2, axes=axes)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1):
+    """sum(x1 * x2) along axis (broadcast)."""
+    return _core.sum(_arr(x1) * _arr(x2), axis=axis)
+
+
+def tensorsolve(a, b, axes=None):
+    """x with tensordot(a, x, x.ndim) = b (numpy.linalg.tensorsolve)."""
+    a, b = _arr(a), _arr(b)
+    if axes is not None:
+        axes = [ax % a.ndim for ax in ((axes,) if isinstance(axes, int) else axes)]
+        order = [i for i in range(a.ndim) if i not in axes] + axes
+        a = _core.transpose(a, tuple(order))
+    rows = 1
+    for d in b.shape:
+        rows *= d
+    x_shape = tuple(a.shape[b.ndim:])
+    cols = 1
+    for d in x_shape:
+        cols *= d
+    if rows != cols or tuple(a.shape[:b.ndim]) != tuple(b.shape):
+        raise ValueError(f"linalg.tensorsolve: a of shape {tuple(a.shape)} does not square with b of shape "
+                         f"{tuple(b.shape)}")
+    return _core.reshape(solve(_core.reshape(a, (rows, cols)), _core.reshape(b, (rows,))), x_shape)
+
+
+def tensorinv(a, ind: int = 2):
+    """The inverse of a with respect to tensordot over its first ind axes."""
+    a = _arr(a)
+    if ind <= 0:
+        raise ValueError(f"linalg.tensorinv: ind must be positive, got {ind}")
+    outer_shape, inner_shape = tuple(a.shape[:ind]), tuple(a.shape[ind:])
+    rows = 1
+    for d in outer_shape:
+        rows *= d
+    cols = 1
+    for d in inner_shape:
+        cols *= d
+    if rows != cols:
+        raise ValueError(f"linalg.tensorinv: the first {ind} axes of a (size {rows}) and the rest (size {cols}) "
+                         "must have equal sizes")
+    return _core.reshape(inv(_core.reshape(a, (rows, cols))), inner_shape + outer_shape)
+
+
 from ._krylov import cg, gmres, bicgstab, SolverInfo  # noqa: E402,F401

@@ -132,6 +132,7 @@ class AdamState(NamedTuple):
 
 class SGDState(NamedTuple):
     count: Any
+    trace: Any = None  # the momentum buffer (a pytree like params) when momentum is set
 
 
 def _check_grads(params, grads, name):
@@ -260,16 +261,37 @@ class AdamW(Adam):
 
 
 class SGD(_Stateful):
-    def __init__(self, learning_rate: Union[float, Schedule] = 1e-2, clip_norm: Optional[float] = None):
+    """Stochastic gradient descent, with optax.sgd's momentum (trace = g + momentum * trace;
+    the step is the trace, or g + momentum * trace with nesterov)."""
+
+    def __init__(self, learning_rate: Union[float, Schedule] = 1e-2, clip_norm: Optional[float] = None,
+                 momentum: Optional[float] = None, nesterov: bool = False):
         self.learning_rate = _schedule(learning_rate)
         self.clip_norm = clip_norm
+        if momentum is not None and not 0.0 <= float(momentum) <= 1.0:
+            raise ValueError(f"SGD: momentum must be in [0, 1], got {momentum}")
+        if nesterov and momentum is None:
+            raise ValueError("SGD: nesterov=True needs a momentum")
+        self.momentum = None if momentum is None else float(momentum)
+        self.nesterov = bool(nesterov)
 
     def init(self, params) -> SGDState:
-        return SGDState(_core.zeros((), dtype=_core.float64))
+        count = _core.zeros((), dtype=_core.float64)
+        if self.momentum is None:
+            return SGDState(count)
+        return SGDState(count, _tree.map(lambda p: _core.zeros_like(_core.asarray(p)), params))
 
     def update(self, params, grads, state: SGDState):
         _check_grads(params, grads, "SGD.update")
         if self.clip_norm is not None:
             grads = clip_by_global_norm(grads, self.clip_norm)
         lr = _core.asarray(self.learning_rate(state.count), dtype=_core.float64)
-        return _tree.map(lambda p, g: p - lr.astype(p.dtype) * g, params, grads), SGDState(state.count + 1.0)
+        if self.momentum is None:
+            return _tree.map(lambda p, g: p - lr.astype(p.dtype) * g, params, grads), SGDState(state.count + 1.0)
+        if state.trace is None:
+            raise ValueError("SGD.update: this state has no momentum buffer; make it with this optimizer's init")
+        mu = self.momentum
+        trace = _tree.map(lambda g, t: g + mu * t, grads, state.trace)
+        steps = _tree.map(lambda g, t: g + mu * t, grads, trace) if self.nesterov else trace
+        new = _tree.map(lambda p, s: p - lr.astype(p.dtype) * s, params, steps)
+        return new, SGDState(state.count + 1.0, trace)

@@ -35,21 +35,10 @@ def logit(p):
     return _qb.log(p) - _qb.log1p(-p)
 
 
-def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
-    """log(sum(b * exp(a))) without overflow (b: weights, nonnegative unless return_sign)."""
-    if b is None and not return_sign:
-        return _qb.logsumexp(a, axis=axis, keepdims=keepdims)
-    a = _qb.asarray(a)
-    b = _qb.ones_like(a) if b is None else _qb.broadcast_to(_qb.asarray(b).astype(a.dtype), tuple(a.shape))
-    m = _qb.stop_gradient(_qb.max(_qb.where(b != 0, a, _qb.full_like(a, -math.inf)), axis=axis, keepdims=True))
-    m = _qb.where(_qb.isfinite(m), m, _qb.zeros_like(m))
-    s = _qb.sum(b * _qb.exp(a - m), axis=axis, keepdims=True)
-    out = _qb.log(_qb.abs(s)) + m
-    sign = _qb.sign(s)
-    if not keepdims:
-        out = _qb.squeeze(out, axis=axis) if axis is not None else out.reshape(())
-        sign = _qb.squeeze(sign, axis=axis) if axis is not None else sign.reshape(())
-    return (out, sign) if return_sign else out
+def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False, where=None):
+    """log(sum(b * exp(a))) without overflow (b: weights; with return_sign, (log|s|, sign(s)),
+    else NaN where the weighted sum s is negative); jax.nn.logsumexp."""
+    return _qb.nn.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign, where=where)
 
 
 def softmax(x, axis=None):
@@ -88,9 +77,10 @@ def ndtr(x):
 
 
 def log_ndtr(x):
-    """log of the standard normal CDF: log(ndtr(x)) down to x = -30, below it the asymptotic
-    series -x^2/2 - log(-x sqrt(2 pi)) + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + 105/x^8) (ndtr itself
-    underflows near -38)."""
+    """log of the standard normal CDF: log1p(-ndtr(-x)) above 0 (relative accuracy in the upper
+    tail, where log(ndtr(x)) would round to 0), log(ndtr(x)) down to x = -30, below it the
+    asymptotic series -x^2/2 - log(-x sqrt(2 pi)) + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + 105/x^8)
+    (ndtr itself underflows near -38)."""
     x = _qb.asarray(x)
     x = x if x.dtype in (_qb.float32, _qb.float64) else x.astype(_qb.float64)
     tail = x < -30.0
@@ -99,7 +89,10 @@ def log_ndtr(x):
     z = 1.0 / (xt * xt)
     series = 1.0 - z + 3.0 * z * z - 15.0 * z ** 3 + 105.0 * z ** 4
     asym = -0.5 * xt * xt - _qb.log(-xt) - 0.5 * math.log(2.0 * math.pi) + _qb.log(series)
-    return _qb.where(tail, asym, _qb.log(ndtr(xn)))
+    upper = xn > 0
+    xu = _qb.where(upper, xn, _qb.zeros_like(xn))
+    xm = _qb.where(upper, _qb.zeros_like(xn), xn)
+    return _qb.where(tail, asym, _qb.where(upper, _qb.log1p(-ndtr(-xu)), _qb.log(ndtr(xm))))
 
 
 def entr(x):

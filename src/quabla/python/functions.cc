@@ -250,11 +250,12 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     })[0]);
   }, nb::arg("condition"), nb::arg("x") = nb::none(), nb::arg("y") = nb::none(), nb::arg("size") = nb::none(),
      nb::arg("fill_value") = nb::none());
-  def_both(m, cls, "astype", [](nb::handle x, nb::handle dtype) {
+  // copy= (NumPy's, jax.numpy's) changes nothing: arrays are immutable, so sharing is safe.
+  def_both(m, cls, "astype", [](nb::handle x, nb::handle dtype, nb::handle /*copy*/) {
     auto d = parse_dtype(dtype);
     if (!d) throw TypeError("astype: dtype must be qb.float32, qb.float64 or qb.bool_, not None");
     return to_array(x, d);
-  });
+  }, nb::arg("x"), nb::arg("dtype"), nb::arg("copy") = nb::none());
 
   // ---- reductions
   // NumPy's and jax.numpy's dtype=, out=, where= and initial= (NumPy's np.sum(x) calls
@@ -327,11 +328,13 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     auto s = parse_shape(shape, "reshape");
     return call1("reshape" + shape_str(s), x, [&](Builder& b, V a) { return api::reshape(b, a, s); });
   }, nb::arg("x"), nb::arg("shape"));
-  cls.def("reshape", [](nb::handle x, nb::args shape) {
+  cls.def("reshape", [](nb::handle x, nb::args shape, nb::kwargs options) -> nb::object {
     if (shape.size() == 0) throw TypeError("reshape: missing the shape; pass it as x.reshape(2, 3) or x.reshape((2, 3))");
     nb::handle s = shape.size() == 1 ? shape[0] : nb::handle(shape);
+    if (options.size() != 0)  // order= (column-major): composed in Python
+      return nb::module_::import_("quabla._numpy_names").attr("reshape")(x, s, **options);
     auto sh = parse_shape(s, "reshape");
-    return call1("reshape" + shape_str(sh), x, [&](Builder& b, V a) { return api::reshape(b, a, sh); });
+    return nb::cast(call1("reshape" + shape_str(sh), x, [&](Builder& b, V a) { return api::reshape(b, a, sh); }));
   });
   def_fn(m, "ravel", [](nb::handle x) { return call1("ravel", x, [](Builder& b, V a) {
     return api::reshape(b, a, std::vector<std::int64_t>{-1}); }); });
