@@ -228,25 +228,24 @@ def lexsort(keys, axis: int = -1):
     return idx
 
 
-def partition(a, kth, axis: int = -1):
-    """a rearranged so that the kth entry along axis is where sorting puts it, smaller ones
-    before and larger ones after (here: sorted, which satisfies that)."""
+def _checked_kth(a, kth, axis, name):
     a = qb.asarray(a)
     n = a.shape[axis]
     for k in ([kth] if _isint(kth) else list(kth)):
         if not -n <= int(k) < n:
-            raise ValueError(f"partition: kth {k} is out of bounds for an axis of size {n}")
-    return qb.sort(a, axis=axis)
+            raise ValueError(f"{name}: kth {k} is out of bounds for an axis of size {n}")
+    return a
+
+
+def partition(a, kth, axis: int = -1):
+    """a rearranged so that the kth entry along axis is where sorting puts it, smaller ones
+    before and larger ones after (here: sorted, which satisfies that)."""
+    return qb.sort(_checked_kth(a, kth, axis, "partition"), axis=axis)
 
 
 def argpartition(a, kth, axis: int = -1):
     """Indices that partition a at kth (here: the sorting indices, which do)."""
-    a = qb.asarray(a)
-    n = a.shape[axis]
-    for k in ([kth] if _isint(kth) else list(kth)):
-        if not -n <= int(k) < n:
-            raise ValueError(f"argpartition: kth {k} is out of bounds for an axis of size {n}")
-    return qb.argsort(a, axis=axis, stable=True)
+    return qb.argsort(_checked_kth(a, kth, axis, "argpartition"), axis=axis, stable=True)
 
 
 def fill_diagonal(a, val, wrap: bool = False, *, inplace: bool = True):

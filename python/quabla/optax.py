@@ -1,0 +1,302 @@
+"""quabla.optax: optax's gradient transformations, for code ported from JAX
+(`import quabla.optax as optax`). A transformation is a pair of pure functions,
+`init(params) -> state` and `update(updates, state, params=None) -> (updates, state)`;
+`apply_updates(params, updates)` adds the updates. States are NamedTuples of arrays
+(pytrees), so a jitted training step carries them; the formulas are optax's (qb.optim's
+Adam, AdamW and SGD compute the same steps in one call)."""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple, Optional
+
+from . import _core
+from . import optim as _optim
+from . import tree as _tree
+
+__all__ = ["GradientTransformation", "EmptyState", "ScaleByAdamState", "ScaleByRmsState", "ScaleByRssState",
+           "TraceState", "ScaleByScheduleState", "apply_updates", "chain", "identity", "set_to_zero", "scale",
+           "scale_by_learning_rate", "scale_by_schedule", "scale_by_adam", "scale_by_rms", "scale_by_rss", "trace",
+           "add_decayed_weights", "clip", "clip_by_global_norm", "zero_nans", "global_norm", "adam", "adamw", "sgd",
+           "rmsprop", "adagrad", "constant_schedule", "exponential_decay", "cosine_decay_schedule",
+           "warmup_cosine_decay_schedule", "piecewise_constant_schedule", "linear_schedule", "polynomial_schedule",
+           "join_schedules"]
+
+
+class GradientTransformation(NamedTuple):
+    init: Callable[[Any], Any]
+    update: Callable[..., Any]
+
+
+class EmptyState(NamedTuple):
+    pass
+
+
+class ScaleByAdamState(NamedTuple):
+    count: Any
+    mu: Any
+    nu: Any
+
+
+class ScaleByRmsState(NamedTuple):
+    nu: Any
+
+
+class ScaleByRssState(NamedTuple):
+    sum_of_squares: Any
+
+
+class TraceState(NamedTuple):
+    trace: Any
+
+
+class ScaleByScheduleState(NamedTuple):
+    count: Any
+
+
+def _zeros_like(params):
+    return _tree.map(lambda p: _core.zeros_like(_core.asarray(p)), params)
+
+
+def _count():
+    return _core.zeros((), dtype=_core.int32)
+
+
+def _tmap(fn, *trees):
+    return _tree.map(lambda *xs: None if xs[0] is None else fn(*xs), *trees)
+
+
+def apply_updates(params, updates):
+    """params + updates, leaf by leaf, in each parameter's dtype."""
+    return _tree.map(lambda p, u: p if u is None else (_core.asarray(p) + _core.asarray(u)).astype(
+        _core.asarray(p).dtype), params, updates)
+
+
+def chain(*transforms):
+    """The transformations applied in order; the state is the tuple of their states."""
+    def init(params):
+        return tuple(t.init(params) for t in transforms)
+
+    def update(updates, state, params=None):
+        if len(state) != len(transforms):
+            raise ValueError(f"optax.chain: the state has {len(state)} parts for {len(transforms)} transformations")
+        new_state = []
+        for t, s in zip(transforms, state):
+            updates, s = t.update(updates, s, params)
+            new_state.append(s)
+        return updates, tuple(new_state)
+    return GradientTransformation(init, update)
+
+
+def identity():
+    return GradientTransformation(lambda params: EmptyState(), lambda updates, state, params=None: (updates, state))
+
+
+def set_to_zero():
+    return GradientTransformation(lambda params: EmptyState(),
+                                  lambda updates, state, params=None: (_tmap(_core.zeros_like, updates), state))
+
+
+def scale(step_size: float):
+    """updates * step_size."""
+    def update(updates, state, params=None):
+        return _tmap(lambda u: u * step_size, updates), state
+    return GradientTransformation(lambda params: EmptyState(), update)
+
+
+def scale_by_schedule(step_size_fn: Callable):
+    """updates * step_size_fn(count), count the number of updates before this one."""
+    def update(updates, state, params=None):
+        s = _core.asarray(step_size_fn(state.count))
+        return _tmap(lambda u: u * s.astype(u.dtype), updates), ScaleByScheduleState(state.count + 1)
+    return GradientTransformation(lambda params: ScaleByScheduleState(_count()), update)
+
+
+def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True):
+    """updates * -learning_rate (a float or a schedule of the step count)."""
+    sign = -1.0 if flip_sign else 1.0
+    if callable(learning_rate):
+        return scale_by_schedule(lambda count: sign * _core.asarray(learning_rate(count)))
+    return scale(sign * float(learning_rate))
+
+
+def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0):
+    """Adam's step direction: bias-corrected m / (sqrt(v + eps_root) + eps)."""
+    def init(params):
+        return ScaleByAdamState(_count(), _zeros_like(params), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        mu = _tmap(lambda m, g: b1 * m + (1.0 - b1) * g, state.mu, updates)
+        nu = _tmap(lambda v, g: b2 * v + (1.0 - b2) * (g * g), state.nu, updates)
+        count = state.count + 1
+        c = count.astype(_core.float64)
+        c1 = 1.0 - _core.power(_core.asarray(b1, dtype=_core.float64), c)
+        c2 = 1.0 - _core.power(_core.asarray(b2, dtype=_core.float64), c)
+        out = _tmap(lambda m, v: (m / c1.astype(m.dtype)) / (_core.sqrt(v / c2.astype(v.dtype) + eps_root) + eps),
+                    mu, nu)
+        return out, ScaleByAdamState(count, mu, nu)
+    return GradientTransformation(init, update)
+
+
+def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0, eps_in_sqrt: bool = True):
+    """updates / sqrt(the running mean of their squares + eps)."""
+    def init(params):
+        return ScaleByRmsState(_tree.map(lambda p: _core.full_like(_core.asarray(p), initial_scale), params))
+
+    def update(updates, state, params=None):
+        nu = _tmap(lambda v, g: decay * v + (1.0 - decay) * (g * g), state.nu, updates)
+        if eps_in_sqrt:
+            out = _tmap(lambda g, v: g / _core.sqrt(v + eps), updates, nu)
+        else:
+            out = _tmap(lambda g, v: g / (_core.sqrt(v) + eps), updates, nu)
+        return out, ScaleByRmsState(nu)
+    return GradientTransformation(init, update)
+
+
+def scale_by_rss(initial_accumulator_value: float = 0.1, eps: float = 1e-7):
+    """updates / sqrt(the running sum of their squares + eps) (AdaGrad)."""
+    def init(params):
+        return ScaleByRssState(_tree.map(lambda p: _core.full_like(_core.asarray(p), initial_accumulator_value),
+                                         params))
+
+    def update(updates, state, params=None):
+        sos = _tmap(lambda s, g: s + g * g, state.sum_of_squares, updates)
+        out = _tmap(lambda g, s: _core.where(s > 0, g / _core.sqrt(s + eps), _core.zeros_like(g)), updates, sos)
+        return out, ScaleByRssState(sos)
+    return GradientTransformation(init, update)
+
+
+def trace(decay: float, nesterov: bool = False):
+    """Momentum: trace = updates + decay * trace; the update is the trace (or, with
+    nesterov, updates + decay * trace)."""
+    def init(params):
+        return TraceState(_zeros_like(params))
+
+    def update(updates, state, params=None):
+        t = _tmap(lambda g, tr: g + decay * tr, updates, state.trace)
+        out = _tmap(lambda g, tr: g + decay * tr, updates, t) if nesterov else t
+        return out, TraceState(t)
+    return GradientTransformation(init, update)
+
+
+def add_decayed_weights(weight_decay: float = 0.0, mask=None):
+    """updates + weight_decay * params (where mask, a pytree of bools or a function of the
+    params giving one, is True)."""
+    def update(updates, state, params=None):
+        if params is None:
+            raise ValueError("optax.add_decayed_weights: update needs params (pass update(grads, state, params))")
+        m = mask(params) if callable(mask) else mask
+        if m is None:
+            return _tmap(lambda g, p: g + weight_decay * p, updates, params), state
+        return _tree.map(lambda g, p, on: g + weight_decay * p if on else g, updates, params, m), state
+    return GradientTransformation(lambda params: EmptyState(), update)
+
+
+def clip(max_delta: float):
+    """Each update clipped to [-max_delta, max_delta]."""
+    def update(updates, state, params=None):
+        return _tmap(lambda g: _core.clip(g, -max_delta, max_delta), updates), state
+    return GradientTransformation(lambda params: EmptyState(), update)
+
+
+def clip_by_global_norm(max_norm: float):
+    """Updates scaled down so their global norm is at most max_norm."""
+    def update(updates, state, params=None):
+        return _optim.clip_by_global_norm(updates, max_norm), state
+    return GradientTransformation(lambda params: EmptyState(), update)
+
+
+def zero_nans():
+    """NaN updates replaced by 0."""
+    def update(updates, state, params=None):
+        return _tmap(lambda g: _core.where(_core.isnan(g), _core.zeros_like(g), g), updates), state
+    return GradientTransformation(lambda params: EmptyState(), update)
+
+
+global_norm = _optim.global_norm
+
+
+# ---- optimizers ------------------------------------------------------------------------------
+
+def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0):
+    return chain(scale_by_adam(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate))
+
+
+def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0,
+          weight_decay: float = 1e-4, mask=None):
+    return chain(scale_by_adam(b1, b2, eps, eps_root), add_decayed_weights(weight_decay, mask),
+                 scale_by_learning_rate(learning_rate))
+
+
+def sgd(learning_rate, momentum: Optional[float] = None, nesterov: bool = False):
+    parts = [] if momentum is None else [trace(momentum, nesterov)]
+    return chain(*parts, scale_by_learning_rate(learning_rate))
+
+
+def rmsprop(learning_rate, decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
+            momentum: Optional[float] = None, nesterov: bool = False):
+    parts = [scale_by_rms(decay, eps, initial_scale)]
+    if momentum is not None:
+        parts.append(trace(momentum, nesterov))
+    return chain(*parts, scale_by_learning_rate(learning_rate))
+
+
+def adagrad(learning_rate, initial_accumulator_value: float = 0.1, eps: float = 1e-7):
+    return chain(scale_by_rss(initial_accumulator_value, eps), scale_by_learning_rate(learning_rate))
+
+
+# ---- schedules (optax's names; each maps the step count to a value) ------------------------
+
+def constant_schedule(value: float):
+    return _optim.constant(value)
+
+
+exponential_decay = _optim.exponential_decay
+
+
+def cosine_decay_schedule(init_value: float, decay_steps: int, alpha: float = 0.0, exponent: float = 1.0):
+    return _optim.cosine_decay(init_value, decay_steps, alpha, exponent)
+
+
+def warmup_cosine_decay_schedule(init_value: float, peak_value: float, warmup_steps: int, decay_steps: int,
+                                 end_value: float = 0.0, exponent: float = 1.0):
+    return _optim.warmup_cosine_decay(init_value, peak_value, warmup_steps, decay_steps, end_value, exponent)
+
+
+def piecewise_constant_schedule(init_value: float, boundaries_and_scales: Optional[dict] = None):
+    return _optim.piecewise_constant(init_value, boundaries_and_scales or {})
+
+
+def polynomial_schedule(init_value: float, end_value: float, power: float, transition_steps: int,
+                        transition_begin: int = 0):
+    """From init_value to end_value over transition_steps as (1 - t)^power, after transition_begin."""
+    if transition_steps <= 0:
+        return constant_schedule(init_value)
+
+    def schedule(count):
+        c = _core.clip(_core.asarray(count).astype(_core.float64) - transition_begin, 0.0, float(transition_steps))
+        frac = 1.0 - c / transition_steps
+        return (init_value - end_value) * frac ** power + end_value
+    return schedule
+
+
+def linear_schedule(init_value: float, end_value: float, transition_steps: int, transition_begin: int = 0):
+    return polynomial_schedule(init_value, end_value, 1.0, transition_steps, transition_begin)
+
+
+def join_schedules(schedules, boundaries):
+    """schedules[i] from boundaries[i - 1] on, each counting from its own start."""
+    schedules, boundaries = list(schedules), [int(b) for b in boundaries]
+    if len(schedules) != len(boundaries) + 1:
+        raise ValueError(f"optax.join_schedules: {len(schedules)} schedules need {len(schedules) - 1} boundaries, "
+                         f"got {len(boundaries)}")
+
+    def schedule(count):
+        c = _core.asarray(count).astype(_core.float64)
+        value = _core.asarray(schedules[0](c), dtype=_core.float64)
+        for start, sched in zip(boundaries, schedules[1:]):
+            value = _core.where(c >= start, _core.asarray(sched(c - start), dtype=_core.float64), value)
+        return value
+    return schedule
+
+
+del math

@@ -1,0 +1,117 @@
+"""quabla.optax against optax's formulas (written out in NumPy) and, where optax is
+installed, against optax itself on the same gradient sequence; inside jit; qb.optim's Adam
+takes the same steps."""
+import numpy as np
+import pytest
+
+import quabla as qb
+import quabla.optax as qopt
+
+GRADS = [np.array([[0.5, -1.0], [2.0, 0.25]]) * (k + 1) * (-1) ** k for k in range(6)]
+P0 = np.array([[1.0, -2.0], [0.5, 3.0]])
+
+
+def run(opt, jit=False):
+    params = {"w": qb.asarray(P0), "b": qb.asarray(P0[0])}
+    state = opt.init(params)
+
+    def step(params, state, g):
+        updates, state = opt.update({"w": g, "b": g[0]}, state, params)
+        return qopt.apply_updates(params, updates), state
+    if jit:
+        step = qb.jit(step)
+    for g in GRADS:
+        params, state = step(params, state, qb.asarray(g))
+    return params["w"].numpy(), params["b"].numpy()
+
+
+def reference_adam(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
+    p, m, v = P0.copy(), np.zeros_like(P0), np.zeros_like(P0)
+    for t, g in enumerate(GRADS, start=1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        step = (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps) + wd * p
+        p = p - lr * step
+    return p
+
+
+def test_adam_adamw_sgd_rmsprop_adagrad_match_their_formulas():
+    np.testing.assert_allclose(run(qopt.adam(0.05))[0], reference_adam(0.05), rtol=1e-13)
+    np.testing.assert_allclose(run(qopt.adam(0.05), jit=True)[0], reference_adam(0.05), rtol=1e-13)
+    np.testing.assert_allclose(run(qopt.adamw(0.05, weight_decay=0.1))[0], reference_adam(0.05, wd=0.1), rtol=1e-13)
+    p, tr = P0.copy(), np.zeros_like(P0)
+    for g in GRADS:
+        tr = g + 0.9 * tr
+        p = p - 0.1 * (g + 0.9 * tr)
+    np.testing.assert_allclose(run(qopt.sgd(0.1, momentum=0.9, nesterov=True))[0], p, rtol=1e-13)
+    p, nu = P0.copy(), np.zeros_like(P0)
+    for g in GRADS:
+        nu = 0.9 * nu + 0.1 * g * g
+        p = p - 0.01 * g / np.sqrt(nu + 1e-8)
+    np.testing.assert_allclose(run(qopt.rmsprop(0.01))[0], p, rtol=1e-13)
+    p, sos = P0.copy(), np.full_like(P0, 0.1)
+    for g in GRADS:
+        sos = sos + g * g
+        p = p - 0.1 * g / np.sqrt(sos + 1e-7)
+    np.testing.assert_allclose(run(qopt.adagrad(0.1))[0], p, rtol=1e-13)
+
+
+def test_chain_clip_schedule_and_qb_optim_agree():
+    sched = qopt.exponential_decay(0.1, transition_steps=2, decay_rate=0.5)
+    opt = qopt.chain(qopt.clip_by_global_norm(1.0), qopt.scale_by_adam(), qopt.scale_by_learning_rate(sched))
+    got = run(opt)[0]
+    p, m, v = P0.copy(), np.zeros_like(P0), np.zeros_like(P0)
+    for t, g in enumerate(GRADS, start=1):
+        # The global norm covers both leaves (w and its first row b).
+        norm = np.sqrt((g * g).sum() + (g[0] * g[0]).sum())
+        g = g * min(1.0, 1.0 / norm)
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        p = p - 0.1 * 0.5 ** ((t - 1) / 2) * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+    np.testing.assert_allclose(got, p, rtol=1e-12)
+    # qb.optim.Adam's one-call update takes the same steps as the chain.
+    adam = qb.optim.Adam(0.05)
+    params = {"w": qb.asarray(P0)}
+    st = adam.init(params)
+    for g in GRADS:
+        params, st = adam.update(params, {"w": qb.asarray(g)}, st)
+    np.testing.assert_allclose(params["w"].numpy(), reference_adam(0.05), rtol=1e-13)
+
+
+def test_schedules():
+    lin = qopt.linear_schedule(1.0, 0.0, 4, transition_begin=2)
+    np.testing.assert_allclose([float(np.asarray(lin(qb.asarray(c)))) for c in range(8)],
+                               [1.0, 1.0, 1.0, 0.75, 0.5, 0.25, 0.0, 0.0])
+    joined = qopt.join_schedules([qopt.constant_schedule(1.0), qopt.linear_schedule(1.0, 0.0, 2)], [3])
+    np.testing.assert_allclose([float(np.asarray(joined(qb.asarray(c)))) for c in range(6)],
+                               [1.0, 1.0, 1.0, 1.0, 0.5, 0.0])
+    poly = qopt.polynomial_schedule(2.0, 0.0, 2.0, 4)
+    np.testing.assert_allclose(float(np.asarray(poly(qb.asarray(2)))), 2.0 * 0.25)
+
+
+def test_masks_and_errors():
+    opt = qopt.add_decayed_weights(0.5, mask={"w": True, "b": False})
+    u, _ = opt.update({"w": qb.ones(2), "b": qb.ones(2)}, opt.init(None), {"w": qb.ones(2) * 2, "b": qb.ones(2) * 2})
+    assert u["w"].numpy().tolist() == [2.0, 2.0] and u["b"].numpy().tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="needs params"):
+        opt.update({"w": qb.ones(2)}, opt.init(None))
+    z, _ = qopt.zero_nans().update({"w": qb.asarray([1.0, np.nan])}, qopt.EmptyState())
+    assert z["w"].numpy().tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("name, args", [("adam", (0.05,)), ("adamw", (0.05,)), ("sgd", (0.1, 0.9)),
+                                        ("rmsprop", (0.01,)), ("adagrad", (0.1,))])
+def test_against_optax_itself(name, args):
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    opt = getattr(optax, name)(*args)
+    params = {"w": jnp.asarray(P0), "b": jnp.asarray(P0[0])}
+    state = opt.init(params)
+    for g in GRADS:
+        updates, state = opt.update({"w": jnp.asarray(g), "b": jnp.asarray(g[0])}, state, params)
+        params = optax.apply_updates(params, updates)
+    got_w, got_b = run(getattr(qopt, name)(*args))
+    np.testing.assert_allclose(got_w, np.asarray(params["w"]), rtol=1e-12)
+    np.testing.assert_allclose(got_b, np.asarray(params["b"]), rtol=1e-12)
