@@ -562,9 +562,11 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0.0, end_values=0.
                     [(width - 1 - k) / width for k in range(width)]
                 t = _core.reshape(_core.asarray(steps, dtype=_float_dtype_of(x)), tuple(view))
                 ramp = end + (edge.astype(t.dtype) - end) * t
-                piece = ramp.astype(x.dtype)
+                piece = (ramp if x.dtype == t.dtype else _core.floor(ramp)).astype(x.dtype)  # NumPy floors
             elif mode in ("maximum", "minimum", "mean"):
                 stat = {"maximum": _core.max, "minimum": _core.min, "mean": _core.mean}[mode](x, axis=ax, keepdims=True)
+                if mode == "mean" and x.dtype in (_core.int32, _core.int64):
+                    stat = _core.round(stat)  # NumPy rounds an integer mean (half to even)
                 piece = _core.broadcast_to(stat.astype(x.dtype), tuple(shape))
             elif mode == "edge":
                 edge = _take(x, 0, 1, ax) if side == "before" else _take(x, n - 1, n, ax)

@@ -24,7 +24,23 @@ pow = _core.power  # noqa: A001 (the array API's name)
 
 
 def _isint(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) or (hasattr(v, "__index__") and not hasattr(v, "shape"))
+    """An integer scalar: a Python or NumPy integer, or a concrete 0-d integer array."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    shape = getattr(v, "shape", None)
+    if shape is None:
+        return hasattr(v, "__index__")
+    if tuple(shape) != () or getattr(v, "_is_tracer", False):
+        return False
+    return getattr(getattr(v, "dtype", None), "kind", None) in ("i", "u") or \
+        getattr(v, "dtype", None) in (_core.int32, _core.int64)
+
+
+def _axis(axis, ndim, name):
+    from ._numpy_extra import _axis as checked
+    return checked(axis, ndim, name)
 
 
 def _float_of(x):
@@ -99,7 +115,7 @@ def _int_pair(x1, x2, name):
     for v in (a, b):
         if v.dtype not in (_core.int32, _core.int64):
             raise TypeError(f"{name}: arguments must be integers, got {v.dtype}")
-    dtype = qb.result_type(a, b)
+    dtype = qb.result_type(x1, x2)
     shape = tuple(qb.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
     return qb.broadcast_to(a.astype(dtype), shape), qb.broadcast_to(b.astype(dtype), shape)
 
@@ -136,6 +152,8 @@ def _static_indices(obj, n, name):
         obj = obj.item() if obj.ndim == 0 else obj.numpy().tolist()
     if _isint(obj):
         return int(obj)
+    if hasattr(obj, "tolist"):  # a NumPy array of indices
+        obj = obj.tolist()
     out = []
     for i in obj:
         if isinstance(i, bool) or not _isint(i):
@@ -149,7 +167,7 @@ def delete(arr, obj, axis=None, *, assume_unique_indices: bool = False):
     a = qb.asarray(arr)
     if axis is None:
         a, axis = a.reshape(-1), 0
-    axis = axis % a.ndim if a.ndim else 0
+    axis = _axis(axis, a.ndim, "delete")
     n = a.shape[axis]
     idx = _static_indices(obj, n, "delete")
     idx = [idx] if isinstance(idx, int) else idx
@@ -169,7 +187,7 @@ def insert(arr, obj, values, axis=None):
     a = qb.asarray(arr)
     if axis is None:
         a, axis = a.reshape(-1), 0
-    axis = axis % a.ndim
+    axis = _axis(axis, a.ndim, "insert")
     n = a.shape[axis]
     idx = _static_indices(obj, n + 1, "insert")
     v = qb.asarray(values).astype(a.dtype)
@@ -230,7 +248,7 @@ def lexsort(keys, axis: int = -1):
 
 def _checked_kth(a, kth, axis, name):
     a = qb.asarray(a)
-    n = a.shape[axis]
+    n = a.shape[_axis(axis, a.ndim, name)]
     for k in ([kth] if _isint(kth) else list(kth)):
         if not -n <= int(k) < n:
             raise ValueError(f"{name}: kth {k} is out of bounds for an axis of size {n}")
@@ -436,7 +454,7 @@ def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
     """func1d applied to every 1-D slice of arr along axis (by vmap); its result's axes take
     that axis' place."""
     a = qb.asarray(arr)
-    axis = axis % a.ndim
+    axis = _axis(axis, a.ndim, "apply_along_axis")
     moved = qb.moveaxis(a, axis, -1)
     rest = tuple(moved.shape[:-1])
     flat = moved.reshape((-1, moved.shape[-1]))
@@ -524,6 +542,12 @@ def frexp(x, /):
     return qb.where(finite, m, x), qb.where(finite, e, qb.zeros_like(e))
 
 
+def _float_result(*args):
+    """The float dtype of arithmetic on args (Python scalars weak, as everywhere)."""
+    d = qb.result_type(*args)
+    return d if d in (_core.float32, _core.float64) else qb.default_dtype()
+
+
 def _float_constants(dtype):
     if dtype == _core.float32:
         return 24, 1.401298464324817e-45, 3.4028234663852886e38
@@ -532,9 +556,8 @@ def _float_constants(dtype):
 
 def nextafter(x1, x2, /):
     """The next float after x1 in the direction of x2 (x2 itself when they are equal)."""
-    x, y = _float_of(x1), _float_of(x2)
-    dtype = qb.result_type(x, y)
-    x, y = x.astype(dtype), y.astype(dtype)
+    dtype = _float_result(x1, x2)
+    x, y = qb.asarray(x1).astype(dtype), qb.asarray(x2).astype(dtype)
     shape = tuple(qb.broadcast_shapes(tuple(x.shape), tuple(y.shape)))
     x, y = qb.broadcast_to(x, shape), qb.broadcast_to(y, shape)
     bits, least, largest = _float_constants(dtype)
@@ -568,21 +591,20 @@ def bitwise_count(x, /):
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0):
     """num evenly spaced values from start to stop (arrays give one sequence per element,
-    along axis); retstep also returns the spacing."""
+    along axis); retstep also returns the spacing (a float). An integer dtype floors the
+    values, as NumPy."""
+    out_dtype = None if dtype is None else _core.zeros((), dtype).dtype
+    integer = out_dtype in (_core.int32, _core.int64)
     scalar = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, stop))
-    if scalar and not retstep and axis == 0:
-        return _core.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
-    if isinstance(num, bool) or not _isint(num) or num < 0:
+    if scalar and not retstep and axis == 0 and not integer and _isint(num):
+        return _core.linspace(start, stop, int(num), endpoint=endpoint, dtype=dtype)
+    if not _isint(num) or int(num) < 0:
         raise ValueError(f"linspace: num must be a non-negative int, got {num!r}")
-    if scalar:
-        values = _core.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
-        div = (num - 1) if endpoint else num
-        step = (stop - start) / div if div > 0 else math.nan
-        return (values, qb.asarray(step, dtype=values.dtype)) if retstep else values
-    lo, hi = _float_of(start), _float_of(stop)
-    out_dtype = qb.result_type(lo, hi) if dtype is None else _core.zeros((), dtype).dtype
-    calc = out_dtype if out_dtype in (_core.float32, _core.float64) else qb.default_dtype()
-    lo, hi = lo.astype(calc), hi.astype(calc)
+    num = int(num)
+    calc = _float_result(start, stop) if out_dtype is None or integer else out_dtype
+    if out_dtype is None:
+        out_dtype = calc
+    lo, hi = qb.asarray(start).astype(calc), qb.asarray(stop).astype(calc)
     shape = tuple(qb.broadcast_shapes(tuple(lo.shape), tuple(hi.shape)))
     lo, hi = qb.broadcast_to(lo, shape), qb.broadcast_to(hi, shape)
     div = (num - 1) if endpoint else num
@@ -591,6 +613,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     values = lo + t * (hi - lo) / div if div > 0 else qb.broadcast_to(lo, (num,) + shape)
     if endpoint and num > 1:
         values = qb.concatenate([values[:-1], hi[None]], axis=0)
+    if integer:
+        values = qb.floor(values)
     values = qb.moveaxis(values, 0, axis % (len(shape) + 1)).astype(out_dtype)
     return (values, step) if retstep else values
 

@@ -40,6 +40,8 @@ def map(f: Callable, xs, *, batch_size=None):  # noqa: A001 (jax.lax's name)
     if not leaves:
         raise ValueError("lax.map: xs has no arrays to map over")
     n = _qb.asarray(leaves[0]).shape[0]
+    if n == 0:
+        return scan(lambda c, x: (c, f(x)), None, xs)[1]
     full, rest = divmod(n, batch_size)
     g = _qb.vmap(f)
     parts = []
@@ -481,13 +483,15 @@ def reduce(operands, init_values, computation: Callable, dimensions: Sequence[in
 # -- reductions, comparisons and the remaining elementwise names -------------------------------
 
 def reduce_sum(operand, axes: Sequence[int]):
-    """The sum over axes."""
-    return _qb.sum(operand, axis=tuple(axes))
+    """The sum over axes, in operand's dtype."""
+    operand = _qb.asarray(operand)
+    return _qb.sum(operand, axis=tuple(axes)).astype(operand.dtype)
 
 
 def reduce_prod(operand, axes: Sequence[int]):
-    """The product over axes."""
-    return _qb.prod(operand, axis=tuple(axes))
+    """The product over axes, in operand's dtype."""
+    operand = _qb.asarray(operand)
+    return _qb.prod(operand, axis=tuple(axes)).astype(operand.dtype)
 
 
 def reduce_max(operand, axes: Sequence[int]):
@@ -501,11 +505,19 @@ def reduce_min(operand, axes: Sequence[int]):
 
 
 def reduce_and(operand, axes: Sequence[int]):
-    return _qb.all(operand, axis=tuple(axes))
+    """Logical and over axes for bools, bitwise and for integers."""
+    operand = _qb.asarray(operand)
+    if operand.dtype == _qb.bool_:
+        return _qb.all(operand, axis=tuple(axes))
+    return reduce(operand, _qb.asarray(-1, dtype=operand.dtype), _qb.bitwise_and, tuple(axes))
 
 
 def reduce_or(operand, axes: Sequence[int]):
-    return _qb.any(operand, axis=tuple(axes))
+    """Logical or over axes for bools, bitwise or for integers."""
+    operand = _qb.asarray(operand)
+    if operand.dtype == _qb.bool_:
+        return _qb.any(operand, axis=tuple(axes))
+    return reduce(operand, _qb.asarray(0, dtype=operand.dtype), _qb.bitwise_or, tuple(axes))
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
@@ -543,7 +555,8 @@ def round(x, rounding_method=0):  # noqa: A001 (jax.lax's name)
         raise ValueError(f"lax.round: rounding_method must be 0 (AWAY_FROM_ZERO) or 1 (TO_NEAREST_EVEN), got "
                          f"{rounding_method!r}")
     x = _qb.asarray(x)
-    return _qb.sign(x) * _qb.floor(_qb.abs(x) + 0.5)
+    t = _qb.trunc(x)  # x - t is exact, so halves are found without rounding x + 0.5
+    return _qb.where(_qb.abs(x - t) >= 0.5, t + _qb.sign(x), t)
 
 
 class RoundingMethod:

@@ -534,8 +534,8 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
 
 def trace(x, /, *, offset: int = 0, dtype=None):
     """The sum of the offset diagonal of the last two axes."""
-    return _qb.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype) if dtype is not None else \
-        _qb.trace(x, offset=offset, axis1=-2, axis2=-1)
+    out = _qb.trace(x, offset=offset, axis1=-2, axis2=-1)
+    return out if dtype is None else out.astype(dtype)
 
 
 def diagonal(x, /, *, offset: int = 0):

@@ -103,7 +103,9 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     if where is not None:
         b = _qb.where(_qb.broadcast_to(_qb.asarray(where), tuple(a.shape)), b, _qb.zeros_like(b))
     live = b != 0
-    m = _qb.stop_gradient(_qb.max(_qb.where(live, a, _qb.full_like(a, -_math.inf)), axis=axes, keepdims=True))
+    # Masked and zero-weight terms become -inf before exp, so no inf of theirs reaches a gradient.
+    a = _qb.where(live, a, _qb.full_like(a, -_math.inf))
+    m = _qb.stop_gradient(_qb.max(a, axis=axes, keepdims=True))
     m = _qb.where(_qb.isfinite(m), m, _qb.zeros_like(m))
     s = _qb.sum(_qb.where(live, b * _qb.exp(a - m), _qb.zeros_like(a)), axis=axes, keepdims=True)
     out = _qb.log(_qb.abs(s)) + m
@@ -131,6 +133,8 @@ def softmax(x, axis=-1, where=None, initial=None):
     if where is None and isinstance(axis, int):
         return _core.softmax(x, axis)
     x, mask, axis = _softmax_parts(x, axis, where, "softmax")
+    if mask is not None:  # masked logits out before exp (an inf there would poison gradients)
+        x = _qb.where(mask, x, _qb.full_like(x, -_math.inf))
     lse = logsumexp(x, axis=axis, keepdims=True, where=mask)
     out = _qb.exp(x - lse)
     return out if mask is None else _qb.where(mask, out, _qb.zeros_like(out))

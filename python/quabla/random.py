@@ -296,6 +296,8 @@ def key(seed) -> Key:
     if isinstance(seed, bool):
         raise TypeError("qb.random.key: seed must be an int, got bool")
     if isinstance(seed, int):
+        if not -(1 << 63) <= seed < (1 << 64):
+            raise OverflowError(f"qb.random.key: seed {seed} does not fit in 64 bits")
         return Key(_core.random_key(seed & 0xFFFFFFFFFFFFFFFF))
     if isinstance(seed, _core.Array) or _traced(seed):
         if seed.shape != () or seed.dtype not in (_core.int32, _core.int64):
@@ -343,8 +345,8 @@ def _num_shape(num, fname):
         raise ValueError(f"qb.random.{fname}: num must be a positive int, got {num!r}")
     if isinstance(num, int) or hasattr(num, "__index__"):
         n = int(num)
-        if n < 1:
-            raise ValueError(f"qb.random.{fname}: num must be a positive int, got {num!r}")
+        if n < 0:
+            raise ValueError(f"qb.random.{fname}: num must be a non-negative int, got {num!r}")
         return (n,)
     try:
         shape = tuple(int(d) for d in num)
@@ -409,8 +411,25 @@ def _shape(shape) -> Tuple[int, ...]:
     if shape is None:
         return ()
     if isinstance(shape, int) or hasattr(shape, "__index__"):
-        return (int(shape),)
-    return tuple(int(d) for d in shape)
+        shape = (int(shape),)
+    else:
+        shape = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"qb.random: the shape {shape} has a negative dimension")
+    return shape
+
+
+def _fits(fname, what, value, shape):
+    """A bound or parameter array must broadcast to the sample shape (as in JAX): a larger
+    one would otherwise repeat one sample across its elements."""
+    vs = tuple(getattr(value, "shape", ()))
+    if not _broadcasts_to(vs, shape):
+        raise ValueError(f"qb.random.{fname}: {what} of shape {vs} does not broadcast to the sample shape {shape}; "
+                         f"pass shape={tuple(qb.broadcast_shapes(vs, shape)) if _broadcastable(vs, shape) else vs}")
+
+
+def _broadcastable(a, b) -> bool:
+    return all(x == y or x == 1 or y == 1 for x, y in zip(a[::-1], b[::-1]))
 
 
 def bits(k, shape=(), dtype=None):
@@ -445,6 +464,8 @@ def uniform(k, shape=(), dtype=None, minval=0.0, maxval=1.0):
         return _core.clip(r, lo, _largest_below(hi, u.dtype))
     lo = qb.asarray(minval).astype(u.dtype)
     hi = qb.asarray(maxval).astype(u.dtype)
+    _fits("uniform", "minval", lo, shape)
+    _fits("uniform", "maxval", hi, shape)
     r = u * (hi - lo) + lo
     # At least minval (as JAX), and a rounding up to maxval moved below it (not always to
     # the largest value below: by the spacing of floats at maxval, or the smallest subnormal).
@@ -484,7 +505,11 @@ def normal(k, shape=(), dtype=None):
 def truncated_normal(k, lower=-2.0, upper=2.0, shape=None, dtype=None):
     """Standard normal samples conditioned on [lower, upper]."""
     key_, _ = _key_arg(k, "truncated_normal")
+    if shape is None:
+        shape = tuple(qb.broadcast_shapes(tuple(getattr(lower, "shape", ())), tuple(getattr(upper, "shape", ()))))
     shape = _shape(shape)
+    _fits("truncated_normal", "lower", lower, shape)
+    _fits("truncated_normal", "upper", upper, shape)
     if key_._concrete_words() is not None and isinstance(lower, (int, float)) and isinstance(upper, (int, float)):
         w = key_.words
         return _core.random_truncated_normal(w[0], w[1], float(lower), float(upper), shape, dtype)
@@ -518,44 +543,78 @@ def _int_dtype(dtype):
     return d
 
 
-def _bits62(k: Key, shape):
-    """62 random bits per sample as a non-negative int64."""
+def _bits63(k: Key, shape):
+    """63 random bits per sample as a non-negative int64."""
     first, second = _blocks(k, shape)
-    return ((first & 0x7FFFFFFF).astype(_core.int64) << 31) | (second & 0x7FFFFFFF).astype(_core.int64)
+    return ((first & 0x7FFFFFFF).astype(_core.int64) << 32) | (second.astype(_core.int64) & 0xFFFFFFFF)
 
 
 def randint(k, shape, minval, maxval, dtype=None):
     """Integers uniform in [minval, maxval) (bounds broadcast to shape and are clipped to the
     dtype's range; where maxval <= minval the result is minval, as in JAX). The residue of
-    62 random bits: a bias below 2^-30 for spans up to 2^32."""
+    63 random bits modulo the span: a bias below span / 2^63 (2^-31 for int32). An int64
+    span beyond 2^63 - 1 (it overflows int64) is drawn from 53 bits in floating point."""
     key_, _ = _key_arg(k, "randint")
     d = _int_dtype(dtype)
     shape = _shape(shape)
     info = (-(1 << 31), (1 << 31) - 1) if d == _core.int32 else (-(1 << 63), (1 << 63) - 1)
     lo = qb.clip(qb.asarray(minval).astype(_core.int64), info[0], info[1])
     hi = qb.clip(qb.asarray(maxval).astype(_core.int64), info[0], info[1])
+    _fits("randint", "minval", lo, shape)
+    _fits("randint", "maxval", hi, shape)
     if d == _core.int32:
         hi = qb.where(qb.asarray(maxval).astype(_core.int64) > info[1], info[1] + 1, hi)
-    span = qb.maximum(hi - lo, 1)
-    return (lo + _bits62(key_, shape) % span).astype(d)
+    diff = hi - lo
+    bits = _bits63(key_, shape)
+    out = lo + bits % qb.maximum(diff, 1)
+    if d == _core.int64:
+        wide = (hi > lo) & (diff <= 0)  # the span overflowed
+        flo, fhi = lo.astype(_core.float64), hi.astype(_core.float64)
+        u = (bits >> 10).astype(_core.float64) * (2.0 ** -53)
+        approx = qb.clip(flo + u * (fhi - flo), -9.223372036854775e18, 9.223372036854775e18).astype(_core.int64)
+        out = qb.where(wide, qb.minimum(qb.maximum(approx, lo), hi - 1), out)
+    return out.astype(d)
+
+
+def _int_scalar(v) -> bool:
+    """A Python or NumPy integer, or a concrete 0-d integer array (an n for range(n))."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    shape = getattr(v, "shape", None)
+    if shape is None:
+        return hasattr(v, "__index__")
+    dtype = getattr(v, "dtype", None)
+    return tuple(shape) == () and not _traced(v) and (dtype in (_core.int32, _core.int64)
+                                                      or getattr(dtype, "kind", None) in ("i", "u"))
+
+
+def _checked_axis(axis, ndim, fname):
+    if isinstance(axis, bool) or not hasattr(axis, "__index__"):
+        raise TypeError(f"qb.random.{fname}: axis must be an int, got {type(axis).__name__}")
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"qb.random.{fname}: axis {axis} is out of range for an array of rank {ndim}")
+    return axis % ndim
 
 
 def permutation(k, x, axis=0, independent=False):
     """A random permutation of range(x) (an int) or of x's entries along axis (of each
     slice independently when independent=True)."""
     key_, _ = _key_arg(k, "permutation")
-    if isinstance(x, int) or (hasattr(x, "__index__") and not hasattr(x, "shape")):
+    if _int_scalar(x):
         n = int(x)
         if n < 0:
             raise ValueError(f"qb.random.permutation: x must be non-negative, got {n}")
-        return qb.argsort(_bits62(key_, (n,))).astype(qb.asarray(0).dtype)
+        return qb.argsort(_bits63(key_, (n,))).astype(qb.asarray(0).dtype)
     x = qb.asarray(x)
     if x.ndim == 0:
         raise ValueError("qb.random.permutation: x must be an int or an array of at least one dimension")
-    axis = axis + x.ndim if axis < 0 else axis
+    axis = _checked_axis(axis, x.ndim, "permutation")
     if independent:
-        return qb.take_along_axis(x, qb.argsort(_bits62(key_, tuple(x.shape)), axis=axis), axis=axis)
-    return qb.take(x, qb.argsort(_bits62(key_, (x.shape[axis],))), axis=axis)
+        return qb.take_along_axis(x, qb.argsort(_bits63(key_, tuple(x.shape)), axis=axis), axis=axis)
+    return qb.take(x, qb.argsort(_bits63(key_, (x.shape[axis],))), axis=axis)
 
 
 def choice(k, a, shape=(), replace=True, p=None, axis=0):
@@ -564,13 +623,13 @@ def choice(k, a, shape=(), replace=True, p=None, axis=0):
     key_, _ = _key_arg(k, "choice")
     shape = _shape(shape)
     count = math.prod(shape)
-    if isinstance(a, int) or (hasattr(a, "__index__") and not hasattr(a, "shape")):
+    if _int_scalar(a):
         n, arr = int(a), None
     else:
         arr = qb.asarray(a)
         if arr.ndim == 0:
             raise ValueError("qb.random.choice: a must be an int or an array of at least one dimension")
-        axis = axis + arr.ndim if axis < 0 else axis
+        axis = _checked_axis(axis, arr.ndim, "choice")
         n = arr.shape[axis]
     if n <= 0 and count:
         raise ValueError("qb.random.choice: a must be greater than 0 unless no samples are taken")
@@ -677,6 +736,9 @@ def multivariate_normal(k, mean, cov, shape=None, dtype=None, method="cholesky")
                          f"{tuple(mean.shape)} and {tuple(cov.shape)}")
     batch = tuple(qb.broadcast_shapes(tuple(mean.shape[:-1]), tuple(cov.shape[:-2])))
     shape = batch if shape is None else _shape(shape)
+    if not _broadcasts_to(batch, shape):
+        raise ValueError(f"qb.random.multivariate_normal: shape {shape} is not broadcast-compatible with the batch "
+                         f"shape {batch} of mean and cov")
     if method == "cholesky":
         factor = qb.linalg.cholesky(cov)
     elif method == "eigh":
@@ -696,6 +758,9 @@ def orthogonal(k, n, shape=(), dtype=None, m=None):
     columns, uniform (Haar) over their group: the Q of a normal matrix, signs fixed by R."""
     key_, _ = _key_arg(k, "orthogonal")
     m = n if m is None else m
+    if not (_int_scalar(n) and _int_scalar(m)) or int(n) < 1 or int(m) < 1:
+        raise ValueError(f"qb.random.orthogonal: n and m must be positive ints, got n={n!r}, m={m!r}")
+    n, m = int(n), int(m)
     shape = _shape(shape)
     rows, cols = max(n, m), min(n, m)
     z = normal(key_, shape + (rows, cols), dtype)

@@ -294,3 +294,34 @@ def test_errors_say_what_to_do():
         qb.reshape(qb.ones(4), (2, 2), order="K")
     with pytest.raises(TypeError, match="static"):
         qb.jit(lambda i: qb.delete(qb.arange(3.0), i))(qb.asarray(1))
+
+
+def test_review_edges():
+    # Masked terms give zero gradients, not NaN, even when their logits are huge.
+    g = qb.grad(lambda a: qb.nn.logsumexp(a, where=qb.asarray([True, False])))(qb.asarray([0.0, 1000.0]))
+    np.testing.assert_array_equal(g.numpy(), [1.0, 0.0])
+    gs = qb.grad(lambda a: qb.nn.softmax(a, where=qb.asarray([True, False, True]))[0])(qb.asarray([0.0, 1000.0, 1.0]))
+    assert np.all(np.isfinite(gs.numpy())) and gs.numpy()[1] == 0.0
+    close(qb.lax.round(qb.asarray([0.49999999999999994, 4503599627370497.0, -2.5, 2.5])),
+          [0.0, 4503599627370497.0, -3.0, 3.0], rtol=0)
+    close(qb.lax.round(qb.asarray(np.float32([0.49999997, 8388609.0]))), np.float32([0.0, 8388609.0]), rtol=0)
+    assert qb.lax.reduce_sum(qb.asarray([1, 2], dtype=qb.int32), (0,)).dtype == qb.int32
+    assert int(qb.lax.reduce_and(qb.asarray([6, 3]), (0,)).item()) == 2
+    assert int(qb.lax.reduce_or(qb.asarray([6, 1]), (0,)).item()) == 7
+    assert qb.lax.map(lambda v: v * 2, qb.zeros((0,)), batch_size=2).shape == (0,)
+    assert qb.linalg.trace(qb.ones((2, 2)), dtype=qb.float32).dtype == qb.float32
+    close(qb.linspace(-5, 0, 4, dtype=qb.int64), np.linspace(-5, 0, 4, dtype=np.int64))
+    close(qb.pad(qb.asarray([0, 0]), (3, 0), mode="linear_ramp", end_values=-10),
+          np.pad([0, 0], (3, 0), mode="linear_ramp", end_values=-10))
+    close(qb.pad(qb.asarray([-1, -2]), 1, mode="mean"), np.pad([-1, -2], 1, mode="mean"))
+    f32 = qb.asarray(np.float32([1.0]))
+    assert qb.nextafter(f32, 2.0).dtype == qb.float32 and qb.linspace(f32, 1.0, 3).dtype == qb.float32
+    assert qb.gcd(qb.asarray([12], dtype=qb.int32), 8).dtype == qb.int32
+    close(qb.delete(qb.arange(4.0), np.int64(1)), [0.0, 2.0, 3.0])
+    close(qb.delete(qb.arange(4.0), np.array([0, 1])), [2.0, 3.0])
+    close(qb.linspace(0.0, 1.0, np.int64(3), retstep=True), (np.linspace(0.0, 1.0, 3), 0.5))
+    for bad in (lambda: qb.delete(qb.ones((2, 2)), 0, axis=2), lambda: qb.insert(qb.ones((2, 2)), 0, 5.0, axis=2),
+                lambda: qb.apply_along_axis(qb.sum, 3, qb.ones((2, 2, 2)))):
+        with pytest.raises(ValueError, match="out of range"):
+            bad()
+    assert (qb.float32 == None) is False  # noqa: E711 (NumPy's answer, not a TypeError)

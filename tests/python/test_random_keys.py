@@ -290,3 +290,27 @@ def test_rejection_samplers_edges_and_transforms():
         R.gamma(k, qb.ones(3), (2,))
     with pytest.raises(TypeError, match="integer dtype"):
         R.poisson(k, 1.0, (2,), dtype=qb.float64)
+
+
+def test_review_edges_of_bounds_shapes_and_ints():
+    k = R.key(0)
+    with pytest.raises(ValueError, match="does not broadcast to the sample shape"):
+        R.uniform(k, (), minval=qb.zeros(3))
+    with pytest.raises(ValueError, match="does not broadcast to the sample shape"):
+        R.randint(k, (), qb.asarray([0, 0, 0]), 100)
+    with pytest.raises(ValueError, match="negative dimension"):
+        qb.jit(lambda kk: R.normal(kk, (-1, 4)))(k)
+    with pytest.raises(ValueError, match="out of range"):
+        R.permutation(k, qb.ones((2, 2)), axis=2)
+    with pytest.raises(OverflowError):
+        R.key(2 ** 70)
+    t3 = R.truncated_normal(k, qb.asarray([-1.0, -1.0, -1.0]), 2.0).numpy()
+    assert t3.shape == (3,) and len(set(t3.tolist())) == 3
+    full = R.randint(k, (4000,), -2 ** 63, 2 ** 63 - 1, dtype=qb.int64).numpy()
+    assert (full < 0).mean() > 0.4 and (full > 0).mean() > 0.4
+    upper = R.randint(k, (4000,), 0, 2 ** 63 - 1, dtype=qb.int64).numpy()
+    assert 0.45 < (upper > 2 ** 62).mean() < 0.55  # the whole span is reached
+    assert R.split(k, 0).shape == (0,)
+    np.testing.assert_array_equal(R.permutation(k, np.int64(5)).numpy(), R.permutation(k, 5).numpy())
+    np.testing.assert_array_equal(R.permutation(k, qb.asarray(5)).numpy(), R.permutation(k, 5).numpy())
+    np.testing.assert_array_equal(R.choice(k, np.int64(5), (2,)).numpy(), R.choice(k, 5, (2,)).numpy())

@@ -71,7 +71,7 @@ void bind_dtypes(nb::module_& m) {
         } catch (const TypeError&) {
           return false;
         }
-      })
+      }, nb::arg("other").none())  // qb.float32 == None is False, as NumPy's
       .def("__hash__", [](const DTypeObject& d) { return static_cast<int>(d.dtype) + 7919; })
       // qb.float32(x): x as an array of this dtype (jnp.float32(x)).
       .def("__call__", [](nb::handle self, nb::handle x) { return nb::module_::import_("quabla").attr("asarray")(x, self); },
