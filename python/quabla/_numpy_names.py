@@ -15,7 +15,7 @@ __all__ = ["acos", "asin", "atan", "acosh", "asinh", "atanh", "atan2", "pow", "p
            "cumulative_sum", "cumulative_prod", "vecdot", "matvec", "vecmat", "divmod", "gcd", "lcm", "insert",
            "delete", "lexsort", "partition", "argpartition", "fill_diagonal", "mgrid", "ogrid", "r_", "c_", "ix_",
            "vectorize", "apply_along_axis", "apply_over_axes", "piecewise", "ediff1d", "modf", "ldexp", "frexp",
-           "nextafter", "spacing", "bitwise_count", "linspace", "reshape", "full_like"]
+           "nextafter", "spacing", "bitwise_count", "linspace", "reshape", "full_like", "block", "isdtype"]
 
 acos, asin, atan = _core.arccos, _core.arcsin, _core.arctan
 acosh, asinh, atanh = _core.arccosh, _core.arcsinh, _core.arctanh
@@ -493,6 +493,53 @@ def piecewise(x, condlist, funclist, *args, **kw):
     for c, f in zip(conds, funcs):
         out = qb.where(c, value(f), out)
     return out
+
+
+def block(arrays):
+    """An array assembled from nested lists of blocks (the innermost lists join along the
+    last axis, the next ones along the one before, ...), as numpy.block."""
+    def depth(x):
+        return 1 + depth(x[0]) if isinstance(x, list) and x else (0 if not isinstance(x, list) else 1)
+    if isinstance(arrays, tuple):
+        raise TypeError("block: use nested lists, not tuples (as NumPy)")
+    levels = depth(arrays)
+    leaves = []
+
+    def collect(x):
+        if isinstance(x, list):
+            if not x:
+                raise ValueError("block: lists must not be empty")
+            for y in x:
+                collect(y)
+        else:
+            leaves.append(qb.asarray(x))
+    collect(arrays)
+    ndim = max([levels] + [a.ndim for a in leaves])
+
+    def build(x, level):
+        if not isinstance(x, list):
+            a = qb.asarray(x)
+            return a.reshape((1,) * (ndim - a.ndim) + tuple(a.shape))
+        parts = [build(y, level + 1) for y in x]
+        return qb.concatenate(parts, axis=-(levels - level))
+    return build(arrays, 0)
+
+
+def isdtype(dtype, kind):
+    """Whether dtype is of kind (the array API's names 'bool', 'signed integer', 'unsigned
+    integer', 'integral', 'real floating', 'complex floating', 'numeric', a dtype, or a tuple
+    of them)."""
+    d = _core.zeros((), dtype).dtype
+    if isinstance(kind, tuple):
+        return any(isdtype(d, k) for k in kind)
+    groups = {"bool": (_core.bool_,), "signed integer": (_core.int32, _core.int64), "unsigned integer": (),
+              "integral": (_core.int32, _core.int64), "real floating": (_core.float32, _core.float64),
+              "complex floating": (), "numeric": (_core.int32, _core.int64, _core.float32, _core.float64)}
+    if isinstance(kind, str):
+        if kind not in groups:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; one of {sorted(groups)}")
+        return d in groups[kind]
+    return d == _core.zeros((), kind).dtype
 
 
 def ediff1d(ary, to_end=None, to_begin=None):

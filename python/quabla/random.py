@@ -36,7 +36,7 @@ from ._package import qb
 __all__ = ["Key", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "clone", "bits", "uniform",
            "normal", "truncated_normal", "bernoulli", "randint", "choice", "permutation", "categorical", "gumbel",
            "exponential", "laplace", "logistic", "cauchy", "rademacher", "multivariate_normal", "orthogonal",
-           "gamma", "loggamma", "beta", "dirichlet", "chisquare", "t", "poisson",
+           "gamma", "loggamma", "beta", "dirichlet", "chisquare", "t", "poisson", "generalized_normal", "ball",
            "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "lecun_normal"]
 
 _MASK = 0xFFFFFFFF
@@ -892,6 +892,33 @@ def t(k, df, shape=(), dtype=None):
     z = normal(kn, shape, _core.float64)
     g = 2.0 * _standard_gamma(kg, 0.5 * df, shape)
     return (z * qb.sqrt(df / g)).astype(d)
+
+
+def generalized_normal(k, p, shape=(), dtype=None):
+    """Samples with density proportional to exp(-|x|^p): a random sign times Gamma(1/p)^(1/p)."""
+    key_, _ = _key_arg(k, "generalized_normal")
+    d = _float_dtype(dtype, "generalized_normal")
+    p = float(p)
+    if not p > 0:
+        raise ValueError(f"qb.random.generalized_normal: p must be positive, got {p}")
+    shape = _shape(shape)
+    kg, ks = split(key_)
+    g = _standard_gamma(kg, qb.asarray(1.0 / p), shape)
+    sign = rademacher(ks, shape).astype(_core.float64)
+    return (sign * g ** (1.0 / p)).astype(d)
+
+
+def ball(k, d, p=2.0, shape=(), dtype=None):
+    """Points uniform in the d-dimensional unit p-norm ball, of shape (*shape, d)."""
+    key_, _ = _key_arg(k, "ball")
+    if not _int_scalar(d) or int(d) < 1:
+        raise ValueError(f"qb.random.ball: d must be a positive int, got {d!r}")
+    dt = _float_dtype(dtype, "ball")
+    shape = _shape(shape)
+    kg, ke = split(key_)
+    g = generalized_normal(kg, p, shape + (int(d),), _core.float64)
+    e = exponential(ke, shape, _core.float64)
+    return (g / ((qb.sum(qb.abs(g) ** float(p), axis=-1) + e) ** (1.0 / float(p)))[..., None]).astype(dt)
 
 
 def poisson(k, lam, shape=None, dtype=None):

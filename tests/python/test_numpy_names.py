@@ -325,3 +325,16 @@ def test_review_edges():
         with pytest.raises(ValueError, match="out of range"):
             bad()
     assert (qb.float32 == None) is False  # noqa: E711 (NumPy's answer, not a TypeError)
+
+
+def test_block_isdtype_and_ndarray():
+    e, z = np.eye(2), np.zeros((2, 2))
+    close(qb.block([[qb.eye(2), qb.zeros((2, 2))], [qb.zeros((2, 2)), qb.eye(2)]]), np.block([[e, z], [z, e]]))
+    close(qb.block([qb.ones(2), qb.zeros(3)]), np.block([np.ones(2), np.zeros(3)]))
+    close(qb.block([[qb.ones((2, 1)), qb.zeros((2, 2))], [qb.ones((1, 3))]]),
+          np.block([[np.ones((2, 1)), np.zeros((2, 2))], [np.ones((1, 3))]]))
+    close(qb.block([[1.0, 2.0], [3.0, 4.0]]), np.block([[1.0, 2.0], [3.0, 4.0]]))
+    import quabla.numpy as jnp
+    assert isinstance(qb.ones(2), jnp.ndarray)
+    assert qb.isdtype(qb.float32, "real floating") and qb.isdtype(qb.int32, ("bool", "integral"))
+    assert not qb.isdtype(qb.float32, qb.float64) and not qb.isdtype(qb.int64, "unsigned integer")

@@ -314,3 +314,15 @@ def test_review_edges_of_bounds_shapes_and_ints():
     np.testing.assert_array_equal(R.permutation(k, np.int64(5)).numpy(), R.permutation(k, 5).numpy())
     np.testing.assert_array_equal(R.permutation(k, qb.asarray(5)).numpy(), R.permutation(k, 5).numpy())
     np.testing.assert_array_equal(R.choice(k, np.int64(5), (2,)).numpy(), R.choice(k, 5, (2,)).numpy())
+
+
+def test_ball_and_generalized_normal():
+    k = R.key(3)
+    x = R.ball(k, 3, shape=(20000,)).numpy()
+    r = np.linalg.norm(x, axis=1)
+    assert x.shape == (20000, 3) and r.max() < 1.0
+    assert st.kstest(r ** 3, "uniform").pvalue > 1e-3  # uniform in volume: P(r < s) = s^3
+    assert np.abs(R.ball(k, 2, p=1.0, shape=(5000,)).numpy()).sum(1).max() < 1.0
+    assert st.kstest(R.generalized_normal(k, 1.5, (20000,)).numpy(), st.gennorm(1.5).cdf).pvalue > 1e-3
+    with pytest.raises(ValueError, match="positive int"):
+        R.ball(k, 0)
