@@ -82,6 +82,7 @@ from ._numpy_names import (  # noqa: E402,F401,F811
     r_, c_, ix_, vectorize, apply_along_axis, apply_over_axes, piecewise, ediff1d, modf, ldexp, frexp, nextafter,
     spacing, bitwise_count, linspace, reshape, full_like, block, isdtype,
 )
+from ._special_incomplete import i0  # noqa: E402,F401  (numpy.i0)
 ndarray = Array  # jax.numpy.ndarray / numpy.ndarray's role: isinstance(x, jnp.ndarray)
 
 
@@ -105,9 +106,9 @@ from ._cuda import device_put  # noqa: E402,F401
 DeviceArray = _core.DeviceArray
 
 # Python compositions given device arrays compile for that device as a whole.
-from . import _device_eager, _numpy_extra, _indexing, _shapes, _krylov, _special  # noqa: E402
+from . import _device_eager, _numpy_extra, _indexing, _shapes, _krylov, _special, _special_incomplete  # noqa: E402
 _device_eager.install([_sys.modules[__name__]], [_numpy_extra, _indexing, _numpy_more, _shapes, linalg, nn, lax,
-                                                  _krylov, _special, _numpy_names])
+                                                  _krylov, _special, _numpy_names, _special_incomplete])
 
 
 def devices(backend=None):

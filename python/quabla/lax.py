@@ -618,3 +618,33 @@ bitwise_xor = _elementwise("bitwise_xor", "x ^ y.")
 bitwise_not = _elementwise("bitwise_not", "~x.")
 shift_left = _elementwise("left_shift", "x << y (0 for y outside [0, bits)).")
 shift_right_arithmetic = _elementwise("right_shift", "x >> y filling with the sign bit.")
+
+
+def igamma(a, x):
+    """The regularized lower incomplete gamma function P(a, x)."""
+    from ._special_incomplete import gammainc
+    return gammainc(a, x)
+
+
+def igammac(a, x):
+    """The regularized upper incomplete gamma function Q(a, x)."""
+    from ._special_incomplete import gammaincc
+    return gammaincc(a, x)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b)."""
+    from ._special_incomplete import betainc as f
+    return f(a, b, x)
+
+
+def bessel_i0e(x):
+    """exp(-|x|) I0(x)."""
+    from ._special_incomplete import i0e
+    return i0e(x)
+
+
+def bessel_i1e(x):
+    """exp(-|x|) I1(x)."""
+    from ._special_incomplete import i1e
+    return i1e(x)

@@ -105,3 +105,26 @@ def test_gradients_and_jit():
     np.testing.assert_allclose(qb.jit(lambda v: Q.t.logpdf(v, 3.0))(A(X)).numpy(), S.t.logpdf(X, 3.0), rtol=1e-12)
     np.testing.assert_allclose(qb.vmap(lambda s: Q.norm.logpdf(A(1.0), 0.0, s))(A([1.0, 2.0])).numpy(),
                                S.norm.logpdf(1.0, 0.0, [1.0, 2.0]), rtol=1e-13)
+
+
+CDF_CASES = [
+    ("gamma.cdf", lambda: Q.gamma.cdf(A(X), 2.5, 0.1, 1.5), lambda: S.gamma.cdf(X, 2.5, 0.1, 1.5)),
+    ("gamma.sf", lambda: Q.gamma.sf(A(POS), 0.7), lambda: S.gamma.sf(POS, 0.7)),
+    ("chi2.cdf", lambda: Q.chi2.cdf(A(POS * 3), 4.0), lambda: S.chi2.cdf(POS * 3, 4.0)),
+    ("chi2.sf", lambda: Q.chi2.sf(A(POS * 3), 4.0), lambda: S.chi2.sf(POS * 3, 4.0)),
+    ("t.cdf", lambda: Q.t.cdf(A(X), 3.5, 0.2, 1.5), lambda: S.t.cdf(X, 3.5, 0.2, 1.5)),
+    ("beta.cdf", lambda: Q.beta.cdf(A(X), 2.5, 0.7, -1.0, 3.0), lambda: S.beta.cdf(X, 2.5, 0.7, -1.0, 3.0)),
+    ("pareto.cdf", lambda: Q.pareto.cdf(A(POS * 2), 2.5), lambda: S.pareto.cdf(POS * 2, 2.5)),
+    ("gennorm.cdf", lambda: Q.gennorm.cdf(A(X), 1.3, 0.2, 1.5), lambda: S.gennorm.cdf(X, 1.3, 0.2, 1.5)),
+    ("vonmises.logpdf", lambda: Q.vonmises.logpdf(A(X), 2.5), lambda: S.vonmises.logpdf(X, 2.5)),
+    ("poisson.cdf", lambda: Q.poisson.cdf(A(K + 0.5), 3.3), lambda: S.poisson.cdf(K + 0.5, 3.3)),
+    ("poisson.sf", lambda: Q.poisson.sf(A(K), 3.3), lambda: S.poisson.sf(K, 3.3)),
+    ("binom.cdf", lambda: Q.binom.cdf(A(K), 10, 0.3), lambda: S.binom.cdf(K, 10, 0.3)),
+    ("geom.cdf", lambda: Q.geom.cdf(A(K), 0.3), lambda: S.geom.cdf(K, 0.3)),
+    ("nbinom.cdf", lambda: Q.nbinom.cdf(A(K), 4.5, 0.3), lambda: S.nbinom.cdf(K, 4.5, 0.3)),
+]
+
+
+@pytest.mark.parametrize("name, got, expected", CDF_CASES, ids=[c[0] for c in CDF_CASES])
+def test_cdfs_against_scipy(name, got, expected):
+    np.testing.assert_allclose(np.asarray(got()), expected(), rtol=1e-11, atol=1e-15)

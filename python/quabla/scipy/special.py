@@ -7,10 +7,11 @@ import math
 from .._package import qb as _qb
 
 from .._special import beta, betaln, digamma, erfcinv, erfinv, gamma, gammaln, ndtri, polygamma  # noqa: F401
+from .._special_incomplete import betainc, gammainc, gammaincc, i0, i0e, i1, i1e  # noqa: F401
 
 __all__ = ["erf", "erfc", "expit", "logit", "logsumexp", "softmax", "log_softmax", "xlogy", "xlog1py", "ndtr",
            "log_ndtr", "entr", "gammaln", "gamma", "digamma", "psi", "polygamma", "betaln", "beta", "erfinv", "erfcinv",
-           "ndtri"]
+           "ndtri", "gammainc", "gammaincc", "betainc", "i0", "i0e", "i1", "i1e", "factorial", "multigammaln"]
 
 psi = digamma
 
@@ -100,3 +101,24 @@ def entr(x):
     x = _qb.asarray(x)
     safe = _qb.where(x > 0, x, _qb.ones_like(x))
     return _qb.where(x > 0, -x * _qb.log(safe), _qb.where(x == 0, _qb.zeros_like(x), _qb.full_like(x, -math.inf)))
+
+
+def factorial(n, exact: bool = False):
+    """n! as a float (Gamma(n + 1)); 0 for negative n, as SciPy's and JAX's."""
+    if exact:
+        raise ValueError("factorial: exact=True is not supported (as in jax.scipy); use math.factorial for ints")
+    n = _qb.asarray(n)
+    n = n if n.dtype in (_qb.float32, _qb.float64) else n.astype(_qb.default_dtype())
+    return _qb.where(n < 0, _qb.zeros_like(n), gamma(_qb.where(n < 0, _qb.zeros_like(n), n) + 1.0))
+
+
+def multigammaln(a, d: int):
+    """log of the multivariate gamma function of dimension d."""
+    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        raise ValueError(f"multigammaln: d must be a positive int, got {d!r}")
+    a = _qb.asarray(a)
+    a = a if a.dtype in (_qb.float32, _qb.float64) else a.astype(_qb.default_dtype())
+    total = 0.25 * d * (d - 1) * math.log(math.pi)
+    for j in range(d):
+        total = total + gammaln(a - 0.5 * j)
+    return total

@@ -1,5 +1,5 @@
 """jax.scipy.stats: the log densities, densities and distribution functions of common
-distributions, as compositions of the core ops (jit, vmap and gradients in every argument,
+distributions (CDFs through the incomplete gamma and beta functions where needed), as compositions of the core ops (jit, vmap and gradients in every argument,
 on every backend). Each distribution is a namespace of functions, as in jax.scipy.stats
 (`from quabla.scipy.stats import norm; norm.logpdf(x, loc, scale)`); loc and scale
 standardise z = (x - loc) / scale and the densities divide by scale. Outside the support a
@@ -13,8 +13,8 @@ from .._package import qb as _qb
 from . import special as _sp
 
 __all__ = ["norm", "uniform", "expon", "laplace", "logistic", "cauchy", "t", "gamma", "beta", "chi2", "pareto",
-           "gumbel_r", "gumbel_l", "gennorm", "truncnorm", "poisson", "bernoulli", "binom", "geom", "nbinom",
-           "multinomial", "multivariate_normal", "dirichlet"]
+           "gumbel_r", "gumbel_l", "gennorm", "truncnorm", "vonmises", "poisson", "bernoulli", "binom", "geom",
+           "nbinom", "multinomial", "multivariate_normal", "dirichlet"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -176,7 +176,15 @@ def _t_logpdf(x, df, loc=0.0, scale=1.0):
             - half * _qb.log1p(z * z / df))
 
 
-t = _namespace("t", logpdf=_t_logpdf, pdf=_with_pdf(_t_logpdf))
+def _t_cdf(x, df, loc=0.0, scale=1.0):
+    x, df, loc, scale = _f(x, df, loc, scale)
+    z = (x - loc) / scale
+    tail = 0.5 * _sp.betainc(0.5 * df, _qb.full_like(df, 0.5), df / (df + z * z))
+    return _qb.where(z < 0, tail, 1.0 - tail)
+
+
+t = _namespace("t", logpdf=_t_logpdf, pdf=_with_pdf(_t_logpdf), cdf=_t_cdf,
+               sf=lambda x, df, loc=0.0, scale=1.0: 1.0 - _t_cdf(x, df, loc, scale))
 
 
 def _gamma_logpdf(x, a, loc=0.0, scale=1.0):
@@ -186,7 +194,15 @@ def _gamma_logpdf(x, a, loc=0.0, scale=1.0):
     return _neg_inf_outside(z >= 0, _sp.xlogy(a - 1.0, safe) - safe - _sp.gammaln(a) - _qb.log(scale))
 
 
-gamma = _namespace("gamma", logpdf=_gamma_logpdf, pdf=_with_pdf(_gamma_logpdf))
+def _gamma_tail(x, a, loc, scale, upper):
+    x, a, loc, scale = _f(x, a, loc, scale)
+    z = _qb.maximum((x - loc) / scale, 0.0)
+    return (_sp.gammaincc if upper else _sp.gammainc)(a, z)
+
+
+gamma = _namespace("gamma", logpdf=_gamma_logpdf, pdf=_with_pdf(_gamma_logpdf),
+                   cdf=lambda x, a, loc=0.0, scale=1.0: _gamma_tail(x, a, loc, scale, False),
+                   sf=lambda x, a, loc=0.0, scale=1.0: _gamma_tail(x, a, loc, scale, True))
 
 
 def _beta_logpdf(x, a, b, loc=0.0, scale=1.0):
@@ -198,7 +214,13 @@ def _beta_logpdf(x, a, b, loc=0.0, scale=1.0):
                             - _qb.log(scale))
 
 
-beta = _namespace("beta", logpdf=_beta_logpdf, pdf=_with_pdf(_beta_logpdf))
+def _beta_cdf(x, a, b, loc=0.0, scale=1.0):
+    x, a, b, loc, scale = _f(x, a, b, loc, scale)
+    return _sp.betainc(a, b, _qb.clip((x - loc) / scale, 0.0, 1.0))
+
+
+beta = _namespace("beta", logpdf=_beta_logpdf, pdf=_with_pdf(_beta_logpdf), cdf=_beta_cdf,
+                  sf=lambda x, a, b, loc=0.0, scale=1.0: 1.0 - _beta_cdf(x, a, b, loc, scale))
 
 
 def _chi2_logpdf(x, df, loc=0.0, scale=1.0):
@@ -206,7 +228,11 @@ def _chi2_logpdf(x, df, loc=0.0, scale=1.0):
     return _gamma_logpdf(x, 0.5 * df, loc, 2.0 * scale)
 
 
-chi2 = _namespace("chi2", logpdf=_chi2_logpdf, pdf=_with_pdf(_chi2_logpdf))
+chi2 = _namespace("chi2", logpdf=_chi2_logpdf, pdf=_with_pdf(_chi2_logpdf),
+                  cdf=lambda x, df, loc=0.0, scale=1.0: _gamma_tail(x, 0.5 * _qb.asarray(df), loc,
+                                                                     2.0 * _qb.asarray(scale), False),
+                  sf=lambda x, df, loc=0.0, scale=1.0: _gamma_tail(x, 0.5 * _qb.asarray(df), loc,
+                                                                    2.0 * _qb.asarray(scale), True))
 
 
 def _pareto_logpdf(x, b, loc=0.0, scale=1.0):
@@ -216,7 +242,13 @@ def _pareto_logpdf(x, b, loc=0.0, scale=1.0):
     return _neg_inf_outside(z >= 1, _qb.log(b) - (b + 1.0) * _qb.log(safe) - _qb.log(scale))
 
 
-pareto = _namespace("pareto", logpdf=_pareto_logpdf, pdf=_with_pdf(_pareto_logpdf))
+def _pareto_cdf(x, b, loc=0.0, scale=1.0):
+    x, b, loc, scale = _f(x, b, loc, scale)
+    z = (x - loc) / scale
+    return _qb.where(z >= 1, 1.0 - _qb.maximum(z, 1.0) ** (-b), _qb.zeros_like(z))
+
+
+pareto = _namespace("pareto", logpdf=_pareto_logpdf, pdf=_with_pdf(_pareto_logpdf), cdf=_pareto_cdf)
 
 
 def _gumbel_r_logpdf(x, loc=0.0, scale=1.0):
@@ -251,7 +283,23 @@ def _gennorm_logpdf(x, beta, loc=0.0, scale=1.0):
     return _qb.log(beta) - math.log(2.0) - _sp.gammaln(1.0 / beta) - _qb.abs(z) ** beta - _qb.log(scale)
 
 
-gennorm = _namespace("gennorm", logpdf=_gennorm_logpdf, pdf=_with_pdf(_gennorm_logpdf))
+def _gennorm_cdf(x, beta, loc=0.0, scale=1.0):
+    x, beta, loc, scale = _f(x, beta, loc, scale)
+    z = (x - loc) / scale
+    half = 0.5 * _sp.gammainc(1.0 / beta, _qb.abs(z) ** beta)
+    return 0.5 + _qb.sign(z) * half
+
+
+gennorm = _namespace("gennorm", logpdf=_gennorm_logpdf, pdf=_with_pdf(_gennorm_logpdf), cdf=_gennorm_cdf)
+
+
+def _vonmises_logpdf(x, kappa, loc=0.0, scale=1.0):
+    x, kappa, loc, scale = _f(x, kappa, loc, scale)
+    z = (x - loc) / scale
+    return kappa * (_qb.cos(z) - 1.0) - _LOG_2PI - _qb.log(_sp.i0e(kappa)) - _qb.log(scale)
+
+
+vonmises = _namespace("vonmises", logpdf=_vonmises_logpdf, pdf=_with_pdf(_vonmises_logpdf))
 
 
 def _log_mass_between(a, b):
@@ -297,7 +345,19 @@ def _poisson_logpmf(k, mu, loc=0.0):
     return _neg_inf_outside(valid, _sp.xlogy(safe, mu) - _sp.gammaln(safe + 1.0) - mu)
 
 
-poisson = _namespace("poisson", logpmf=_poisson_logpmf, pmf=_with_pdf(_poisson_logpmf))
+def _poisson_tail(k, mu, loc, upper):
+    k, mu, loc = _f(k, mu, loc)
+    k = _qb.floor(k - loc)
+    inside = k >= 0
+    safe = _qb.where(inside, k, _qb.zeros_like(k))
+    q = _sp.gammaincc(safe + 1.0, mu)  # P(K <= k)
+    cdf = _qb.where(inside, q, _qb.zeros_like(q))
+    return 1.0 - cdf if upper else cdf
+
+
+poisson = _namespace("poisson", logpmf=_poisson_logpmf, pmf=_with_pdf(_poisson_logpmf),
+                     cdf=lambda k, mu, loc=0.0: _poisson_tail(k, mu, loc, False),
+                     sf=lambda k, mu, loc=0.0: _poisson_tail(k, mu, loc, True))
 
 
 def _bernoulli_logpmf(k, p, loc=0.0):
@@ -320,7 +380,18 @@ def _binom_logpmf(k, n, p, loc=0.0):
     return _neg_inf_outside(valid, comb + _sp.xlogy(safe, p) + _sp.xlog1py(n - safe, -p))
 
 
-binom = _namespace("binom", logpmf=_binom_logpmf, pmf=_with_pdf(_binom_logpmf))
+def _binom_cdf(k, n, p, loc=0.0):
+    k, n, p, loc = _f(k, n, p, loc)
+    k = _qb.floor(k - loc)
+    inside = (k >= 0) & (k < n)
+    safe = _qb.where(inside, k, _qb.zeros_like(k))
+    n_safe = _qb.where(inside, n, safe + 1.0)
+    value = _sp.betainc(n_safe - safe, safe + 1.0, 1.0 - p)
+    return _qb.where(k >= n, _qb.ones_like(value), _qb.where(k < 0, _qb.zeros_like(value), value))
+
+
+binom = _namespace("binom", logpmf=_binom_logpmf, pmf=_with_pdf(_binom_logpmf), cdf=_binom_cdf,
+                   sf=lambda k, n, p, loc=0.0: 1.0 - _binom_cdf(k, n, p, loc))
 
 
 def _geom_logpmf(k, p, loc=0.0):
@@ -331,7 +402,13 @@ def _geom_logpmf(k, p, loc=0.0):
     return _neg_inf_outside(valid, _sp.xlog1py(safe - 1.0, -p) + _qb.log(p))
 
 
-geom = _namespace("geom", logpmf=_geom_logpmf, pmf=_with_pdf(_geom_logpmf))
+def _geom_cdf(k, p, loc=0.0):
+    k, p, loc = _f(k, p, loc)
+    k = _qb.floor(k - loc)
+    return _qb.where(k >= 1, -_qb.expm1(_qb.maximum(k, 1.0) * _qb.log1p(-p)), _qb.zeros_like(k))
+
+
+geom = _namespace("geom", logpmf=_geom_logpmf, pmf=_with_pdf(_geom_logpmf), cdf=_geom_cdf)
 
 
 def _nbinom_logpmf(k, n, p, loc=0.0):
@@ -343,7 +420,14 @@ def _nbinom_logpmf(k, n, p, loc=0.0):
     return _neg_inf_outside(valid, comb + n * _qb.log(p) + _sp.xlog1py(safe, -p))
 
 
-nbinom = _namespace("nbinom", logpmf=_nbinom_logpmf, pmf=_with_pdf(_nbinom_logpmf))
+def _nbinom_cdf(k, n, p, loc=0.0):
+    k, n, p, loc = _f(k, n, p, loc)
+    k = _qb.floor(k - loc)
+    safe = _qb.maximum(k, 0.0)
+    return _qb.where(k >= 0, _sp.betainc(n, safe + 1.0, p), _qb.zeros_like(k))
+
+
+nbinom = _namespace("nbinom", logpmf=_nbinom_logpmf, pmf=_with_pdf(_nbinom_logpmf), cdf=_nbinom_cdf)
 
 
 def _multinomial_logpmf(x, n, p):
