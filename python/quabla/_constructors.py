@@ -100,11 +100,35 @@ def _numbers(obj):
         yield obj
 
 
+def _holds_foreign_array(obj, depth: int = 0) -> bool:
+    """Whether a nested sequence holds a NumPy (or other __array__) array of rank >= 1."""
+    if isinstance(obj, (list, tuple)) and depth < 64:
+        return any(_holds_foreign_array(o, depth + 1) for o in obj)
+    return (not isinstance(obj, _core.Array) and hasattr(obj, "__array__")
+            and len(getattr(obj, "shape", ())) > 0)
+
+
+def _native(obj):
+    """The sequence with its NumPy arrays converted to quabla arrays."""
+    if isinstance(obj, (list, tuple)):
+        return [_native(o) for o in obj]
+    if not isinstance(obj, _core.Array) and hasattr(obj, "__array__") and len(getattr(obj, "shape", ())) > 0:
+        return _core.asarray(obj)
+    return obj
+
+
 def _convert(core_fn, obj, dtype):
     try:
         return core_fn(obj, dtype)
     except (TypeError, ValueError):  # the C++ reader takes numbers only
-        if not (isinstance(obj, (list, tuple)) and _holds_array(obj)):
+        if not isinstance(obj, (list, tuple)):
+            raise
+        if _holds_foreign_array(obj):
+            if not _holds_array(obj):  # NumPy arrays and numbers only: NumPy's own rules
+                import numpy as np
+                return core_fn(np.asarray(obj), dtype)
+            obj = _native(obj)
+        elif not _holds_array(obj):
             raise
     return _from_nested(obj, dtype)
 

@@ -338,3 +338,14 @@ def test_block_isdtype_and_ndarray():
     assert isinstance(qb.ones(2), jnp.ndarray)
     assert qb.isdtype(qb.float32, "real floating") and qb.isdtype(qb.int32, ("bool", "integral"))
     assert not qb.isdtype(qb.float32, qb.float64) and not qb.isdtype(qb.int64, "unsigned integer")
+
+
+def test_sequences_holding_numpy_arrays():
+    close(qb.asarray([np.array([1.0, 2.0])]), [[1.0, 2.0]])
+    assert qb.asarray([[1, 2], np.array([3, 4])]).dtype == qb.int64
+    mixed = qb.asarray([np.array([1, 2]), np.array([3.0, 4.0])])  # NumPy's promotion
+    assert mixed.dtype == qb.float64
+    close(mixed, [[1.0, 2.0], [3.0, 4.0]])
+    close(qb.asarray([qb.ones(2), np.zeros(2)]), [[1.0, 1.0], [0.0, 0.0]])
+    with pytest.raises(ValueError):
+        qb.asarray([np.ones(2), np.ones(3)])
