@@ -8,7 +8,7 @@ from ..linalg import (  # noqa: F401
 from .. import linalg as _la
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "det", "eigh", "expm", "inv", "lu", "lu_factor", "lu_solve",
-           "pinv", "qr", "solve", "solve_triangular", "svd"]
+           "pinv", "qr", "solve", "solve_triangular", "svd", "block_diag", "toeplitz", "polar", "eigh_tridiagonal", "expm_frechet"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
@@ -43,3 +43,94 @@ def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: boo
     if assume_a == "pos":
         return cho_solve(cho_factor(a, lower=lower), b)
     return _solve(a, b)
+
+
+# ---- constructions and compositions of the factorizations ------------------------------------
+
+def block_diag(*arrs):
+    """The arrays (scalars, vectors as rows, matrices) on the diagonal of one matrix."""
+    from .._package import qb as _qb
+    if not arrs:
+        return _qb.zeros((1, 0))
+    mats = []
+    for a in arrs:
+        a = _qb.asarray(a)
+        if a.ndim > 2:
+            raise ValueError(f"block_diag: arguments must have at most two dimensions, got shape {tuple(a.shape)}")
+        mats.append(a.reshape((1, -1)) if a.ndim < 2 else a)
+    dtype = _qb.result_type(*mats)
+    cols = sum(m.shape[1] for m in mats)
+    rows, start = [], 0
+    for m in mats:  # each block padded with zeros to the full width, then stacked
+        rows.append(_qb.pad(m.astype(dtype), ((0, 0), (start, cols - start - m.shape[1]))))
+        start += m.shape[1]
+    return _qb.concatenate(rows, axis=0)
+
+
+def toeplitz(c, r=None):
+    """The Toeplitz matrix with first column c and first row r (r = c when None; r[0] is
+    ignored, as SciPy's)."""
+    from .._package import qb as _qb
+    c = _qb.asarray(c).reshape(-1)
+    r = c if r is None else _qb.asarray(r).reshape(-1)
+    dtype = _qb.result_type(c, r)
+    values = _qb.concatenate([c[::-1].astype(dtype), r[1:].astype(dtype)])  # c[-1] ... c[0], r[1] ...
+    n, m = c.shape[0], r.shape[0]
+    index = (_qb.arange(m)[None, :] - _qb.arange(n)[:, None]) + (n - 1)
+    return _qb.take(values, index)
+
+
+def polar(a, side: str = "right", method: str = "svd"):
+    """(u, p) with a = u p (side='right') or a = p u (side='left'), u with orthonormal
+    columns and p symmetric positive semi-definite, from the SVD."""
+    from .._package import qb as _qb
+    if side not in ("right", "left"):
+        raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
+    if method != "svd":
+        raise ValueError(f"polar: method must be 'svd', got {method!r}")
+    a = _qb.asarray(a)
+    w, s, vh = _la.svd(a, full_matrices=False)
+    u = w @ vh
+    if side == "right":
+        p = (vh.T * s) @ vh
+    else:
+        p = (w * s) @ w.T
+    return u, p
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a", select_range=None, tol=None):
+    """Eigenvalues (and vectors) of the symmetric tridiagonal matrix with diagonal d and
+    off-diagonal e (by the dense symmetric eigensolver); select 'a' (all) or 'i' (indices
+    select_range = (lo, hi), inclusive)."""
+    from .._package import qb as _qb
+    d, e = _qb.asarray(d), _qb.asarray(e)
+    n = d.shape[0]
+    if d.ndim != 1 or e.ndim != 1 or e.shape[0] != n - 1:
+        raise ValueError(f"eigh_tridiagonal: d must be a vector of n and e of n - 1 entries, got shapes "
+                         f"{tuple(d.shape)} and {tuple(e.shape)}")
+    dtype = _qb.result_type(d, e)
+    t = _qb.diag(d.astype(dtype)) + _qb.diag(e.astype(dtype), 1) + _qb.diag(e.astype(dtype), -1)
+    w, v = _la.eigh(t)
+    if select == "i":
+        if select_range is None:
+            raise ValueError("eigh_tridiagonal: select='i' needs select_range=(lo, hi)")
+        lo, hi = (int(x) for x in select_range)
+        w, v = w[lo:hi + 1], v[:, lo:hi + 1]
+    elif select != "a":
+        raise ValueError(f"eigh_tridiagonal: select must be 'a' or 'i', got {select!r}")
+    return w if eigvals_only else (w, v)
+
+
+def expm_frechet(A, E, *, method=None, compute_expm: bool = True):
+    """The Frechet derivative of expm at A in the direction E (and expm(A) first when
+    compute_expm): the upper right block of expm([[A, E], [0, A]])."""
+    from .._package import qb as _qb
+    A, E = _qb.asarray(A), _qb.asarray(E)
+    if A.ndim != 2 or A.shape != E.shape or A.shape[0] != A.shape[1]:
+        raise ValueError(f"expm_frechet: A and E must be square matrices of one shape, got {tuple(A.shape)} and "
+                         f"{tuple(E.shape)}")
+    n = A.shape[0]
+    big = _qb.block([[A, E], [_qb.zeros_like(A), A]])
+    m = _la.expm(big)
+    out = m[:n, n:]
+    return (m[:n, :n], out) if compute_expm else out
