@@ -36,7 +36,8 @@ from ._package import qb
 __all__ = ["Key", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "clone", "bits", "uniform",
            "normal", "truncated_normal", "bernoulli", "randint", "choice", "permutation", "categorical", "gumbel",
            "exponential", "laplace", "logistic", "cauchy", "rademacher", "multivariate_normal", "orthogonal",
-           "gamma", "loggamma", "beta", "dirichlet", "chisquare", "t", "poisson", "generalized_normal", "ball",
+           "gamma", "loggamma", "beta", "dirichlet", "chisquare", "t", "poisson", "binomial", "generalized_normal",
+           "ball",
            "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "lecun_normal"]
 
 _MASK = 0xFFFFFFFF
@@ -892,6 +893,70 @@ def t(k, df, shape=(), dtype=None):
     z = normal(kn, shape, _core.float64)
     g = 2.0 * _standard_gamma(kg, 0.5 * df, shape)
     return (z * qb.sqrt(df / g)).astype(d)
+
+
+def binomial(k, n, p, shape=None, dtype=None):
+    """Binomial(n, p) counts as floats (as jax.random.binomial; n >= 0, 0 <= p <= 1, NaN
+    elsewhere): inversion where n min(p, 1 - p) < 10, Hoermann's BTRS above."""
+    key_, _ = _key_arg(k, "binomial")
+    d = _float_dtype(dtype, "binomial")
+    n, p = qb.asarray(n).astype(_core.float64), qb.asarray(p).astype(_core.float64)
+    shape = _param_shape("binomial", shape, n, p)
+    n, p = qb.broadcast_to(n, shape), qb.broadcast_to(p, shape)
+    valid = (n >= 0) & (p >= 0) & (p <= 1) & (n == qb.floor(n))
+    flip = p > 0.5
+    q = qb.where(valid, qb.where(flip, 1.0 - p, p), qb.full_like(p, 0.25))  # the smaller of p, 1 - p
+    n_s = qb.where(valid, n, qb.ones_like(n))
+    small = n_s * q < 10.0
+    k_inv, k_btrs = split(key_)
+    from ._special import gammaln
+
+    # Inversion: walk the CDF from 0 with the pmf recurrence f(x) = f(x - 1) (a / x - s).
+    qq = 1.0 - q
+    s = q / qq
+    a = (n_s + 1.0) * s
+    start_u = uniform(k_inv, shape, _core.float64)
+    active = small & (q > 0)
+
+    def invert(carry):
+        i, x, u, r, done = carry
+        step = ~done & (u > r)
+        u = qb.where(step, u - r, u)
+        x = qb.where(step, x + 1.0, x)
+        r = qb.where(step, r * (a / qb.maximum(x, 1.0) - s), r)
+        return i + 1, x, u, r, done | ~step | (x >= n_s)
+    start = (qb.asarray(0, dtype=_core.int32), qb.zeros_like(n_s), start_u, qq ** n_s, ~active)
+    inverted = qb.while_loop(lambda c: (c[0] < _MAX_ROUNDS) & ~qb.all(c[4]), invert, start)[1]
+
+    # BTRS for the rest (q < 0.5 here, n q >= 10).
+    nb = qb.where(small, qb.full_like(n_s, 100.0), n_s)
+    qb_ = qb.where(small, qb.full_like(q, 0.25), q)
+    spq = qb.sqrt(nb * qb_ * (1.0 - qb_))
+    b = 1.15 + 2.53 * spq
+    aa = -0.0873 + 0.0248 * b + 0.01 * qb_
+    c = nb * qb_ + 0.5
+    v_r = 0.92 - 4.2 / b
+    alpha = (2.83 + 5.1 / b) * spq
+    lpq = qb.log(qb_ / (1.0 - qb_))
+    m = qb.floor((nb + 1.0) * qb_)
+    h = gammaln(m + 1.0) + gammaln(nb - m + 1.0)
+
+    def btrs(kk, _):
+        k1, k2 = split(kk)
+        u = uniform(k1, shape, _core.float64) - 0.5
+        v = uniform(k2, shape, _core.float64)
+        us = 0.5 - qb.abs(u)
+        count = qb.floor((2.0 * aa / us + b) * u + c)
+        inside = (count >= 0) & (count <= nb)
+        quick = (us >= 0.07) & (v <= v_r)
+        safe = qb.clip(count, 0.0, nb)
+        log_v = qb.log(v * alpha / (aa / (us * us) + b))
+        exact = log_v <= h - gammaln(safe + 1.0) - gammaln(nb - safe + 1.0) + (safe - m) * lpq
+        return count, inside & (quick | exact)
+    rejected = _rounds(k_btrs, qb.zeros_like(nb), small, btrs)
+    counts = qb.where(small, inverted, rejected)
+    counts = qb.where(flip, n_s - counts, counts)
+    return qb.where(valid, counts, qb.full_like(counts, math.nan)).astype(d)
 
 
 def generalized_normal(k, p, shape=(), dtype=None):

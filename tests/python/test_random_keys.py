@@ -326,3 +326,24 @@ def test_ball_and_generalized_normal():
     assert st.kstest(R.generalized_normal(k, 1.5, (20000,)).numpy(), st.gennorm(1.5).cdf).pvalue > 1e-3
     with pytest.raises(ValueError, match="positive int"):
         R.ball(k, 0)
+
+
+@pytest.mark.parametrize("n, p", [(10, 0.3), (5, 0.9), (100, 0.05), (100, 0.5), (1000, 0.3), (50, 0.8)])
+def test_binomial_follows_its_distribution(n, p):
+    draws = 40000
+    c = R.binomial(R.key(5), n, p, (draws,)).numpy()
+    assert c.dtype == np.float64 and c.min() >= 0 and c.max() <= n and np.all(c == np.floor(c))
+    obs = np.bincount(c.astype(int), minlength=n + 1)
+    expected = st.binom(n, p).pmf(np.arange(len(obs))) * draws
+    keep = expected > 5
+    assert st.chisquare(obs[keep], expected[keep] / expected[keep].sum() * obs[keep].sum()).pvalue > 1e-3
+
+
+def test_binomial_edges():
+    k = R.key(5)
+    assert R.binomial(k, 0, 0.5, (5,)).numpy().tolist() == [0.0] * 5
+    assert R.binomial(k, 7, 0.0, (5,)).numpy().tolist() == [0.0] * 5
+    assert R.binomial(k, 7, 1.0, (5,)).numpy().tolist() == [7.0] * 5
+    assert np.all(np.isnan(R.binomial(k, qb.asarray([-1.0, 3.5, 5.0]), qb.asarray([0.5, 0.5, 1.5])).numpy()))
+    np.testing.assert_array_equal(qb.jit(lambda kk: R.binomial(kk, 20.0, 0.5, (4,)))(k).numpy(),
+                                  R.binomial(k, 20.0, 0.5, (4,)).numpy())
