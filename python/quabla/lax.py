@@ -648,3 +648,8 @@ def bessel_i1e(x):
     """exp(-|x|) I1(x)."""
     from ._special_incomplete import i1e
     return i1e(x)
+
+
+from ._conv import (  # noqa: E402,F401
+    ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated, conv_with_general_padding, reduce_window,
+)

@@ -2,4 +2,4 @@
 semantics: ``linalg`` (SciPy's conventions: cholesky returns the upper factor unless
 lower=True; qr is complete unless mode='economic'), ``sparse.linalg`` (cg, gmres, bicgstab),
 ``special``, ``stats`` and ``integrate``."""
-from . import integrate, interpolate, linalg, optimize, sparse, special, stats  # noqa: F401
+from . import integrate, interpolate, linalg, optimize, signal, sparse, special, stats  # noqa: F401
