@@ -12,7 +12,8 @@ from . import _initializers as initializers  # noqa: F401  (jax.nn.initializers)
 
 __all__ = ["relu", "relu6", "sigmoid", "softplus", "soft_sign", "silu", "swish", "log_sigmoid", "leaky_relu",
            "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "elu", "celu", "selu", "gelu", "glu",
-           "logsumexp", "log_softmax", "softmax", "standardize", "one_hot", "mish", "squareplus", "tanh"]
+           "logsumexp", "log_softmax", "softmax", "standardize", "sparse_plus", "sparse_sigmoid",
+           "dot_product_attention", "one_hot", "mish", "squareplus", "tanh"]
 
 swish = silu
 
@@ -184,3 +185,59 @@ def squareplus(x, b: float = 4.0):
     x = _f(x)
     return (x + _qb.sqrt(x * x + b)) / 2.0
 
+
+
+def sparse_plus(x):
+    """0 below -1, (x + 1)^2 / 4 between -1 and 1, x above: a piecewise-quadratic softplus."""
+    x = _f(x)
+    return _qb.where(x <= -1.0, _qb.zeros_like(x), _qb.where(x >= 1.0, x, 0.25 * (x + 1.0) ** 2))
+
+
+def sparse_sigmoid(x):
+    """clip((x + 1) / 2, 0, 1): sparse_plus's derivative."""
+    return _qb.clip(0.5 * (_f(x) + 1.0), 0.0, 1.0)
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None, is_causal: bool = False,
+                          query_seq_lengths=None, key_value_seq_lengths=None, local_window_size=None,
+                          implementation=None):
+    """Scaled dot-product attention, as jax.nn.dot_product_attention: query (B, T, N, H), key
+    and value (B, S, K, H) with N a multiple of K (grouped heads), or the same without B;
+    softmax(q k^T * scale + bias, masked) v, scale 1/sqrt(H) by default."""
+    for name, v in (("query_seq_lengths", query_seq_lengths), ("key_value_seq_lengths", key_value_seq_lengths),
+                    ("local_window_size", local_window_size)):
+        if v is not None:
+            raise NotImplementedError(f"dot_product_attention: {name} is not supported; pass a mask instead")
+    q, k, v = _f(query), _f(key), _f(value)
+    batched = q.ndim == 4
+    if not batched:
+        if q.ndim != 3:
+            raise ValueError(f"dot_product_attention: query must have shape (B, T, N, H) or (T, N, H), got "
+                             f"{tuple(q.shape)}")
+        q, k, v = q[None], k[None], v[None]
+    if k.ndim != 4 or v.shape != k.shape or k.shape[-1] != q.shape[-1] or k.shape[0] != q.shape[0]:
+        raise ValueError(f"dot_product_attention: key and value must have shape (B, S, K, H) matching query "
+                         f"{tuple(q.shape)}, got {tuple(k.shape)} and {tuple(v.shape)}")
+    heads, kv_heads = q.shape[2], k.shape[2]
+    if heads % kv_heads:
+        raise ValueError(f"dot_product_attention: {heads} query heads are not a multiple of {kv_heads} key heads")
+    if kv_heads != heads:
+        k = _qb.repeat(k, heads // kv_heads, axis=2)
+        v = _qb.repeat(v, heads // kv_heads, axis=2)
+    s = (1.0 / _math.sqrt(q.shape[-1])) if scale is None else float(scale)
+    logits = _qb.einsum("btnh,bsnh->bnts", q, k) * s
+    if bias is not None:  # (B, N, T, S) or broadcastable to it ((N, T, S) without a batch)
+        logits = logits + _qb.asarray(bias).astype(logits.dtype)
+    keep = None
+    if mask is not None:
+        keep = _qb.broadcast_to(_qb.asarray(mask), tuple(logits.shape))
+    if is_causal:
+        t, n = logits.shape[-2], logits.shape[-1]
+        causal = _qb.arange(t)[:, None] >= _qb.arange(n)[None, :]
+        keep = causal if keep is None else keep & causal
+    if keep is not None:
+        lowest = -3.4028234663852886e38 if logits.dtype == _qb.float32 else -1.7976931348623157e308
+        logits = _qb.where(keep, logits, _qb.full_like(logits, lowest))
+    probs = softmax(logits, axis=-1)
+    out = _qb.einsum("bnts,bsnh->btnh", probs, v)
+    return out if batched else out[0]

@@ -349,3 +349,34 @@ def test_sequences_holding_numpy_arrays():
     close(qb.asarray([qb.ones(2), np.zeros(2)]), [[1.0, 1.0], [0.0, 0.0]])
     with pytest.raises(ValueError):
         qb.asarray([np.ones(2), np.ones(3)])
+
+
+def _reference_attention(q, k, v, bias=None, mask=None, scale=None, is_causal=False):
+    n, kv = q.shape[2], k.shape[2]
+    k, v = np.repeat(k, n // kv, axis=2), np.repeat(v, n // kv, axis=2)
+    s = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    logits = np.einsum("btnh,bsnh->bnts", q, k) * s + (0.0 if bias is None else bias)
+    keep = np.ones(logits.shape, bool) if mask is None else np.broadcast_to(mask, logits.shape)
+    if is_causal:
+        keep = keep & (np.arange(logits.shape[-2])[:, None] >= np.arange(logits.shape[-1])[None, :])
+    logits = np.where(keep, logits, -np.inf)
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    return np.einsum("bnts,bsnh->btnh", p / p.sum(-1, keepdims=True), v)
+
+
+def test_dot_product_attention_and_sparse_activations():
+    gen = np.random.default_rng(1)
+    q, k, v = gen.normal(size=(2, 6, 4, 8)), gen.normal(size=(2, 6, 2, 8)), gen.normal(size=(2, 6, 2, 8))
+    bias = np.random.default_rng(2).normal(size=(2, 4, 6, 6))
+    mask = np.random.default_rng(3).uniform(size=(2, 4, 6, 6)) > 0.3
+    for kw in (dict(), dict(bias=bias), dict(mask=mask), dict(scale=0.3), dict(is_causal=True)):
+        qkw = {name: (qb.asarray(val) if isinstance(val, np.ndarray) else val) for name, val in kw.items()}
+        got = qb.nn.dot_product_attention(qb.asarray(q), qb.asarray(k), qb.asarray(v), **qkw).numpy()
+        np.testing.assert_allclose(got, _reference_attention(q, k, v, **kw), rtol=1e-13, atol=1e-14)
+    one = qb.nn.dot_product_attention(qb.asarray(q[0]), qb.asarray(k[0]), qb.asarray(v[0])).numpy()
+    np.testing.assert_allclose(one, _reference_attention(q[:1], k[:1], v[:1])[0], rtol=1e-13, atol=1e-14)
+    with pytest.raises(ValueError, match="multiple"):
+        qb.nn.dot_product_attention(qb.ones((1, 2, 3, 4)), qb.ones((1, 2, 2, 4)), qb.ones((1, 2, 2, 4)))
+    x = np.linspace(-2, 2, 9)
+    close(qb.nn.sparse_plus(qb.asarray(x)), np.where(x <= -1, 0, np.where(x >= 1, x, (x + 1) ** 2 / 4)))
+    close(qb.nn.sparse_sigmoid(qb.asarray(x)), np.clip((x + 1) / 2, 0, 1))
