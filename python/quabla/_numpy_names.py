@@ -589,6 +589,31 @@ def frexp(x, /):
     return qb.where(finite, m, x), qb.where(finite, e, qb.zeros_like(e))
 
 
+def common_float(*args):
+    """The float dtype for a computation on args, as JAX promotes: float64 when any array
+    argument is float64, else float32 when one is float32, else the default; Python
+    scalars are weak (they never decide). Quabla's own ops do not mix float32 and float64
+    implicitly, so compositions cast their operands to this first."""
+    kinds = set()
+    for a in args:
+        if isinstance(a, (bool, int, float)) or a is None:
+            continue
+        d = getattr(a, "dtype", None)
+        if d is None:
+            d = qb.asarray(a).dtype
+        if not isinstance(d, type(_core.float32)):
+            try:
+                d = _core.zeros((), d).dtype
+            except Exception:
+                continue
+        kinds.add(d)
+    if _core.float64 in kinds:
+        return _core.float64
+    if _core.float32 in kinds:
+        return _core.float32
+    return qb.default_dtype()
+
+
 def _float_result(*args):
     """The float dtype of arithmetic on args (Python scalars weak, as everywhere)."""
     d = qb.result_type(*args)

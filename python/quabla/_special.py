@@ -217,7 +217,8 @@ def gamma(x):
     out = _core.where(integer, exact, out)
     pole = (x < 0) & (_core.floor(x) == x)
     out = _core.where(pole | (x == -math.inf) | _core.isnan(x), _core.full_like(x, math.nan), out)
-    signed_zero = _core.where(_core.where(x == 0, 1.0, 0.0) / x < 0, _core.full_like(x, -math.inf),
+    signed_zero = _core.where(_core.where(x == 0, _core.ones_like(x), _core.zeros_like(x)) / x < 0,
+                              _core.full_like(x, -math.inf),
                               _core.full_like(x, math.inf))
     return _core.where(x == 0, signed_zero, out)
 

@@ -9,8 +9,9 @@ side of the symmetry point (a + 1) / (a + b + 2) where it converges fast; for I0
 ascending series up to |x| = 20 and the asymptotic expansion beyond. The loops run a fixed
 number of steps (a fori_loop, so the functions jit, vmap and differentiate in every
 argument by ordinary autodiff; further steps of a converged series add nothing). The fixed
-count bounds the parameters they are accurate for: a and b up to about 1e3 (the series and
-fractions need O(sqrt(a)) steps near their transition points).
+count bounds the parameters they are accurate for: the series and fractions need O(sqrt(a))
+steps near x = a, so for a above about 1e3 gammainc is NaN in a band around x = a (it
+checks its last step) rather than a truncated value; betainc converges for a, b up to 1e6.
 """
 from __future__ import annotations
 
@@ -45,6 +46,11 @@ def _log_prefix(a, x):
     return a * _qb.log(x) - x - gammaln(a)
 
 
+# A fixed step count converges everywhere except near x = a for a above about 1e3; there
+# the result is NaN (the last step still changed it), never a silently truncated value.
+_CONVERGED = 1e-15
+
+
 def _gamma_p_series(a, x):
     def body(i, carry):
         ap, term, total = carry
@@ -52,8 +58,9 @@ def _gamma_p_series(a, x):
         term = term * x / ap
         return ap, term, total + term
     first = 1.0 / a
-    _, _, total = _qb.fori_loop(0, _STEPS, body, (a, first, first))
-    return total * _qb.exp(_log_prefix(a, x))
+    _, term, total = _qb.fori_loop(0, _STEPS, body, (a, first, first))
+    converged = _qb.stop_gradient(term) <= _CONVERGED * _qb.stop_gradient(total)
+    return total * _qb.exp(_log_prefix(a, x)), converged
 
 
 def _gamma_q_fraction(a, x):
@@ -62,15 +69,16 @@ def _gamma_q_fraction(a, x):
     d = 1.0 / b
 
     def body(i, carry):
-        b, c, d, h = carry
+        b, c, d, h, _ = carry
         k = (i + 1).astype(_core.float64)
         an = -k * (k - a)
         b = b + 2.0
         d = 1.0 / _guard(an * d + b)
         c = _guard(b + an / c)
-        return b, c, d, h * d * c
-    _, _, _, h = _qb.fori_loop(0, _STEPS, body, (b, c, d, d))
-    return h * _qb.exp(_log_prefix(a, x))
+        return b, c, d, h * d * c, d * c
+    _, _, _, h, last = _qb.fori_loop(0, _STEPS, body, (b, c, d, d, _qb.zeros_like(d)))
+    converged = _qb.abs(_qb.stop_gradient(last) - 1.0) <= 1e-14
+    return h * _qb.exp(_log_prefix(a, x)), converged
 
 
 def _incomplete_gamma(a, x, upper: bool):
@@ -83,11 +91,12 @@ def _incomplete_gamma(a, x, upper: bool):
     a_s = _qb.where(finite, a, _qb.ones_like(a))
     x_p = _qb.where(finite & series, x, 0.5 * a_s)
     x_q = _qb.where(finite & ~series, x, a_s + 1.0)
-    p = _gamma_p_series(a_s, x_p)
-    q = _gamma_q_fraction(a_s, x_q)
+    p, p_ok = _gamma_p_series(a_s, x_p)
+    q, q_ok = _gamma_q_fraction(a_s, x_q)
     low = _qb.where(series, p, 1.0 - q)
     high = _qb.where(series, 1.0 - p, q)
     value = high if upper else low
+    value = _qb.where(_qb.where(series, p_ok, q_ok) | ~finite, value, _qb.full_like(value, math.nan))
     at_zero, at_inf = (1.0, 0.0) if upper else (0.0, 1.0)
     value = _qb.where(x == 0, _qb.full_like(x, at_zero), value)
     value = _qb.where(_qb.isinf(x) & (x > 0), _qb.full_like(x, at_inf), value)
@@ -141,7 +150,12 @@ def betainc(a, b, x):
     mirrored = 1.0 - _beta_fraction(b_s, a_s, _qb.where(flip, 1.0 - x_s, _qb.full_like(x_s, 0.25)))
     value = _qb.where(flip, mirrored, direct)
     value = _qb.where(x == 0, _qb.zeros_like(x), _qb.where(x == 1, _qb.ones_like(x), value))
-    return _qb.where(valid, value, _qb.full_like(x, math.nan)).astype(out)
+    value = _qb.where(valid, value, _qb.full_like(x, math.nan))
+    # SciPy's limits: all mass at 0 when a = 0, at 1 when b = 0.
+    in_range = (x >= 0) & (x <= 1)
+    value = _qb.where((a == 0) & (b > 0) & in_range, _qb.where(x > 0, _qb.ones_like(x), _qb.zeros_like(x)), value)
+    value = _qb.where((b == 0) & (a > 0) & in_range, _qb.where(x < 1, _qb.zeros_like(x), _qb.ones_like(x)), value)
+    return value.astype(out)
 
 
 # ---- modified Bessel functions of the first kind, orders 0 and 1 ---------------------------
@@ -152,11 +166,12 @@ _SWITCH = 20.0
 
 
 def _bessel_e(x, order: int):
-    """exp(-|x|) I_order(|x|) for order 0 or 1 (even in x; the caller applies I1's sign)."""
+    """exp(-|x|) I_order(x) for order 0 or 1 (I1 is odd: its series runs on the signed x, so
+    its derivative at 0 is 1/2; the asymptotic branch takes the sign)."""
     (x,), out = _as_f64(x)
     ax = _qb.abs(x)
     small = ax <= _SWITCH
-    xs = _qb.where(small, ax, _qb.ones_like(ax))
+    xs = _qb.where(small, x if order == 1 else ax, _qb.ones_like(ax))
     xl = _qb.where(small, _qb.full_like(ax, 2.0 * _SWITCH), ax)
     # Ascending series: sum (x/2)^(2k + order) / (k! (k + order)!).
     q = 0.25 * xs * xs
@@ -165,7 +180,7 @@ def _bessel_e(x, order: int):
     for k in range(1, _SERIES_TERMS):
         term = term * q / (k * (k + order))
         total = total + term
-    series = total * _qb.exp(-xs)
+    series = total * _qb.exp(-_qb.abs(xs))
     # Asymptotic: (2 pi x)^(-1/2) sum_k (-1)^k prod_{j<=k} (mu - (2j - 1)^2) / (k! (8x)^k), mu = 4 order^2.
     mu = 4.0 * order * order
     term = _qb.ones_like(xl)
@@ -174,6 +189,8 @@ def _bessel_e(x, order: int):
         term = term * (-(mu - (2 * k - 1) ** 2)) / (k * 8.0 * xl)
         total = total + term
     asymptotic = total / _qb.sqrt(2.0 * math.pi * xl)
+    if order == 1:
+        asymptotic = _qb.sign(x) * asymptotic
     return _qb.where(small, series, asymptotic), out, x
 
 
@@ -192,10 +209,10 @@ def i0(x):
 def i1e(x):
     """exp(-|x|) I1(x)."""
     v, out, x = _bessel_e(x, 1)
-    return (_qb.sign(x) * v).astype(out)
+    return v.astype(out)
 
 
 def i1(x):
     """The modified Bessel function of the first kind of order 1."""
     v, out, x = _bessel_e(x, 1)
-    return (_qb.sign(x) * v * _qb.exp(_qb.abs(x))).astype(out)
+    return (v * _qb.exp(_qb.abs(x))).astype(out)

@@ -228,16 +228,18 @@ def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, 
 
 
 def sgd(learning_rate, momentum: Optional[float] = None, nesterov: bool = False):
-    parts = [] if momentum is None else [trace(momentum, nesterov)]
-    return chain(*parts, scale_by_learning_rate(learning_rate))
+    # optax's structure: (trace or identity, learning rate), so states match.
+    return chain(identity() if momentum is None else trace(momentum, nesterov), scale_by_learning_rate(learning_rate))
 
 
 def rmsprop(learning_rate, decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
-            momentum: Optional[float] = None, nesterov: bool = False):
-    parts = [scale_by_rms(decay, eps, initial_scale)]
-    if momentum is not None:
-        parts.append(trace(momentum, nesterov))
-    return chain(*parts, scale_by_learning_rate(learning_rate))
+            eps_in_sqrt: bool = True, centered: bool = False, momentum: Optional[float] = None,
+            nesterov: bool = False):
+    """optax.rmsprop: the learning rate applies before the momentum trace, as optax's."""
+    if centered:
+        raise NotImplementedError("optax.rmsprop: centered=True is not supported yet")
+    return chain(scale_by_rms(decay, eps, initial_scale, eps_in_sqrt), scale_by_learning_rate(learning_rate),
+                 identity() if momentum is None else trace(momentum, nesterov))
 
 
 def adagrad(learning_rate, initial_accumulator_value: float = 0.1, eps: float = 1e-7):

@@ -811,9 +811,10 @@ def _rounds(key_, init, done, step):
     return qb.while_loop(more, body, (qb.asarray(0, dtype=_core.int32), init, done))[1]
 
 
-def _standard_gamma(key_, a, shape):
+def _standard_gamma(key_, a, shape, log_space: bool = False):
     """Gamma(a, 1) samples in float64 (Marsaglia and Tsang's squeeze; for a < 1 a Gamma(a + 1)
-    sample times U^(1/a)); NaN where a <= 0 or is NaN."""
+    sample times U^(1/a)); NaN where a <= 0 or is NaN. With log_space, their logs, the boost
+    added as log(U) / a (so tiny a gives finite logs where the samples underflow)."""
     a = qb.broadcast_to(a, shape)
     valid = a > 0  # a = 0 gives 0 (the limit), below it NaN
     boost = a < 1
@@ -834,6 +835,10 @@ def _standard_gamma(key_, a, shape):
     x = _rounds(k_draw, qb.zeros_like(a), ~valid, step)
     u = 1.0 - uniform(k_boost, shape, _core.float64)  # (0, 1]
     safe_a = qb.where(valid, a, qb.ones_like(a))
+    if log_space:
+        lx = qb.log(qb.where(valid, x, qb.ones_like(x)))
+        lx = qb.where(boost & valid, lx + qb.log(u) / safe_a, lx)
+        return qb.where(valid, lx, qb.where(a == 0, qb.full_like(a, -math.inf), qb.full_like(a, math.nan)))
     x = qb.where(boost & valid, x * u ** (1.0 / safe_a), x)
     return qb.where(valid, x, qb.where(a == 0, qb.zeros_like(a), qb.full_like(a, math.nan)))
 
@@ -847,8 +852,12 @@ def gamma(k, a, shape=None, dtype=None):
 
 
 def loggamma(k, a, shape=None, dtype=None):
-    """log of Gamma(a, 1) samples."""
-    return qb.log(gamma(k, a, shape, dtype))
+    """log of Gamma(a, 1) samples, computed in log space (finite for tiny a, where the samples
+    themselves underflow); the same draws as gamma's."""
+    key_, _ = _key_arg(k, "loggamma")
+    d = _float_dtype(dtype, "loggamma")
+    a = qb.asarray(a).astype(_core.float64)
+    return _standard_gamma(key_, a, _param_shape("loggamma", shape, a), log_space=True).astype(d)
 
 
 def beta(k, a, b, shape=None, dtype=None):

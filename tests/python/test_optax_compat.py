@@ -115,3 +115,23 @@ def test_against_optax_itself(name, args):
     got_w, got_b = run(getattr(qopt, name)(*args))
     np.testing.assert_allclose(got_w, np.asarray(params["w"]), rtol=1e-12)
     np.testing.assert_allclose(got_b, np.asarray(params["b"]), rtol=1e-12)
+
+
+def test_state_structures_and_rmsprop_momentum_match_optax():
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    params = {"w": P0}
+    assert len(qopt.sgd(0.1).init({"w": qb.asarray(P0)})) == len(optax.sgd(0.1).init(params))
+    for make in (lambda m: m.rmsprop(m.linear_schedule(0.01, 0.001, 10), momentum=0.9),
+                 lambda m: m.rmsprop(0.01, momentum=0.5, nesterov=True)):
+        ours, theirs = make(qopt), make(optax)
+        qp, jp = {"w": qb.asarray(P0)}, {"w": jnp.asarray(P0)}
+        qs, js = ours.init(qp), theirs.init(jp)
+        for g in GRADS * 3:
+            u, qs = ours.update({"w": qb.asarray(g)}, qs, qp)
+            qp = qopt.apply_updates(qp, u)
+            u, js = theirs.update({"w": jnp.asarray(g)}, js, jp)
+            jp = optax.apply_updates(jp, u)
+        np.testing.assert_allclose(qp["w"].numpy(), np.asarray(jp["w"]), rtol=1e-6)  # optax's schedules run in float32

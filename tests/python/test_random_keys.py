@@ -347,3 +347,16 @@ def test_binomial_edges():
     assert np.all(np.isnan(R.binomial(k, qb.asarray([-1.0, 3.5, 5.0]), qb.asarray([0.5, 0.5, 1.5])).numpy()))
     np.testing.assert_array_equal(qb.jit(lambda kk: R.binomial(kk, 20.0, 0.5, (4,)))(k).numpy(),
                                   R.binomial(k, 20.0, 0.5, (4,)).numpy())
+
+
+def test_loggamma_is_finite_for_tiny_shapes():
+    lg = R.loggamma(R.key(1), 1e-3, (50000,)).numpy()
+    assert np.all(np.isfinite(lg))
+    assert abs(lg.mean() - ss_digamma(1e-3)) < 5 * 1000 / np.sqrt(50000)  # E log X = digamma(a), sd 1/a
+    np.testing.assert_allclose(np.exp(R.loggamma(R.key(2), 0.5, (50,)).numpy()), R.gamma(R.key(2), 0.5, (50,)).numpy(),
+                               rtol=1e-12)
+
+
+def ss_digamma(a):
+    import scipy.special
+    return scipy.special.digamma(a)

@@ -52,3 +52,17 @@ def test_misuse_raises():
         RegularGridInterpolator(GRID, qb.asarray(V))(qb.ones((4, 2)))
     with pytest.raises(NotImplementedError, match="bounds_error"):
         RegularGridInterpolator(GRID, qb.asarray(V), bounds_error=True)
+
+
+def test_tuple_points_1d_grid_float32_and_nan():
+    xs, ys = np.linspace(0, 1, 5), np.linspace(0, 2, 4)
+    v = rng.normal(size=(5, 4))
+    pts = (np.array([0.3, 0.7]), np.array([1.1, 0.2]))
+    got = RegularGridInterpolator((qb.asarray(xs), qb.asarray(ys)), qb.asarray(v))((qb.asarray(pts[0]), qb.asarray(pts[1])))
+    np.testing.assert_allclose(got.numpy(), SciPyRGI((xs, ys), v)(pts), rtol=1e-13)
+    one = RegularGridInterpolator((qb.asarray(xs),), qb.asarray(v[:, 0]))(qb.asarray([0.3, 0.6]))
+    np.testing.assert_allclose(one.numpy(), SciPyRGI((xs,), v[:, 0])(np.array([0.3, 0.6])), rtol=1e-13)
+    f32 = RegularGridInterpolator((xs, ys), qb.asarray(v.astype(np.float32)))(qb.asarray(np.array([[0.3, 1.1]], np.float32)))
+    assert f32.dtype == qb.float32
+    near = RegularGridInterpolator((qb.asarray(xs), qb.asarray(ys)), qb.asarray(v), method="nearest")
+    assert np.isnan(near(qb.asarray([[np.nan, 1.0]])).numpy()).all()

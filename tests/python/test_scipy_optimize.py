@@ -49,3 +49,11 @@ def test_misuse_raises():
         qb.jit(lambda x: minimize(rosen, x, method="BFGS").x)(qb.zeros(2))
     r = minimize(rosen, qb.asarray([-1.2, 1.0]), method="BFGS", options={"maxiter": 2})
     assert not r.success and r.status == 1 and r.nit == 2
+
+
+def test_options_are_checked_not_ignored():
+    for bad in ({"ftol": 1e-3}, {"maxfun": 3}):
+        with pytest.raises(ValueError, match="unknown options"):
+            minimize(rosen, qb.zeros(2), method="BFGS", options=bad)
+    r = minimize(rosen, qb.asarray([-1.2, 1.0]), method="BFGS", options={"maxls": 10})
+    assert r.success

@@ -128,3 +128,24 @@ CDF_CASES = [
 @pytest.mark.parametrize("name, got, expected", CDF_CASES, ids=[c[0] for c in CDF_CASES])
 def test_cdfs_against_scipy(name, got, expected):
     np.testing.assert_allclose(np.asarray(got()), expected(), rtol=1e-11, atol=1e-15)
+
+
+def test_review_tails_nans_float32_and_gradients():
+    np.testing.assert_allclose(Q.poisson.sf(A(30.0), 3.0).item(), S.poisson.sf(30, 3), rtol=1e-12)
+    np.testing.assert_allclose(Q.binom.sf(A(9.0), 10, 0.01).item(), S.binom.sf(9, 10, 0.01), rtol=1e-12)
+    np.testing.assert_allclose(Q.beta.sf(A(0.999), 2, 3).item(), S.beta.sf(0.999, 2, 3), rtol=1e-12)
+    np.testing.assert_allclose(Q.t.sf(A(1e3), 3.0).item(), S.t.sf(1e3, 3), rtol=1e-12)
+    np.testing.assert_allclose(Q.gennorm.cdf(A(-5.0), 2.0).item(), S.gennorm.cdf(-5.0, 2.0), rtol=1e-12)
+    np.testing.assert_allclose(Q.t.cdf(A([1e-8, -1e-9]), 3.0).numpy(), S.t.cdf([1e-8, -1e-9], 3), rtol=1e-15)
+    np.testing.assert_allclose(qb.grad(lambda x: Q.t.cdf(x, 3.0))(A(0.0)).item(), S.t.pdf(0, 3), rtol=1e-13)
+    np.testing.assert_allclose(qb.grad(lambda x: Q.gennorm.cdf(x, 2.0))(A(0.0)).item(), S.gennorm.pdf(0, 2), rtol=1e-13)
+    assert Q.expon.logsf(A(800.0)).item() == -800.0 and qb.grad(Q.expon.logsf)(A(800.0)).item() == -1.0
+    assert np.isnan(Q.expon.ppf(A(-0.1)).item())
+    np.testing.assert_allclose(Q.norm.isf(A(1e-20)).item(), S.norm.isf(1e-20), rtol=1e-13)
+    for value in (Q.binom.cdf(A(np.nan), 10.0, 0.3), Q.poisson.cdf(A(np.nan), 3.0), Q.poisson.sf(A(np.nan), 3.0),
+                  Q.expon.cdf(A(np.nan)), Q.beta.logpdf(A(np.nan), 2.0, 3.0), Q.uniform.logpdf(A(np.nan))):
+        assert np.isnan(value.item())
+    f32 = qb.ones(3, dtype=qb.float32)
+    assert Q.norm.logpdf(f32).dtype == qb.float32 and Q.gamma.cdf(f32, 2.0).dtype == qb.float32
+    np.testing.assert_allclose(Q.dirichlet.logpdf(A([0.2, 0.3]), A([1.5, 2.0, 0.7])).item(),
+                               S.dirichlet.logpdf([0.2, 0.3, 0.5], [1.5, 2.0, 0.7]), rtol=1e-13)

@@ -76,3 +76,23 @@ def test_jit_and_vmap():
     np.testing.assert_allclose(qb.scipy.special.factorial(qb.asarray([-1.0, 0.0, 5.0, 3.5])).numpy(),
                                ss.factorial([-1.0, 0.0, 5.0, 3.5]), rtol=1e-14)
     np.testing.assert_allclose(qb.scipy.special.multigammaln(3.0, 3).item(), ss.multigammaln(3.0, 3), rtol=1e-14)
+
+
+def test_large_a_is_accurate_or_nan_never_truncated():
+    for a in (2000.0, 1e4, 1e5):
+        x = a * np.linspace(0.5, 1.5, 101)
+        got = S.gammainc(qb.asarray(np.full_like(x, a)), qb.asarray(x)).numpy()
+        defined = ~np.isnan(got)
+        assert defined.mean() > 0.8  # only a band around x = a is beyond the fixed step count
+        np.testing.assert_allclose(got[defined], ss.gammainc(a, x[defined]), rtol=1e-11, atol=1e-12)
+    assert np.isnan(S.gammainc(1e4, 1e4).item())  # the documented gap (no Temme expansion yet)
+
+
+def test_review_edges():
+    assert S.i1(qb.asarray([-3.0, -25.0])).numpy().tolist() == pytest.approx(ss.i1([-3.0, -25.0]).tolist(), rel=1e-14)
+    assert qb.grad(S.i1)(qb.asarray(0.0)).item() == 0.5 and qb.grad(S.i1e)(qb.asarray(0.0)).item() == 0.5
+    v = S.log_ndtr(qb.asarray(np.float32(-20.0)))
+    assert v.dtype == qb.float32 and abs(v.item() - ss.log_ndtr(-20.0)) < 1e-3
+    assert abs(qb.grad(S.log_ndtr)(qb.asarray(np.float32(-20.0))).item() - 20.0498) < 1e-3
+    assert S.multigammaln(3.0, np.int64(2)).item() == pytest.approx(ss.multigammaln(3.0, 2), rel=1e-14)
+    assert S.factorial(np.float32(3.0)).dtype == qb.float32

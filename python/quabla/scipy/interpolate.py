@@ -49,14 +49,20 @@ class RegularGridInterpolator:
         if method not in ("linear", "nearest"):
             raise ValueError(f"RegularGridInterpolator: method must be 'linear' or 'nearest', got {method!r}")
         d = len(self.grid)
+        if isinstance(xi, tuple):  # SciPy's tuple of coordinate arrays: stacked on a last axis
+            xi = _qb.stack([_qb.asarray(c).astype(self.values.dtype) for c in xi], axis=-1)
         xi = _qb.asarray(xi).astype(self.values.dtype)
+        if d == 1 and (xi.ndim == 0 or xi.shape[-1] != 1):
+            xi = xi[..., None]  # points of a 1-d grid may come without their coordinate axis
         if xi.shape[-1] != d:
             raise ValueError(f"RegularGridInterpolator: points of dimension {xi.shape[-1]} for a {d}-dimensional "
                              "grid (the last axis of xi holds the coordinates)")
         batch = tuple(xi.shape[:-1])
         flat = xi.reshape((-1, d))
         lows, weights, outside = [], [], _qb.zeros((flat.shape[0],), _qb.bool_)
-        for k, g in enumerate(self.grid):
+        grid = tuple(g.astype(self.values.dtype) for g in self.grid)
+        nan_point = _qb.any(_qb.isnan(flat), axis=-1)
+        for k, g in enumerate(grid):
             x = flat[:, k]
             n = g.shape[0]
             i = _qb.clip(_qb.searchsorted(g, x, side="right") - 1, 0, max(n - 2, 0))
@@ -70,12 +76,12 @@ class RegularGridInterpolator:
         tail = tuple(self.values.shape[d:])
         if method == "nearest":
             idx = tuple(_qb.where(t <= 0.5, i, _qb.minimum(i + 1, g.shape[0] - 1))
-                        for i, t, g in zip(lows, weights, self.grid))
+                        for i, t, g in zip(lows, weights, grid))
             out = self.values[idx]
         else:
             out = None
             for corner in itertools.product((0, 1), repeat=d):
-                idx = tuple(_qb.minimum(i + c, g.shape[0] - 1) for i, c, g in zip(lows, corner, self.grid))
+                idx = tuple(_qb.minimum(i + c, g.shape[0] - 1) for i, c, g in zip(lows, corner, grid))
                 w = _qb.ones_like(weights[0]) if d else None
                 for t, c in zip(weights, corner):
                     w = w * (t if c else 1.0 - t)
@@ -84,4 +90,6 @@ class RegularGridInterpolator:
         if self.fill_value is not None:
             mask = outside.reshape(outside.shape + (1,) * len(tail))
             out = _qb.where(mask, _qb.full_like(out, self.fill_value), out)
+        nan_mask = nan_point.reshape(nan_point.shape + (1,) * len(tail))
+        out = _qb.where(nan_mask, _qb.full_like(out, math.nan), out)  # a NaN coordinate gives NaN, as SciPy
         return out.reshape(batch + tail)

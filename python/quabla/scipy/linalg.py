@@ -58,7 +58,8 @@ def block_diag(*arrs):
         if a.ndim > 2:
             raise ValueError(f"block_diag: arguments must have at most two dimensions, got shape {tuple(a.shape)}")
         mats.append(a.reshape((1, -1)) if a.ndim < 2 else a)
-    dtype = _qb.result_type(*mats)
+    from .._numpy_names import common_float
+    dtype = common_float(*mats)
     cols = sum(m.shape[1] for m in mats)
     rows, start = [], 0
     for m in mats:  # each block padded with zeros to the full width, then stacked
@@ -73,7 +74,8 @@ def toeplitz(c, r=None):
     from .._package import qb as _qb
     c = _qb.asarray(c).reshape(-1)
     r = c if r is None else _qb.asarray(r).reshape(-1)
-    dtype = _qb.result_type(c, r)
+    from .._numpy_names import common_float
+    dtype = common_float(c, r) if any(v.dtype in (_qb.float32, _qb.float64) for v in (c, r)) else _qb.result_type(c, r)
     values = _qb.concatenate([c[::-1].astype(dtype), r[1:].astype(dtype)])  # c[-1] ... c[0], r[1] ...
     n, m = c.shape[0], r.shape[0]
     index = (_qb.arange(m)[None, :] - _qb.arange(n)[:, None]) + (n - 1)
@@ -108,7 +110,8 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a", sel
     if d.ndim != 1 or e.ndim != 1 or e.shape[0] != n - 1:
         raise ValueError(f"eigh_tridiagonal: d must be a vector of n and e of n - 1 entries, got shapes "
                          f"{tuple(d.shape)} and {tuple(e.shape)}")
-    dtype = _qb.result_type(d, e)
+    from .._numpy_names import common_float
+    dtype = common_float(d, e)
     t = _qb.diag(d.astype(dtype)) + _qb.diag(e.astype(dtype), 1) + _qb.diag(e.astype(dtype), -1)
     w, v = _la.eigh(t)
     if select == "i":

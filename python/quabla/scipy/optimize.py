@@ -35,8 +35,8 @@ def minimize(fun: Callable, x0, args=(), *, method: str, tol: Optional[float] = 
     """Minimises fun(x, *args) over a 1-D x from x0. method: 'BFGS', or 'L-BFGS-B' /
     'l-bfgs-experimental-do-not-rely-on-this' (L-BFGS, no bounds). tol is the gradient
     tolerance (gtol); options: maxiter (default 200 * x0.size), gtol (1e-5), norm (inf:
-    the gradient's max-norm is compared with gtol), line_search_maxiter (25), maxcor
-    (L-BFGS's history, 10)."""
+    the gradient's max-norm is compared with gtol), line_search_maxiter or maxls (25), maxcor
+    (L-BFGS's history, 10); others raise ValueError rather than being ignored."""
     if _core.tracing():
         raise TypeError("quabla.scipy.optimize.minimize runs its iterations eagerly; call it outside qb.jit and "
                         "the transforms (or use qb.optim.LBFGS / qb.newton inside them)")
@@ -49,14 +49,14 @@ def minimize(fun: Callable, x0, args=(), *, method: str, tol: Optional[float] = 
     dtype = x.dtype if x.dtype in (_core.float32, _core.float64) else _qb.default_dtype()
     x = x.astype(_core.float64)
     opts = dict(options or {})
-    known = {"maxiter", "gtol", "norm", "line_search_maxiter", "maxcor", "ftol", "maxfun"}
+    known = {"maxiter", "gtol", "norm", "line_search_maxiter", "maxls", "maxcor"}
     unknown = set(opts) - known
     if unknown:
         raise ValueError(f"minimize: unknown options {sorted(unknown)}; known: {sorted(known)}")
     gtol = float(opts.get("gtol", 1e-5 if tol is None else tol))
     maxiter = int(opts.get("maxiter") or 200 * max(x.shape[0], 1))
     norm = opts.get("norm", math.inf)
-    ls_max = int(opts.get("line_search_maxiter", 25))
+    ls_max = int(opts.get("line_search_maxiter", opts.get("maxls", 25)))
     name = method.lower() if isinstance(method, str) else method
     if name == "bfgs":
         return _bfgs(fun, x, tuple(args), gtol, maxiter, norm, ls_max, dtype)

@@ -81,9 +81,11 @@ def log_ndtr(x):
     """log of the standard normal CDF: log1p(-ndtr(-x)) above 0 (relative accuracy in the upper
     tail, where log(ndtr(x)) would round to 0), log(ndtr(x)) down to x = -30, below it the
     asymptotic series -x^2/2 - log(-x sqrt(2 pi)) + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + 105/x^8)
-    (ndtr itself underflows near -38)."""
+    (ndtr itself underflows near -38). Computed in float64 (float32's ndtr underflows near
+    -14) and returned in x's float dtype."""
     x = _qb.asarray(x)
-    x = x if x.dtype in (_qb.float32, _qb.float64) else x.astype(_qb.float64)
+    out_dtype = x.dtype if x.dtype in (_qb.float32, _qb.float64) else _qb.default_dtype()
+    x = x.astype(_qb.float64)
     tail = x < -30.0
     xt = _qb.where(tail, x, _qb.full_like(x, -31.0))  # each branch on values it is valid for
     xn = _qb.where(tail, _qb.full_like(x, 0.0), x)
@@ -93,7 +95,7 @@ def log_ndtr(x):
     upper = xn > 0
     xu = _qb.where(upper, xn, _qb.zeros_like(xn))
     xm = _qb.where(upper, _qb.zeros_like(xn), xn)
-    return _qb.where(tail, asym, _qb.where(upper, _qb.log1p(-ndtr(-xu)), _qb.log(ndtr(xm))))
+    return _qb.where(tail, asym, _qb.where(upper, _qb.log1p(-ndtr(-xu)), _qb.log(ndtr(xm)))).astype(out_dtype)
 
 
 def entr(x):
@@ -114,8 +116,9 @@ def factorial(n, exact: bool = False):
 
 def multigammaln(a, d: int):
     """log of the multivariate gamma function of dimension d."""
-    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+    if isinstance(d, bool) or not hasattr(d, "__index__") or int(d) < 1:
         raise ValueError(f"multigammaln: d must be a positive int, got {d!r}")
+    d = int(d)
     a = _qb.asarray(a)
     a = a if a.dtype in (_qb.float32, _qb.float64) else a.astype(_qb.default_dtype())
     total = 0.25 * d * (d - 1) * math.log(math.pi)

@@ -20,11 +20,10 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 
 def _f(*xs):
-    """The arguments as float arrays of one promoted dtype."""
-    arrs = [_qb.asarray(x) for x in xs]
-    floats = [a for a in arrs if a.dtype in (_qb.float32, _qb.float64)]
-    dtype = _qb.result_type(*floats) if floats else _qb.default_dtype()
-    return [a.astype(dtype) for a in arrs]
+    """The arguments as float arrays of one dtype (JAX's promotion; Python scalars weak)."""
+    from .._numpy_names import common_float
+    dtype = common_float(*xs)
+    return [_qb.asarray(x).astype(dtype) for x in xs]
 
 
 def _std(x, loc, scale):
@@ -32,8 +31,14 @@ def _std(x, loc, scale):
     return (x - loc) / scale, scale
 
 
-def _neg_inf_outside(inside, value):
-    return _qb.where(inside, value, _qb.full_like(value, -math.inf))
+def _neg_inf_outside(inside, value, x=None):
+    """value inside the support, -inf outside it, NaN where x is NaN (as SciPy)."""
+    out = _qb.where(inside, value, _qb.full_like(value, -math.inf))
+    return out if x is None else _nan_where(x, out)
+
+
+def _nan_where(x, value):
+    return _qb.where(_qb.isnan(x), _qb.full_like(value, math.nan), value)
 
 
 def _namespace(name, **functions):
@@ -75,13 +80,13 @@ norm = _namespace(
     sf=lambda x, loc=0.0, scale=1.0: _sp.ndtr(-_std(x, loc, scale)[0]),
     logsf=lambda x, loc=0.0, scale=1.0: _sp.log_ndtr(-_std(x, loc, scale)[0]),
     ppf=_norm_ppf,
-    isf=lambda q, loc=0.0, scale=1.0: _norm_ppf(1.0 - _qb.asarray(q), loc, scale),
+    isf=lambda q, loc=0.0, scale=1.0: (lambda q, loc, scale: loc - scale * _sp.ndtri(q))(*_f(q, loc, scale)),
 )
 
 
 def _uniform_logpdf(x, loc=0.0, scale=1.0):
     z, scale = _std(x, loc, scale)
-    return _neg_inf_outside((z >= 0) & (z <= 1), _qb.zeros_like(z) - _qb.log(scale))
+    return _neg_inf_outside((z >= 0) & (z <= 1), _qb.zeros_like(z) - _qb.log(scale), z)
 
 
 def _uniform_ppf(q, loc=0.0, scale=1.0):
@@ -100,17 +105,29 @@ uniform = _namespace(
 
 def _expon_logpdf(x, loc=0.0, scale=1.0):
     z, scale = _std(x, loc, scale)
-    return _neg_inf_outside(z >= 0, -z - _qb.log(scale))
+    return _neg_inf_outside(z >= 0, -z - _qb.log(scale), z)
 
 
 def _expon_cdf(x, loc=0.0, scale=1.0):
     z, _ = _std(x, loc, scale)
-    return _qb.where(z >= 0, -_qb.expm1(-_qb.maximum(z, 0.0)), _qb.zeros_like(z))
+    return _nan_where(z, _qb.where(z >= 0, -_qb.expm1(-_qb.maximum(z, 0.0)), _qb.zeros_like(z)))
 
 
 def _expon_sf(x, loc=0.0, scale=1.0):
     z, _ = _std(x, loc, scale)
-    return _qb.where(z >= 0, _qb.exp(-_qb.maximum(z, 0.0)), _qb.ones_like(z))
+    return _nan_where(z, _qb.where(z >= 0, _qb.exp(-_qb.maximum(z, 0.0)), _qb.ones_like(z)))
+
+
+def _expon_logsf(x, loc=0.0, scale=1.0):
+    z, _ = _std(x, loc, scale)
+    return _nan_where(z, _qb.where(z >= 0, -z, _qb.zeros_like(z)))
+
+
+def _expon_ppf(q, loc=0.0, scale=1.0):
+    q, loc, scale = _f(q, loc, scale)
+    inside = (q >= 0) & (q <= 1)
+    safe = _qb.where(inside, q, _qb.zeros_like(q))
+    return _qb.where(inside, loc - scale * _qb.log1p(-safe), _qb.full_like(q, math.nan))
 
 
 expon = _namespace(
@@ -119,8 +136,8 @@ expon = _namespace(
     pdf=_with_pdf(_expon_logpdf),
     cdf=_expon_cdf,
     sf=_expon_sf,
-    logsf=lambda x, loc=0.0, scale=1.0: _qb.log(_expon_sf(x, loc, scale)),
-    ppf=lambda q, loc=0.0, scale=1.0: (lambda q, loc, scale: loc - scale * _qb.log1p(-q))(*_f(q, loc, scale)),
+    logsf=_expon_logsf,
+    ppf=_expon_ppf,
 )
 
 
@@ -176,15 +193,25 @@ def _t_logpdf(x, df, loc=0.0, scale=1.0):
             - half * _qb.log1p(z * z / df))
 
 
+_TINY_Z = 1e-150  # z below this is moved to it: the central form's x^(1/2) has no derivative at 0
+
+
 def _t_cdf(x, df, loc=0.0, scale=1.0):
     x, df, loc, scale = _f(x, df, loc, scale)
     z = (x - loc) / scale
-    tail = 0.5 * _sp.betainc(0.5 * df, _qb.full_like(df, 0.5), df / (df + z * z))
-    return _qb.where(z < 0, tail, 1.0 - tail)
+    z = z + _qb.where(_qb.abs(z) < _TINY_Z, _qb.full_like(z, _TINY_Z), _qb.zeros_like(z))  # keeps dz
+    z2 = z * z
+    # The tails from I_{df/(df+z^2)}(df/2, 1/2); the centre from I_{z^2/(df+z^2)}(1/2, df/2),
+    # which keeps the absolute accuracy (and the derivative) near z = 0.
+    central = z2 < df
+    tail = 0.5 * _sp.betainc(0.5 * df, _qb.full_like(df, 0.5), df / (df + z2))
+    half_mass = 0.5 * _sp.betainc(_qb.full_like(df, 0.5), 0.5 * df, z2 / (df + z2))
+    low = _qb.where(central, 0.5 - half_mass, tail)  # P(T <= -|z|)
+    return _nan_where(z, _qb.where(z < 0, low, 1.0 - low))
 
 
 t = _namespace("t", logpdf=_t_logpdf, pdf=_with_pdf(_t_logpdf), cdf=_t_cdf,
-               sf=lambda x, df, loc=0.0, scale=1.0: 1.0 - _t_cdf(x, df, loc, scale))
+               sf=lambda x, df, loc=0.0, scale=1.0: _t_cdf(2.0 * _qb.asarray(loc) - _qb.asarray(x), df, loc, scale))
 
 
 def _gamma_logpdf(x, a, loc=0.0, scale=1.0):
@@ -196,8 +223,8 @@ def _gamma_logpdf(x, a, loc=0.0, scale=1.0):
 
 def _gamma_tail(x, a, loc, scale, upper):
     x, a, loc, scale = _f(x, a, loc, scale)
-    z = _qb.maximum((x - loc) / scale, 0.0)
-    return (_sp.gammaincc if upper else _sp.gammainc)(a, z)
+    z = (x - loc) / scale
+    return _nan_where(z, (_sp.gammaincc if upper else _sp.gammainc)(a, _qb.maximum(z, 0.0)))
 
 
 gamma = _namespace("gamma", logpdf=_gamma_logpdf, pdf=_with_pdf(_gamma_logpdf),
@@ -211,16 +238,22 @@ def _beta_logpdf(x, a, b, loc=0.0, scale=1.0):
     inside = (z >= 0) & (z <= 1)
     safe = _qb.where(inside, z, _qb.full_like(z, 0.5))
     return _neg_inf_outside(inside, _sp.xlogy(a - 1.0, safe) + _sp.xlog1py(b - 1.0, -safe) - _sp.betaln(a, b)
-                            - _qb.log(scale))
+                            - _qb.log(scale), z)
 
 
 def _beta_cdf(x, a, b, loc=0.0, scale=1.0):
     x, a, b, loc, scale = _f(x, a, b, loc, scale)
-    return _sp.betainc(a, b, _qb.clip((x - loc) / scale, 0.0, 1.0))
+    z = (x - loc) / scale
+    return _nan_where(z, _sp.betainc(a, b, _qb.clip(z, 0.0, 1.0)))
 
 
-beta = _namespace("beta", logpdf=_beta_logpdf, pdf=_with_pdf(_beta_logpdf), cdf=_beta_cdf,
-                  sf=lambda x, a, b, loc=0.0, scale=1.0: 1.0 - _beta_cdf(x, a, b, loc, scale))
+def _beta_sf(x, a, b, loc=0.0, scale=1.0):
+    x, a, b, loc, scale = _f(x, a, b, loc, scale)
+    z = (x - loc) / scale
+    return _nan_where(z, _sp.betainc(b, a, 1.0 - _qb.clip(z, 0.0, 1.0)))  # I_{1-x}(b, a): exact in the tail
+
+
+beta = _namespace("beta", logpdf=_beta_logpdf, pdf=_with_pdf(_beta_logpdf), cdf=_beta_cdf, sf=_beta_sf)
 
 
 def _chi2_logpdf(x, df, loc=0.0, scale=1.0):
@@ -286,8 +319,10 @@ def _gennorm_logpdf(x, beta, loc=0.0, scale=1.0):
 def _gennorm_cdf(x, beta, loc=0.0, scale=1.0):
     x, beta, loc, scale = _f(x, beta, loc, scale)
     z = (x - loc) / scale
-    half = 0.5 * _sp.gammainc(1.0 / beta, _qb.abs(z) ** beta)
-    return 0.5 + _qb.sign(z) * half
+    z = z + _qb.where(_qb.abs(z) < _TINY_Z, _qb.full_like(z, _TINY_Z), _qb.zeros_like(z))  # keeps dz
+    # The left tail as 0.5 Q(1/beta, |z|^beta) (no cancellation), the right as its mirror.
+    lower = 0.5 * _sp.gammaincc(1.0 / beta, _qb.abs(z) ** beta)
+    return _nan_where(z, _qb.where(z < 0, lower, 1.0 - lower))
 
 
 gennorm = _namespace("gennorm", logpdf=_gennorm_logpdf, pdf=_with_pdf(_gennorm_logpdf), cdf=_gennorm_cdf)
@@ -350,9 +385,11 @@ def _poisson_tail(k, mu, loc, upper):
     k = _qb.floor(k - loc)
     inside = k >= 0
     safe = _qb.where(inside, k, _qb.zeros_like(k))
-    q = _sp.gammaincc(safe + 1.0, mu)  # P(K <= k)
-    cdf = _qb.where(inside, q, _qb.zeros_like(q))
-    return 1.0 - cdf if upper else cdf
+    if upper:  # P(K > k) = P(k + 1, mu) directly: 1 - cdf would lose the tail
+        value = _qb.where(inside, _sp.gammainc(safe + 1.0, mu), _qb.ones_like(k))
+    else:
+        value = _qb.where(inside, _sp.gammaincc(safe + 1.0, mu), _qb.zeros_like(k))
+    return _nan_where(k, value)
 
 
 poisson = _namespace("poisson", logpmf=_poisson_logpmf, pmf=_with_pdf(_poisson_logpmf),
@@ -380,18 +417,24 @@ def _binom_logpmf(k, n, p, loc=0.0):
     return _neg_inf_outside(valid, comb + _sp.xlogy(safe, p) + _sp.xlog1py(n - safe, -p))
 
 
-def _binom_cdf(k, n, p, loc=0.0):
+def _binom_tail(k, n, p, loc, upper):
     k, n, p, loc = _f(k, n, p, loc)
     k = _qb.floor(k - loc)
     inside = (k >= 0) & (k < n)
     safe = _qb.where(inside, k, _qb.zeros_like(k))
     n_safe = _qb.where(inside, n, safe + 1.0)
-    value = _sp.betainc(n_safe - safe, safe + 1.0, 1.0 - p)
-    return _qb.where(k >= n, _qb.ones_like(value), _qb.where(k < 0, _qb.zeros_like(value), value))
+    if upper:  # P(K > k) = I_p(k + 1, n - k)
+        value = _sp.betainc(safe + 1.0, n_safe - safe, p)
+        value = _qb.where(k >= n, _qb.zeros_like(value), _qb.where(k < 0, _qb.ones_like(value), value))
+    else:
+        value = _sp.betainc(n_safe - safe, safe + 1.0, 1.0 - p)
+        value = _qb.where(k >= n, _qb.ones_like(value), _qb.where(k < 0, _qb.zeros_like(value), value))
+    return _nan_where(k, value)
 
 
-binom = _namespace("binom", logpmf=_binom_logpmf, pmf=_with_pdf(_binom_logpmf), cdf=_binom_cdf,
-                   sf=lambda k, n, p, loc=0.0: 1.0 - _binom_cdf(k, n, p, loc))
+binom = _namespace("binom", logpmf=_binom_logpmf, pmf=_with_pdf(_binom_logpmf),
+                   cdf=lambda k, n, p, loc=0.0: _binom_tail(k, n, p, loc, False),
+                   sf=lambda k, n, p, loc=0.0: _binom_tail(k, n, p, loc, True))
 
 
 def _geom_logpmf(k, p, loc=0.0):
@@ -405,7 +448,7 @@ def _geom_logpmf(k, p, loc=0.0):
 def _geom_cdf(k, p, loc=0.0):
     k, p, loc = _f(k, p, loc)
     k = _qb.floor(k - loc)
-    return _qb.where(k >= 1, -_qb.expm1(_qb.maximum(k, 1.0) * _qb.log1p(-p)), _qb.zeros_like(k))
+    return _nan_where(k, _qb.where(k >= 1, -_qb.expm1(_qb.maximum(k, 1.0) * _qb.log1p(-p)), _qb.zeros_like(k)))
 
 
 geom = _namespace("geom", logpmf=_geom_logpmf, pmf=_with_pdf(_geom_logpmf), cdf=_geom_cdf)
@@ -424,7 +467,7 @@ def _nbinom_cdf(k, n, p, loc=0.0):
     k, n, p, loc = _f(k, n, p, loc)
     k = _qb.floor(k - loc)
     safe = _qb.maximum(k, 0.0)
-    return _qb.where(k >= 0, _sp.betainc(n, safe + 1.0, p), _qb.zeros_like(k))
+    return _nan_where(k, _qb.where(k >= 0, _sp.betainc(n, safe + 1.0, p), _qb.zeros_like(k)))
 
 
 nbinom = _namespace("nbinom", logpmf=_nbinom_logpmf, pmf=_with_pdf(_nbinom_logpmf), cdf=_nbinom_cdf)
@@ -468,9 +511,11 @@ def _dirichlet_logpdf(x, alpha):
     x, alpha = _f(x, alpha)
     if alpha.ndim != 1:
         raise ValueError(f"dirichlet.logpdf: alpha must be a vector, got shape {tuple(alpha.shape)}")
+    if x.shape[0] == alpha.shape[0] - 1:  # the last component implied, as SciPy and JAX accept
+        x = _qb.concatenate([x, (1.0 - _qb.sum(x, axis=0))[None]], axis=0)
     if x.shape[0] != alpha.shape[0]:
-        raise ValueError(f"dirichlet.logpdf: x's first axis ({x.shape[0]}) must match alpha ({alpha.shape[0]}), "
-                         "as SciPy's")
+        raise ValueError(f"dirichlet.logpdf: x's first axis ({x.shape[0]}) must have len(alpha) = "
+                         f"{alpha.shape[0]} entries (or one fewer)")
     a = alpha.reshape((alpha.shape[0],) + (1,) * (x.ndim - 1))
     norm_const = _qb.sum(_sp.gammaln(alpha)) - _sp.gammaln(_qb.sum(alpha))
     inside = _qb.all((x >= 0) & (x <= 1), axis=0) & (_qb.abs(_qb.sum(x, axis=0) - 1.0) < 1e-6)
