@@ -628,7 +628,7 @@ def signbit(x):
     if x.dtype not in (_qb.float32, _qb.float64):
         return x < 0
     zero = x == 0
-    return (x < 0) | (zero & (_qb.where(zero, 1.0, 0.0) / x < 0))
+    return (x < 0) | (zero & (_qb.where(zero, _qb.ones_like(x), _qb.zeros_like(x)) / x < 0))
 
 
 def copysign(x1, x2):
@@ -704,7 +704,9 @@ def empty_like(x, dtype=None, shape=None):
 
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10.0, dtype=None):
     """base ** linspace(start, stop, num)."""
-    out = _qb.power(_float(base), _qb.linspace(start, stop, num, endpoint=endpoint))
+    exponents = _qb.linspace(start, stop, num, endpoint=endpoint)
+    base = base if isinstance(base, (int, float)) else _float(base).astype(exponents.dtype)
+    out = _qb.power(base, exponents)
     return out if dtype is None else out.astype(dtype)
 
 

@@ -380,3 +380,13 @@ def test_dot_product_attention_and_sparse_activations():
     x = np.linspace(-2, 2, 9)
     close(qb.nn.sparse_plus(qb.asarray(x)), np.where(x <= -1, 0, np.where(x >= 1, x, (x + 1) ** 2 / 4)))
     close(qb.nn.sparse_sigmoid(qb.asarray(x)), np.clip((x + 1) / 2, 0, 1))
+
+
+def test_float32_inputs_stay_float32():
+    x = qb.asarray(np.float32([-0.0, 1.0, -2.0]))
+    assert qb.signbit(x).numpy().tolist() == [True, False, True]
+    c = qb.copysign(qb.ones(3, dtype=qb.float32), x)
+    assert c.dtype == qb.float32 and c.numpy().tolist() == [-1.0, 1.0, -1.0]
+    assert qb.modf(x)[1].dtype == qb.float32
+    assert qb.logspace(qb.asarray(np.float32([0.0, 1.0])), 2.0, 3).dtype == qb.float32
+    close(qb.logspace(0, 2, 3), np.logspace(0, 2, 3))
