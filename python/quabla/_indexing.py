@@ -435,6 +435,9 @@ def dynamic_update_slice(operand, update, start_indices):
 
 
 def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    operand = _core.asarray(operand)
+    if not -operand.ndim <= axis < operand.ndim:
+        raise ValueError(f"dynamic_index_in_dim: axis {axis} is out of range for an operand of rank {operand.ndim}")
     r = _core._take(operand, _start(index, operand.shape[axis], 1), axis, False)
     return _core.expand_dims(r, axis) if keepdims else r
 

@@ -426,6 +426,8 @@ def interp(x, xp, fp, left=None, right=None):
 def polyval(p, x):
     """The polynomial with coefficients p (highest power first) at x, by Horner's rule."""
     x = _arr(x)
+    if not isinstance(p, (list, tuple)) and _arr(p).ndim != 1:
+        raise ValueError(f"polyval: p must be a 1-D sequence of coefficients, got shape {tuple(_arr(p).shape)}")
     coeffs = list(p) if isinstance(p, (list, tuple)) else [p[i] for i in range(_arr(p).shape[0])]
     if not coeffs:
         raise ValueError("polyval: needs at least one coefficient")

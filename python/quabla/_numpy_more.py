@@ -1143,6 +1143,8 @@ def histogram(a, bins=10, range=None, weights=None, density: bool = False):  # n
         edges = _qb.linspace(lo, hi, bins + 1)
     else:
         edges = _float(bins)
+        if edges.ndim != 1:
+            raise ValueError(f"histogram: bins must be an int or a 1-D array of edges, got shape {tuple(edges.shape)}")
         bins = edges.shape[0] - 1
         if bins < 1:
             raise ValueError("histogram: bins as edges needs at least two of them")

@@ -695,6 +695,8 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     """a with a new shape; order 'F' reads and writes the elements column-major."""
     if shape is None:
         shape = newshape
+    if shape is None:
+        raise TypeError("reshape: missing the shape; call reshape(a, (2, 3))")
     if order in ("C", "A"):
         return _core.reshape(a, shape)
     if order != "F":

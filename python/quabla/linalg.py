@@ -554,7 +554,7 @@ def outer(x1, x2, /):
 def cross(x1, x2, /, *, axis: int = -1):
     """The cross product of 3-vectors along axis."""
     x1, x2 = _arr(x1), _arr(x2)
-    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+    if x1.ndim == 0 or x2.ndim == 0 or x1.shape[axis] != 3 or x2.shape[axis] != 3:
         raise ValueError(f"linalg.cross: axis {axis} must have length 3 in both operands, got shapes "
                          f"{tuple(x1.shape)} and {tuple(x2.shape)}")
     return _qb.cross(x1, x2, axis=axis)
@@ -566,7 +566,10 @@ def matmul(x1, x2, /):
 
 def matrix_transpose(x, /):
     """x with its last two axes swapped."""
-    return _mT(_arr(x))
+    x = _arr(x)
+    if x.ndim < 2:
+        raise ValueError(f"linalg.matrix_transpose: x must have at least two dimensions, got shape {tuple(x.shape)}")
+    return _mT(x)
 
 
 def tensordot(x1, x2, /, *, axes=2):

@@ -85,6 +85,8 @@ def selu(x):
 def glu(x, axis: int = -1):
     """The gated linear unit: the first half of axis times the sigmoid of the second half."""
     x = _f(x)
+    if x.ndim == 0:
+        raise ValueError("glu: x must have at least one dimension (the axis to split in halves)")
     n = x.shape[axis]
     if n % 2:
         raise ValueError(f"glu: axis {axis} has odd length {n}; it must split into two halves")

@@ -390,3 +390,18 @@ def test_float32_inputs_stay_float32():
     assert qb.modf(x)[1].dtype == qb.float32
     assert qb.logspace(qb.asarray(np.float32([0.0, 1.0])), 2.0, 3).dtype == qb.float32
     close(qb.logspace(0, 2, 3), np.logspace(0, 2, 3))
+
+
+def test_scalar_and_missing_argument_errors_are_clear():
+    s = qb.asarray(2.5)
+    for call, exc, text in [
+        (lambda: qb.polyval(s, s), ValueError, "1-D sequence"),
+        (lambda: qb.nn.glu(s), ValueError, "at least one dimension"),
+        (lambda: qb.lax.dynamic_index_in_dim(s, 0), ValueError, "out of range"),
+        (lambda: qb.linalg.cross(s, s), ValueError, "length 3"),
+        (lambda: qb.linalg.matrix_transpose(qb.ones(3)), ValueError, "two dimensions"),
+        (lambda: qb.histogram(qb.ones(3), bins=qb.ones((2, 2))), ValueError, "1-D array of edges"),
+        (lambda: qb.reshape(qb.ones(4)), TypeError, "missing the shape"),
+    ]:
+        with pytest.raises(exc, match=text):
+            call()
