@@ -19,7 +19,10 @@ __all__ = ["GradientTransformation", "EmptyState", "ScaleByAdamState", "ScaleByR
            "add_decayed_weights", "clip", "clip_by_global_norm", "zero_nans", "global_norm", "adam", "adamw", "sgd",
            "rmsprop", "adagrad", "constant_schedule", "exponential_decay", "cosine_decay_schedule",
            "warmup_cosine_decay_schedule", "piecewise_constant_schedule", "linear_schedule", "polynomial_schedule",
-           "join_schedules"]
+           "join_schedules", "masked", "MaskedState", "inject_hyperparams", "InjectHyperparamsState", "l2_loss",
+           "squared_error", "huber_loss", "log_cosh", "softmax_cross_entropy",
+           "softmax_cross_entropy_with_integer_labels", "sigmoid_binary_cross_entropy", "cosine_similarity",
+           "cosine_distance"]
 
 
 class GradientTransformation(NamedTuple):
@@ -116,7 +119,13 @@ def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True):
     sign = -1.0 if flip_sign else 1.0
     if callable(learning_rate):
         return scale_by_schedule(lambda count: sign * _core.asarray(learning_rate(count)))
-    return scale(sign * float(learning_rate))
+    if isinstance(learning_rate, (int, float)):
+        return scale(sign * float(learning_rate))
+    lr = _core.asarray(learning_rate)  # an array (inject_hyperparams' values): multiplied as it is
+
+    def update(updates, state, params=None):
+        return _tmap(lambda u: u * (sign * lr).astype(u.dtype), updates), state
+    return GradientTransformation(lambda params: EmptyState(), update)
 
 
 def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0):
@@ -215,6 +224,143 @@ def zero_nans():
 global_norm = _optim.global_norm
 
 
+class MaskedState(NamedTuple):
+    inner_state: Any
+
+
+def masked(inner, mask):
+    """inner applied where mask (a pytree of bools like the params, or a function of the
+    params giving one) is True; other updates pass through unchanged. (The inner state
+    covers every leaf; the masked-out ones are never used.)"""
+    def init(params):
+        return MaskedState(inner.init(params))
+
+    def update(updates, state, params=None):
+        m = mask(params if params is not None else updates) if callable(mask) else mask
+        new, inner_state = inner.update(updates, state.inner_state, params)
+        out = _tree.map(lambda u, n, on: n if on else u, updates, new, m)
+        return out, MaskedState(inner_state)
+    return GradientTransformation(init, update)
+
+
+class InjectHyperparamsState(NamedTuple):
+    count: Any
+    hyperparams: Any  # dict: name -> current value (an array)
+    inner_state: Any
+
+
+def inject_hyperparams(inner_factory: Callable, static_args=(), hyperparam_dtype=None):
+    """optax.inject_hyperparams: inner_factory's numeric arguments (and schedules, evaluated at
+    the step count) live in the state's `hyperparams` dict, so they can be read (a logged
+    learning rate) or changed between steps; static_args are passed as they are."""
+    static = {static_args} if isinstance(static_args, str) else set(static_args)
+
+    def factory(*args, **kwargs):
+        if args:
+            raise TypeError("optax.inject_hyperparams(...): pass the hyperparameters by name")
+        fixed = {k: v for k, v in kwargs.items() if k in static or not (callable(v) or _is_number(v))}
+        dynamic = {k: v for k, v in kwargs.items() if k not in fixed}
+
+        def current(state_count, stored):
+            values = {}
+            for k, v in dynamic.items():
+                values[k] = _core.asarray(v(state_count)) if callable(v) else stored[k]
+            return values
+
+        def as_array(v):
+            a = _core.asarray(v)
+            return a.astype(hyperparam_dtype) if hyperparam_dtype is not None else a.astype(_core.float64)
+
+        def init(params):
+            count = _count()
+            hyper = {k: as_array(v(count) if callable(v) else v) for k, v in dynamic.items()}
+            return InjectHyperparamsState(count, hyper, inner_factory(**fixed, **hyper).init(params))
+
+        def update(updates, state, params=None):
+            hyper = {k: as_array(v) for k, v in current(state.count, state.hyperparams).items()}
+            inner = inner_factory(**fixed, **hyper)
+            new, inner_state = inner.update(updates, state.inner_state, params)
+            return new, InjectHyperparamsState(state.count + 1, hyper, inner_state)
+        return GradientTransformation(init, update)
+    return factory
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(v, _core.Array)
+
+
+# ---- losses (optax's) -------------------------------------------------------------------------
+
+def _err(predictions, targets):
+    p = _core.asarray(predictions)
+    return p if targets is None else p - _core.asarray(targets).astype(p.dtype)
+
+
+def l2_loss(predictions, targets=None):
+    """0.5 (predictions - targets)^2, elementwise."""
+    e = _err(predictions, targets)
+    return 0.5 * e * e
+
+
+def squared_error(predictions, targets=None):
+    """(predictions - targets)^2, elementwise."""
+    e = _err(predictions, targets)
+    return e * e
+
+
+def huber_loss(predictions, targets=None, *, delta: float = 1.0):
+    """0.5 e^2 where |e| <= delta, delta (|e| - delta / 2) beyond, elementwise."""
+    e = _err(predictions, targets)
+    a = _core.abs(e)
+    return _core.where(a <= delta, 0.5 * e * e, delta * (a - 0.5 * delta))
+
+
+def log_cosh(predictions, targets=None):
+    """log(cosh(e)), without overflow, elementwise."""
+    e = _err(predictions, targets)
+    return _core.logaddexp(e, -e) - math.log(2.0)
+
+
+def softmax_cross_entropy(logits, labels, axis=-1, where=None):
+    """-sum(labels * log_softmax(logits)) over axis."""
+    from . import nn
+    logits = _core.asarray(logits)
+    logp = nn.log_softmax(logits, axis=axis, where=where)
+    terms = _core.asarray(labels).astype(logp.dtype) * logp
+    if where is not None:
+        terms = _core.where(_core.asarray(where), terms, _core.zeros_like(terms))
+    return -_core.sum(terms, axis=axis)
+
+
+def softmax_cross_entropy_with_integer_labels(logits, labels, axis=-1):
+    """logsumexp(logits) - logits[label] over axis, for integer class labels."""
+    from ._indexing import take_along_axis
+    logits = _core.asarray(logits)
+    axis = axis % logits.ndim
+    picked = take_along_axis(logits, _core.expand_dims(_core.asarray(labels), axis), axis=axis)
+    return _core.logsumexp(logits, axis=axis) - _core.squeeze(picked, axis=axis)
+
+
+def sigmoid_binary_cross_entropy(logits, labels):
+    """-labels log sigmoid(logits) - (1 - labels) log sigmoid(-logits), elementwise."""
+    logits = _core.asarray(logits)
+    labels = _core.asarray(labels).astype(logits.dtype)
+    return -labels * -_core.softplus(-logits) - (1.0 - labels) * -_core.softplus(logits)
+
+
+def cosine_similarity(predictions, targets, epsilon: float = 0.0):
+    """The cosine of the angle between predictions and targets along the last axis."""
+    p, t = _core.asarray(predictions), _core.asarray(targets)
+    num = _core.sum(p * t, axis=-1)
+    den = _core.sqrt(_core.maximum(_core.sum(p * p, axis=-1), epsilon * epsilon)) * \
+        _core.sqrt(_core.maximum(_core.sum(t * t, axis=-1), epsilon * epsilon))
+    return num / den
+
+
+def cosine_distance(predictions, targets, epsilon: float = 0.0):
+    return 1.0 - cosine_similarity(predictions, targets, epsilon)
+
+
 # ---- optimizers ------------------------------------------------------------------------------
 
 def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0):
@@ -300,5 +446,3 @@ def join_schedules(schedules, boundaries):
         return value
     return schedule
 
-
-del math

@@ -135,3 +135,49 @@ def test_state_structures_and_rmsprop_momentum_match_optax():
             u, js = theirs.update({"w": jnp.asarray(g)}, js, jp)
             jp = optax.apply_updates(jp, u)
         np.testing.assert_allclose(qp["w"].numpy(), np.asarray(jp["w"]), rtol=1e-6)  # optax's schedules run in float32
+
+
+def test_losses_against_optax_formulas():
+    rng = np.random.default_rng(0)
+    p, t = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    e = p - t
+    np.testing.assert_allclose(qopt.l2_loss(qb.asarray(p), qb.asarray(t)).numpy(), 0.5 * e ** 2, rtol=1e-14)
+    np.testing.assert_allclose(qopt.squared_error(qb.asarray(p), qb.asarray(t)).numpy(), e ** 2, rtol=1e-14)
+    np.testing.assert_allclose(qopt.huber_loss(qb.asarray(p), qb.asarray(t), delta=0.5).numpy(),
+                               np.where(np.abs(e) <= 0.5, 0.5 * e ** 2, 0.5 * (np.abs(e) - 0.25)), rtol=1e-14)
+    np.testing.assert_allclose(qopt.log_cosh(qb.asarray(p * 400), qb.asarray(t)).numpy(), np.logaddexp(p * 400 - t, t - p * 400)
+                               - np.log(2.0), rtol=1e-14)
+    labels = np.abs(rng.normal(size=(4, 3)))
+    labels /= labels.sum(-1, keepdims=True)
+    logp = p - np.log(np.exp(p).sum(-1, keepdims=True))
+    np.testing.assert_allclose(qopt.softmax_cross_entropy(qb.asarray(p), qb.asarray(labels)).numpy(),
+                               -(labels * logp).sum(-1), rtol=1e-13)
+    idx = np.array([0, 2, 1, 1])
+    np.testing.assert_allclose(qopt.softmax_cross_entropy_with_integer_labels(qb.asarray(p), qb.asarray(idx)).numpy(),
+                               -logp[np.arange(4), idx], rtol=1e-13)
+    b = (rng.uniform(size=(4, 3)) > 0.5).astype(float)
+    z = p * 30
+    np.testing.assert_allclose(qopt.sigmoid_binary_cross_entropy(qb.asarray(z), qb.asarray(b)).numpy(),
+                               np.logaddexp(0, -z) * b + np.logaddexp(0, z) * (1 - b), rtol=1e-13)
+    np.testing.assert_allclose(qopt.cosine_distance(qb.asarray(p), qb.asarray(t)).numpy(),
+                               1 - (p * t).sum(-1) / np.linalg.norm(p, axis=-1) / np.linalg.norm(t, axis=-1), rtol=1e-13)
+
+
+def test_inject_hyperparams_and_masked():
+    opt = qopt.inject_hyperparams(qopt.adam)(learning_rate=0.05)
+    state = opt.init({"w": qb.asarray(P0)})
+    assert float(state.hyperparams["learning_rate"].item()) == 0.05
+    np.testing.assert_allclose(run(opt)[0], reference_adam(0.05), rtol=1e-13)
+    sched = qopt.inject_hyperparams(qopt.sgd)(learning_rate=qopt.linear_schedule(0.1, 0.0, 4))
+    params, st = {"w": qb.asarray(P0)}, None
+    st = sched.init(params)
+    seen = []
+    for g in GRADS[:5]:
+        u, st = sched.update({"w": qb.asarray(g)}, st, params)
+        seen.append(float(st.hyperparams["learning_rate"].item()))
+        params = qopt.apply_updates(params, u)
+    np.testing.assert_allclose(seen, [0.1, 0.075, 0.05, 0.025, 0.0])
+    m = qopt.chain(qopt.masked(qopt.add_decayed_weights(0.5), {"w": True, "b": False}), qopt.scale(-1.0))
+    u, _ = m.update({"w": qb.ones(2), "b": qb.ones(2)}, m.init({"w": qb.ones(2), "b": qb.ones(2)}),
+                    {"w": qb.ones(2) * 2, "b": qb.ones(2) * 2})
+    assert u["w"].numpy().tolist() == [-2.0, -2.0] and u["b"].numpy().tolist() == [-1.0, -1.0]
