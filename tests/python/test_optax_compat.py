@@ -181,3 +181,24 @@ def test_inject_hyperparams_and_masked():
     u, _ = m.update({"w": qb.ones(2), "b": qb.ones(2)}, m.init({"w": qb.ones(2), "b": qb.ones(2)}),
                     {"w": qb.ones(2) * 2, "b": qb.ones(2) * 2})
     assert u["w"].numpy().tolist() == [-2.0, -2.0] and u["b"].numpy().tolist() == [-1.0, -1.0]
+
+
+def test_inject_and_masked_against_optax_itself():
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    for make in (lambda m: m.inject_hyperparams(m.adam)(learning_rate=0.05),
+                 lambda m: m.inject_hyperparams(m.sgd)(learning_rate=m.linear_schedule(0.1, 0.01, 4), momentum=0.9),
+                 lambda m: m.chain(m.masked(m.add_decayed_weights(0.1), {"w": True, "b": False}), m.sgd(0.1))):
+        ours, theirs = make(qopt), make(optax)
+        qp = {"w": qb.asarray(P0), "b": qb.asarray(P0[0])}
+        jp = {"w": jnp.asarray(P0), "b": jnp.asarray(P0[0])}
+        qs, js = ours.init(qp), theirs.init(jp)
+        for g in GRADS:
+            u, qs = ours.update({"w": qb.asarray(g), "b": qb.asarray(g[0])}, qs, qp)
+            qp = qopt.apply_updates(qp, u)
+            u, js = theirs.update({"w": jnp.asarray(g), "b": jnp.asarray(g[0])}, js, jp)
+            jp = optax.apply_updates(jp, u)
+        np.testing.assert_allclose(qp["w"].numpy(), np.asarray(jp["w"]), rtol=1e-6)  # optax's schedules run in float32
+        np.testing.assert_allclose(qp["b"].numpy(), np.asarray(jp["b"]), rtol=1e-6)
