@@ -843,12 +843,48 @@ def _standard_gamma(key_, a, shape, log_space: bool = False):
     return qb.where(valid, x, qb.where(a == 0, qb.zeros_like(a), qb.full_like(a, math.nan)))
 
 
+_IMPLICIT = {}
+
+
+def _implicit_gamma_rule():
+    """x itself, with the implicit reparameterisation gradient dx/da = -(dF/da)(x) / pdf(x)
+    (F the Gamma(a) CDF): the derivative of the sample at a fixed quantile, as JAX's. The
+    rule runs only when a is differentiated; plain sampling never evaluates it."""
+    if "gamma" not in _IMPLICIT:
+        from ._special import gammaln
+        from ._special_incomplete import gammainc
+
+        @qb.custom_jvp
+        def implicit(a, x):
+            return x
+
+        @implicit.defjvp
+        def _rule(primals, tangents):
+            a, x = primals
+            da, _ = tangents
+            dF = qb.jvp(lambda s: gammainc(s, x), (a,), (qb.ones_like(a),))[1]
+            log_pdf = (a - 1.0) * qb.log(x) - x - gammaln(a)
+            return x, -dF * qb.exp(-log_pdf) * da
+        _IMPLICIT["gamma"] = implicit
+    return _IMPLICIT["gamma"]
+
+
+def _gamma_reparameterized(key_, a, shape):
+    """Gamma(a) samples differentiable in a (the sampler's loop sees a constant a)."""
+    a = qb.broadcast_to(a, shape)
+    x = _standard_gamma(key_, qb.stop_gradient(a), shape)
+    if not _traced(a):
+        return x
+    return _implicit_gamma_rule()(a, x)
+
+
 def gamma(k, a, shape=None, dtype=None):
-    """Gamma(a, 1) samples (a > 0, broadcast to shape; NaN where a <= 0)."""
+    """Gamma(a, 1) samples (a > 0, broadcast to shape; NaN where a <= 0), differentiable in a
+    by implicit reparameterisation (as JAX's)."""
     key_, _ = _key_arg(k, "gamma")
     d = _float_dtype(dtype, "gamma")
     a = qb.asarray(a).astype(_core.float64)
-    return _standard_gamma(key_, a, _param_shape("gamma", shape, a)).astype(d)
+    return _gamma_reparameterized(key_, a, _param_shape("gamma", shape, a)).astype(d)
 
 
 def loggamma(k, a, shape=None, dtype=None):
@@ -867,7 +903,7 @@ def beta(k, a, b, shape=None, dtype=None):
     a, b = qb.asarray(a).astype(_core.float64), qb.asarray(b).astype(_core.float64)
     shape = _param_shape("beta", shape, a, b)
     ka, kb = split(key_)
-    x, y = _standard_gamma(ka, a, shape), _standard_gamma(kb, b, shape)
+    x, y = _gamma_reparameterized(ka, a, shape), _gamma_reparameterized(kb, b, shape)
     return (x / (x + y)).astype(d)
 
 
@@ -880,7 +916,7 @@ def dirichlet(k, alpha, shape=None, dtype=None):
     if alpha.ndim < 1:
         raise ValueError("qb.random.dirichlet: alpha must have at least one dimension")
     batch = _param_shape("dirichlet", shape, alpha[..., 0])
-    g = _standard_gamma(key_, alpha, batch + (alpha.shape[-1],))
+    g = _gamma_reparameterized(key_, alpha, batch + (alpha.shape[-1],))
     return (g / qb.sum(g, axis=-1, keepdims=True)).astype(d)
 
 
@@ -889,7 +925,7 @@ def chisquare(k, df, shape=None, dtype=None):
     key_, _ = _key_arg(k, "chisquare")
     d = _float_dtype(dtype, "chisquare")
     df = qb.asarray(df).astype(_core.float64)
-    return (2.0 * _standard_gamma(key_, 0.5 * df, _param_shape("chisquare", shape, df))).astype(d)
+    return (2.0 * _gamma_reparameterized(key_, 0.5 * df, _param_shape("chisquare", shape, df))).astype(d)
 
 
 def t(k, df, shape=(), dtype=None):
@@ -900,7 +936,7 @@ def t(k, df, shape=(), dtype=None):
     shape = _param_shape("t", shape, df)
     kn, kg = split(key_)
     z = normal(kn, shape, _core.float64)
-    g = 2.0 * _standard_gamma(kg, 0.5 * df, shape)
+    g = 2.0 * _gamma_reparameterized(kg, 0.5 * df, shape)
     return (z * qb.sqrt(df / g)).astype(d)
 
 
