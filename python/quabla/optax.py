@@ -19,7 +19,7 @@ __all__ = ["GradientTransformation", "EmptyState", "ScaleByAdamState", "ScaleByR
            "add_decayed_weights", "clip", "clip_by_global_norm", "zero_nans", "global_norm", "adam", "adamw", "sgd",
            "rmsprop", "adagrad", "constant_schedule", "exponential_decay", "cosine_decay_schedule",
            "warmup_cosine_decay_schedule", "piecewise_constant_schedule", "linear_schedule", "polynomial_schedule",
-           "join_schedules", "masked", "MaskedState", "inject_hyperparams", "InjectHyperparamsState", "l2_loss",
+           "join_schedules", "masked", "MaskedState", "multi_transform", "MultiTransformState", "inject_hyperparams", "InjectHyperparamsState", "l2_loss",
            "squared_error", "huber_loss", "log_cosh", "softmax_cross_entropy",
            "softmax_cross_entropy_with_integer_labels", "sigmoid_binary_cross_entropy", "cosine_similarity",
            "cosine_distance"]
@@ -240,6 +240,37 @@ def masked(inner, mask):
         new, inner_state = inner.update(updates, state.inner_state, params)
         out = _tree.map(lambda u, n, on: n if on else u, updates, new, m)
         return out, MaskedState(inner_state)
+    return GradientTransformation(init, update)
+
+
+class MultiTransformState(NamedTuple):
+    inner_states: Any  # dict: label -> that transformation's state
+
+
+def multi_transform(transforms: dict, param_labels):
+    """Each parameter updated by transforms[label], its label from param_labels (a pytree
+    of labels like the params, or a function of the params giving one). (Each inner state
+    covers every leaf; a transformation's results are used only for its own labels.)"""
+    transforms = dict(transforms)
+
+    def labels_of(params):
+        labels = param_labels(params) if callable(param_labels) else param_labels
+        missing = {l for l in _tree.leaves(labels)} - set(transforms)
+        if missing:
+            raise ValueError(f"optax.multi_transform: labels {sorted(map(str, missing))} have no transformation")
+        return labels
+
+    def init(params):
+        labels_of(params)
+        return MultiTransformState({name: t.init(params) for name, t in transforms.items()})
+
+    def update(updates, state, params=None):
+        labels = labels_of(params if params is not None else updates)
+        out, states = updates, {}
+        for name, t in transforms.items():
+            new, states[name] = t.update(updates, state.inner_states[name], params)
+            out = _tree.map(lambda o, n, lab: n if lab == name else o, out, new, labels)
+        return out, MultiTransformState(states)
     return GradientTransformation(init, update)
 
 
