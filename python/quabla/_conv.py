@@ -10,7 +10,6 @@ import itertools
 import math
 from typing import NamedTuple, Sequence
 
-from . import _core
 from ._package import qb as _qb
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv",
@@ -192,20 +191,12 @@ def reduce_window(operand, init_value, computation, window_dimensions: Sequence[
     init = _qb.asarray(init_value).astype(x.dtype)
     x = _dilate_and_pad(x, 0, pads, base, init)
     pieces, _ = _windows(x, 0, window, strides, dil)
+    # The init value joins every window, as XLA's reduce_window defines it.
+    pieces.append(_qb.broadcast_to(init, tuple(pieces[0].shape)))
     reducer = _monoid_reducer(computation)
     if reducer is not None:
-        out = reducer(_qb.stack(pieces), axis=0)
-    else:
-        out = pieces[0]
-        for p in pieces[1:]:
-            out = computation(out, p)
-    return computation(out, _qb.broadcast_to(init, tuple(out.shape))) if reducer is None else \
-        _combine_init(reducer, out, init)
-
-
-def _combine_init(reducer, out, init):
-    """The init value joins every window, as XLA's reduce_window defines it."""
-    return reducer(_qb.stack([out, _qb.broadcast_to(init, tuple(out.shape))]), axis=0)
-
-
-del _core
+        return reducer(_qb.stack(pieces), axis=0)
+    out = pieces[0]
+    for p in pieces[1:]:
+        out = computation(out, p)
+    return out

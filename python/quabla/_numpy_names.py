@@ -9,6 +9,7 @@ import math
 import re
 
 from . import _core
+from ._numpy_extra import _axis
 from ._package import qb
 
 __all__ = ["acos", "asin", "atan", "acosh", "asinh", "atanh", "atan2", "pow", "permute_dims", "unstack",
@@ -36,11 +37,6 @@ def _isint(v) -> bool:
         return False
     return getattr(getattr(v, "dtype", None), "kind", None) in ("i", "u") or \
         getattr(v, "dtype", None) in (_core.int32, _core.int64)
-
-
-def _axis(axis, ndim, name):
-    from ._numpy_extra import _axis as checked
-    return checked(axis, ndim, name)
 
 
 def _float_of(x):
@@ -614,12 +610,6 @@ def common_float(*args):
     return qb.default_dtype()
 
 
-def _float_result(*args):
-    """The float dtype of arithmetic on args (Python scalars weak, as everywhere)."""
-    d = qb.result_type(*args)
-    return d if d in (_core.float32, _core.float64) else qb.default_dtype()
-
-
 def _float_constants(dtype):
     if dtype == _core.float32:
         return 24, 1.401298464324817e-45, 3.4028234663852886e38
@@ -628,7 +618,7 @@ def _float_constants(dtype):
 
 def nextafter(x1, x2, /):
     """The next float after x1 in the direction of x2 (x2 itself when they are equal)."""
-    dtype = _float_result(x1, x2)
+    dtype = common_float(x1, x2)
     x, y = qb.asarray(x1).astype(dtype), qb.asarray(x2).astype(dtype)
     shape = tuple(qb.broadcast_shapes(tuple(x.shape), tuple(y.shape)))
     x, y = qb.broadcast_to(x, shape), qb.broadcast_to(y, shape)
@@ -673,7 +663,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     if not _isint(num) or int(num) < 0:
         raise ValueError(f"linspace: num must be a non-negative int, got {num!r}")
     num = int(num)
-    calc = _float_result(start, stop) if out_dtype is None or integer else out_dtype
+    calc = common_float(start, stop) if out_dtype is None or integer else out_dtype
     if out_dtype is None:
         out_dtype = calc
     lo, hi = qb.asarray(start).astype(calc), qb.asarray(stop).astype(calc)

@@ -31,6 +31,7 @@ from typing import Sequence, Tuple
 
 from . import _core
 from . import tree as _tree
+from ._numpy_names import _isint
 from ._package import qb
 
 __all__ = ["Key", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "clone", "bits", "uniform",
@@ -577,20 +578,6 @@ def randint(k, shape, minval, maxval, dtype=None):
     return out.astype(d)
 
 
-def _int_scalar(v) -> bool:
-    """A Python or NumPy integer, or a concrete 0-d integer array (an n for range(n))."""
-    if isinstance(v, bool):
-        return False
-    if isinstance(v, int):
-        return True
-    shape = getattr(v, "shape", None)
-    if shape is None:
-        return hasattr(v, "__index__")
-    dtype = getattr(v, "dtype", None)
-    return tuple(shape) == () and not _traced(v) and (dtype in (_core.int32, _core.int64)
-                                                      or getattr(dtype, "kind", None) in ("i", "u"))
-
-
 def _checked_axis(axis, ndim, fname):
     if isinstance(axis, bool) or not hasattr(axis, "__index__"):
         raise TypeError(f"qb.random.{fname}: axis must be an int, got {type(axis).__name__}")
@@ -604,7 +591,7 @@ def permutation(k, x, axis=0, independent=False):
     """A random permutation of range(x) (an int) or of x's entries along axis (of each
     slice independently when independent=True)."""
     key_, _ = _key_arg(k, "permutation")
-    if _int_scalar(x):
+    if _isint(x):
         n = int(x)
         if n < 0:
             raise ValueError(f"qb.random.permutation: x must be non-negative, got {n}")
@@ -624,7 +611,7 @@ def choice(k, a, shape=(), replace=True, p=None, axis=0):
     key_, _ = _key_arg(k, "choice")
     shape = _shape(shape)
     count = math.prod(shape)
-    if _int_scalar(a):
+    if _isint(a):
         n, arr = int(a), None
     else:
         arr = qb.asarray(a)
@@ -759,7 +746,7 @@ def orthogonal(k, n, shape=(), dtype=None, m=None):
     columns, uniform (Haar) over their group: the Q of a normal matrix, signs fixed by R."""
     key_, _ = _key_arg(k, "orthogonal")
     m = n if m is None else m
-    if not (_int_scalar(n) and _int_scalar(m)) or int(n) < 1 or int(m) < 1:
+    if not (_isint(n) and _isint(m)) or int(n) < 1 or int(m) < 1:
         raise ValueError(f"qb.random.orthogonal: n and m must be positive ints, got n={n!r}, m={m!r}")
     n, m = int(n), int(m)
     shape = _shape(shape)
@@ -1021,7 +1008,7 @@ def generalized_normal(k, p, shape=(), dtype=None):
 def ball(k, d, p=2.0, shape=(), dtype=None):
     """Points uniform in the d-dimensional unit p-norm ball, of shape (*shape, d)."""
     key_, _ = _key_arg(k, "ball")
-    if not _int_scalar(d) or int(d) < 1:
+    if not _isint(d) or int(d) < 1:
         raise ValueError(f"qb.random.ball: d must be a positive int, got {d!r}")
     dt = _float_dtype(dtype, "ball")
     shape = _shape(shape)

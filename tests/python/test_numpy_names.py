@@ -405,3 +405,9 @@ def test_scalar_and_missing_argument_errors_are_clear():
     ]:
         with pytest.raises(exc, match=text):
             call()
+
+
+def test_nextafter_promotes_mixed_float_arrays_as_jax():
+    got = qb.nextafter(qb.asarray(np.float32([1.0])), qb.asarray([2.0]))
+    assert got.dtype == qb.float64
+    np.testing.assert_array_equal(got.numpy(), np.nextafter(np.float64(1.0), 2.0))
