@@ -13,10 +13,6 @@ __all__ = ["zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
            "glorot_uniform", "xavier_normal", "xavier_uniform", "he_normal", "he_uniform", "kaiming_normal",
            "kaiming_uniform", "lecun_normal", "lecun_uniform", "orthogonal"]
 
-# The standard deviation of a standard normal truncated to [-2, 2].
-_TRUNC_STD = 0.87962566103423978
-
-
 def _shape(shape):
     return (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
 
@@ -38,9 +34,10 @@ def constant(value, dtype=None):
 
 
 def uniform(scale=1e-2, dtype=None):
-    """U[0, scale)."""
+    """U[0, scale): U[0, 1) times scale, as JAX."""
     def init(key, shape, dtype=dtype):
-        return _random.uniform(key, _shape(shape), dtype, 0.0, float(scale))
+        u = _random.uniform(key, _shape(shape), dtype)
+        return u * _qb.asarray(float(scale)).astype(u.dtype)
     return init
 
 
@@ -91,13 +88,7 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
         fan_in, fan_out = _fans(shape, in_axis, out_axis, batch_axis)
         denom = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0,
                  "fan_geo_avg": math.sqrt(fan_in * fan_out)}[mode]
-        variance = scale / denom
-        if distribution == "truncated_normal":
-            return _random.truncated_normal(key, -2.0, 2.0, shape, dtype) * (math.sqrt(variance) / _TRUNC_STD)
-        if distribution == "normal":
-            return _random.normal(key, shape, dtype) * math.sqrt(variance)
-        limit = math.sqrt(3.0 * variance)
-        return _random.uniform(key, shape, dtype, -limit, limit)
+        return _random._scaled_draw(key, shape, dtype, scale / denom, distribution)
     return init
 
 

@@ -1,13 +1,18 @@
-"""Keyed, splittable, reproducible random numbers (jax.random's interface).
+"""Keyed, splittable, reproducible random numbers: jax.random's interface and its bits.
 
-The generator is Threefry-2x32 with 20 rounds (the counter-based generator JAX uses; our
-C++ implementation passes Random123's known-answer vectors). A key is two 32-bit words;
-sample i of a draw is a function of (key, i) only, so results do not depend on the thread
-count or on how a draw is split, and `split`/`fold_in` derive keys in counter domains that
-never collide with samples. Samples: uniform floats take the top 24 (float32) or 52
-(float64) bits of a block; normals use Box-Muller on one block (computed in double);
-truncated normals use the inverse CDF. The streams are our own: the same seed gives other
-numbers than JAX's.
+The generator is Threefry-2x32 with 20 rounds (our C++ implementation passes Random123's
+known-answer vectors), and keys, splits and samples are derived exactly as jax.random's
+default (partitionable) scheme derives them, so a program gives JAX's numbers for the same
+seed: key(seed) is the seed's two 32-bit halves; block i of a key is threefry(key, (i >> 32,
+i & 0xFFFFFFFF)); split(key, n)[i] is block i and fold_in(key, d) block d; a 32-bit sample i
+takes the xor of block i's words, a 64-bit one both words. Uniform floats are the dtype's
+mantissa bits (u = m 2^-23 or m 2^-52), then max(lo, u (hi - lo) + lo) in the sample dtype;
+normals are sqrt(2) erfinv(u) for u uniform in (-1, 1); integers, permutations, choices and
+the distributions built on them follow jax.random's formulas. Equal to JAX: keys and every
+integer and uniform draw bit for bit; float32 normals to the last bit or two (log1p's
+implementations differ), float64 ones within a few ulp (erfinv's do). The rejection
+samplers (gamma and the distributions built on it, poisson, binomial) use their own
+algorithms, so their samples are not JAX's.
 
 Keys are values, as in JAX: a `Key` holds its words as an int32 array of shape
 (*batch, 2) (the bits of JAX's uint32 words; we have no unsigned dtype) and is a pytree
@@ -18,15 +23,14 @@ gives a batch of n keys that indexes, iterates and unpacks. JAX's legacy raw key
 of a raw key return raw keys. A concrete key samples in C++ (one pass over the output); a
 traced one (under jit or vmap) samples by the same Threefry rounds composed of int32 ops,
 which gives the same bits and, for the floats, the same values up to the last bits of the
-log, cos and erf behind normals.
+erfinv behind normals.
 
-Initializers follow JAX's variance-scaling definitions and fans (fan_in = shape[-2] x
-receptive field, fan_out = shape[-1] x receptive field).
+Initializers follow JAX's variance-scaling definitions, fans and arithmetic (fan_in =
+shape[-2] x receptive field, fan_out = shape[-1] x receptive field).
 """
 from __future__ import annotations
 
 import math
-import struct
 from typing import Sequence, Tuple
 
 from . import _core
@@ -42,10 +46,6 @@ __all__ = ["Key", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_
            "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "lecun_normal"]
 
 _MASK = 0xFFFFFFFF
-# Counter domains (the high counter word) of threefry.cc: samples use block indices below 2^31.
-_SPLIT_DOMAIN = 0x80000000 | 0x53504C
-_FOLD_DOMAIN = 0x80000000 | 0x464F4C
-_SEED_DOMAIN = 0x80000000 | 0x534545
 _ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
 
 
@@ -274,18 +274,18 @@ def _float_dtype(dtype, fname):
     return d
 
 
-def _traced_uniform01(k, shape, dtype):
-    d = _float_dtype(dtype, "uniform")
-    first, second = _traced_blocks(k, shape)
+def _unit(first, second, d):
+    """[0, 1) from the words of blocks, as jax.random.uniform maps its bits: float32 from the
+    top 23 of the 32-bit word first ^ second, float64 from the top 52 of (first, second)."""
     if d == _core.float32:
-        return ((first >> 8) & 0xFFFFFF).astype(_core.float32) * (2.0 ** -24)
-    return _u53(first, second)
-
-
-def _u53(first, second):
-    """52 bits of a block as a float64 in [0, 1): (first << 20) ^ (second >> 12) scaled."""
+        return (((first ^ second) >> 9) & 0x7FFFFF).astype(_core.float32) * (2.0 ** -23)
     low = ((second >> 12) & 0xFFFFF).astype(_core.float64)
     return (_unsigned(first) * 1048576.0 + low) * (2.0 ** -52)
+
+
+def _traced_uniform01(k, shape, dtype):
+    first, second = _traced_blocks(k, shape)
+    return _unit(first, second, _float_dtype(dtype, "uniform"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,28 +294,32 @@ def _u53(first, second):
 
 def key(seed) -> Key:
     """A key from an integer seed (any int that fits in 64 bits, negative ones wrap; an
-    integer array under jit)."""
+    integer array under jit): its words are the seed's high and low 32 bits, as JAX's
+    (an int32 array seed has a high word of 0)."""
     if isinstance(seed, bool):
         raise TypeError("qb.random.key: seed must be an int, got bool")
     if isinstance(seed, int):
         if not -(1 << 63) <= seed < (1 << 64):
             raise OverflowError(f"qb.random.key: seed {seed} does not fit in 64 bits")
-        return Key(_core.random_key(seed & 0xFFFFFFFFFFFFFFFF))
+        if -(1 << 31) <= seed < 0 and qb.asarray(0).dtype == _core.int32:
+            return Key((0, seed & _MASK))  # an int32 seed, as JAX's without x64
+        return Key(((seed >> 32) & _MASK, seed & _MASK))
     if isinstance(seed, _core.Array) or _traced(seed):
         if seed.shape != () or seed.dtype not in (_core.int32, _core.int64):
             raise TypeError(f"qb.random.key: seed must be an int or an integer scalar, got {seed.dtype} of shape "
                             f"{tuple(seed.shape)}")
         if not _traced(seed):
-            return key(int(seed.item()))
-        s = seed.astype(_core.int64)
-        hi = (((s >> 32) + (1 << 31)) & _MASK) - (1 << 31)
-        lo = ((s + (1 << 31)) & _MASK) - (1 << 31)
-        x0, x1 = _threefry(hi.astype(_core.int32), lo.astype(_core.int32), _SEED_DOMAIN, 0)
-        return Key(data=qb.stack([x0, x1]))
+            return key(int(seed.item()) & (_MASK if seed.dtype == _core.int32 else (1 << 64) - 1))
+        if seed.dtype == _core.int32:
+            return Key(data=qb.stack([qb.zeros_like(seed), seed]))
+        hi = ((((seed >> 32) + (1 << 31)) & _MASK) - (1 << 31)).astype(_core.int32)
+        lo = (((seed + (1 << 31)) & _MASK) - (1 << 31)).astype(_core.int32)
+        return Key(data=qb.stack([hi, lo]))
     try:
         import numpy as np
         if isinstance(seed, np.integer) or (isinstance(seed, np.ndarray) and seed.shape == () and seed.dtype.kind in "iu"):
-            return key(int(seed))
+            v = int(seed)
+            return key(v & _MASK if np.dtype(seed.dtype).itemsize <= 4 else v)
     except ImportError:
         pass
     raise TypeError(f"qb.random.key: seed must be an int, got {type(seed).__name__}")
@@ -360,26 +364,21 @@ def _num_shape(num, fname):
 
 
 def split(k, num=2):
-    """`num` new keys (an int, or a shape), independent of each other and of k's own samples:
-    a Key array of shape (num,) (iterate, index or unpack it); for a raw key, raw words of
-    shape (num, 2)."""
+    """`num` new keys (an int, or a shape): a Key array of shape (num,) (iterate, index or
+    unpack it); for a raw key, raw words of shape (num, 2). Key i is block i of k, as in JAX."""
     key_, raw = _key_arg(k, "split")
     shape = _num_shape(num, "split")
-    n = math.prod(shape)
     if key_._concrete_words() is not None:
-        w = key_.words
-        data = _core.asarray([[_s32(a), _s32(b)] for a, b in _core.random_split(w[0], w[1], n)],
-                             dtype=_core.int32).reshape(shape + (2,)) if n else _core.zeros(shape + (2,), _core.int32)
+        first, second = _core.random_blocks(*key_.words, shape)
     else:
-        k0, k1 = _words_of(key_)
-        x0, x1 = _threefry(k0, k1, _SPLIT_DOMAIN, qb.arange(n, dtype=_core.int32))
-        data = qb.stack([x0, x1], axis=-1).reshape(shape + (2,))
+        first, second = _traced_blocks(key_, shape)
+    data = qb.stack([first, second], axis=-1)
     return data if raw else Key(data=data)
 
 
 def fold_in(k, data) -> Key:
     """A new key determined by k and an integer (e.g. a step or a process index; an integer
-    scalar under jit)."""
+    scalar under jit): block data mod 2^32 of k, as in JAX."""
     key_, raw = _key_arg(k, "fold_in")
     if isinstance(data, bool):
         raise TypeError("qb.random.fold_in: data must be an int, got bool")
@@ -387,7 +386,7 @@ def fold_in(k, data) -> Key:
     if isinstance(data, int) or (hasattr(data, "__index__") and not isinstance(data, _core.Array)):
         if concrete_key:
             w = key_.words
-            out = Key(_core.random_fold_in(w[0], w[1], int(data) & _MASK))
+            out = Key(_core.threefry2x32(w[0], w[1], 0, int(data) & _MASK))
             return out.data if raw else out
         counter = _s32(int(data))
     elif isinstance(data, _core.Array) or _traced(data):
@@ -400,7 +399,7 @@ def fold_in(k, data) -> Key:
     else:
         raise TypeError(f"qb.random.fold_in: data must be an int, got {type(data).__name__}")
     k0, k1 = _words_of(key_)
-    x0, x1 = _threefry(k0, k1, _FOLD_DOMAIN, counter)
+    x0, x1 = _threefry(k0, k1, 0, counter)
     out = qb.stack([x0, x1])
     return out if raw else Key(data=out)
 
@@ -435,107 +434,142 @@ def _broadcastable(a, b) -> bool:
 
 
 def bits(k, shape=(), dtype=None):
-    """Random 32-bit words: int32 values holding the bits (JAX returns them as uint32)."""
+    """Random words, JAX's: with dtype=qb.int32, 32-bit ones (int32 values holding the bits JAX
+    returns as uint32); with qb.int64, 64-bit ones (JAX's uint64 bits). The default is the
+    default integer dtype (int64, as JAX's uint64 with x64 enabled)."""
     key_, _ = _key_arg(k, "bits")
-    if dtype is not None and _core.zeros((), dtype).dtype != _core.int32:
-        raise TypeError("qb.random.bits: dtype must be qb.int32 (the words' bits; there is no uint32)")
-    return _blocks(key_, _shape(shape))[0]
+    d = qb.asarray(0).dtype if dtype is None else _core.zeros((), dtype).dtype
+    if d not in (_core.int32, _core.int64):
+        raise TypeError("qb.random.bits: dtype must be qb.int32 or qb.int64 (the words' bits; there are no unsigned "
+                        "dtypes)")
+    first, second = _blocks(key_, _shape(shape))
+    if d == _core.int32:
+        return first ^ second
+    return (first.astype(_core.int64) << 32) | (second.astype(_core.int64) & _MASK)
+
+
+_FLOAT_MAX = {"f32": 3.4028234663852886e38, "f64": 1.7976931348623157e308}
+
+
+def _finite_span(lo: float, hi: float, d) -> bool:
+    """Whether hi - lo, rounded to d, is finite (JAX's formula then applies)."""
+    big = _FLOAT_MAX["f32" if d == _core.float32 else "f64"]
+    return abs(lo) <= big and abs(hi) <= big and hi - lo <= big
 
 
 def uniform(k, shape=(), dtype=None, minval=0.0, maxval=1.0):
-    """Uniform samples in [minval, maxval) (bounds may be arrays broadcasting to shape)."""
+    """Uniform samples in [minval, maxval) (bounds may be arrays broadcasting to shape): JAX's
+    max(minval, u (maxval - minval) + minval) in the sample dtype, u = the mantissa bits."""
     key_, _ = _key_arg(k, "uniform")
     shape = _shape(shape)
-    if key_._concrete_words() is not None:
-        w = key_.words
-        u = _core.random_uniform(w[0], w[1], shape, dtype)
-    else:
-        u = _traced_uniform01(key_, shape, dtype)
-    if isinstance(minval, (int, float)) and isinstance(maxval, (int, float)):
+    d = _float_dtype(dtype, "uniform")
+    scalar_bounds = isinstance(minval, (int, float)) and isinstance(maxval, (int, float))
+    if scalar_bounds:
         if not minval < maxval:
             raise ValueError(f"qb.random.uniform: minval {minval} must be below maxval {maxval}")
-        if (minval, maxval) == (0.0, 1.0):
-            return u
         lo, hi = float(minval), float(maxval)
-        largest = 3.4028234663852886e38 if u.dtype == _core.float32 else 1.7976931348623157e308
-        if hi - lo <= largest:
-            r = u * (hi - lo) + lo
-        else:  # the span overflows the sample dtype (e.g. -1e308 to 1e308): interpolate
+        if not _finite_span(lo, hi, d):
+            # The span overflows the sample dtype (e.g. -1e308 to 1e308), where JAX's formula
+            # gives inf and NaN: interpolate instead.
+            u = uniform(key_, shape, d)
             r = u * hi + (1.0 - u) * lo
-        # Rounding can reach maxval: keep samples in [minval, maxval) of the sample dtype.
-        return _core.clip(r, lo, _largest_below(hi, u.dtype))
-    lo = qb.asarray(minval).astype(u.dtype)
-    hi = qb.asarray(maxval).astype(u.dtype)
-    _fits("uniform", "minval", lo, shape)
-    _fits("uniform", "maxval", hi, shape)
-    r = u * (hi - lo) + lo
-    # At least minval (as JAX), and a rounding up to maxval moved below it (not always to
-    # the largest value below: by the spacing of floats at maxval, or the smallest subnormal).
-    eps, least = (1.1920928955078125e-07, 1.401298464324817e-45) if u.dtype == _core.float32 else \
-        (2.220446049250313e-16, 5e-324)
-    return qb.maximum(lo, qb.where(r >= hi, hi - qb.maximum(qb.abs(hi) * eps, least), r))
+            return qb.clip(r, lo, qb.nextafter(qb.asarray(hi).astype(d), qb.asarray(lo).astype(d)))
+        if key_._concrete_words() is not None:
+            return _core.random_uniform(*key_.words, shape, d, lo, hi)
+    u = _traced_uniform01(key_, shape, d) if key_._concrete_words() is None else \
+        _core.random_uniform(*key_.words, shape, d)
+    if scalar_bounds and (float(minval), float(maxval)) == (0.0, 1.0):
+        return u  # max(0, u 1 + 0) is u
+    lo = qb.asarray(minval).astype(d)
+    hi = qb.asarray(maxval).astype(d)
+    if not scalar_bounds:
+        _fits("uniform", "minval", lo, shape)
+        _fits("uniform", "maxval", hi, shape)
+    r = qb.maximum(lo, u * (hi - lo) + lo)
+    # Below maxval: where rounding reaches it (JAX then returns maxval), the float below it.
+    return qb.where(r >= hi, qb.nextafter(hi, lo), r)
 
 
-def _largest_below(x: float, dtype) -> float:
-    """The largest value of dtype (float32 or float64) strictly below x."""
-    if dtype == _core.float64:
-        return math.nextafter(x, -math.inf)
-    f = struct.unpack("<f", struct.pack("<f", x))[0] if abs(x) <= 3.4028234663852886e38 else math.copysign(math.inf, x)
-    if f < x:
-        return f
-    b = struct.unpack("<I", struct.pack("<f", f))[0]
-    if f == 0.0:
-        return -1.401298464324817e-45
-    b = b - 1 if f > 0 else b + 1
-    return struct.unpack("<f", struct.pack("<I", b))[0]
+def _giles_f32(x):
+    """erfinv of float32 x by Giles's single-precision approximation, in float32 operation for
+    operation as XLA's ErfInv (and the C++ draw) evaluate it."""
+    w = -qb.log1p(-(x * x))
+    lt = w < 5.0
+    s = qb.where(lt, w - 2.5, qb.sqrt(w) - 3.0)
+    coeffs = ((2.81022636e-08, -0.000200214257), (3.43273939e-07, 0.000100950558), (-3.5233877e-06, 0.00134934322),
+              (-4.39150654e-06, -0.00367342844), (0.00021858087, 0.00573950773), (-0.00125372503, -0.0076224613),
+              (-0.00417768164, 0.00943887047), (0.246640727, 1.00167406), (1.50140941, 2.83297682))
+    p = qb.where(lt, qb.full_like(x, coeffs[0][0]), qb.full_like(x, coeffs[0][1]))
+    for central, tail in coeffs[1:]:
+        p = qb.where(lt, qb.full_like(x, central), qb.full_like(x, tail)) + p * s
+    return qb.where(qb.abs(x) == 1.0, x * math.inf, p * x)
+
+
+def _sqrt2_erfinv(u):
+    """sqrt(2) erfinv(u) as the normal samplers take it (float32: Giles's, as XLA; float64:
+    the accurate inverse)."""
+    if u.dtype == _core.float32:
+        return math.sqrt(2.0) * _giles_f32(u)
+    from ._special import erfinv
+    return math.sqrt(2.0) * erfinv(u)
+
+
+def _above_minus_one(d) -> float:
+    """The float of dtype d next above -1 (normals draw u in (-1, 1), as JAX)."""
+    return -0.99999994039535522 if d == _core.float32 else math.nextafter(-1.0, 0.0)
 
 
 def normal(k, shape=(), dtype=None):
-    """Standard normal samples."""
+    """Standard normal samples: sqrt(2) erfinv(u), u uniform in (-1, 1), as JAX."""
     key_, _ = _key_arg(k, "normal")
     shape = _shape(shape)
     if key_._concrete_words() is not None:
-        w = key_.words
-        return _core.random_normal(w[0], w[1], shape, dtype)
+        return _core.random_normal(*key_.words, shape, dtype)
     d = _float_dtype(dtype, "normal")
-    first, second = _traced_blocks(key_, shape)
-    u1 = 1.0 - _unsigned(first) * (2.0 ** -32)  # (0, 1]: log never sees 0
-    u2 = _unsigned(second) * (2.0 ** -32)
-    return (qb.sqrt(-2.0 * qb.log(u1)) * qb.cos(6.283185307179586 * u2)).astype(d)
+    return _sqrt2_erfinv(uniform(key_, shape, d, _above_minus_one(d), 1.0))
 
 
 def truncated_normal(k, lower=-2.0, upper=2.0, shape=None, dtype=None):
-    """Standard normal samples conditioned on [lower, upper]."""
+    """Standard normal samples conditioned on [lower, upper]: sqrt(2) erfinv of u uniform
+    between erf(lower / sqrt 2) and erf(upper / sqrt 2), kept strictly inside the bounds (JAX's)."""
     key_, _ = _key_arg(k, "truncated_normal")
     if shape is None:
         shape = tuple(qb.broadcast_shapes(tuple(getattr(lower, "shape", ())), tuple(getattr(upper, "shape", ()))))
     shape = _shape(shape)
     _fits("truncated_normal", "lower", lower, shape)
     _fits("truncated_normal", "upper", upper, shape)
-    if key_._concrete_words() is not None and isinstance(lower, (int, float)) and isinstance(upper, (int, float)):
-        w = key_.words
-        return _core.random_truncated_normal(w[0], w[1], float(lower), float(upper), shape, dtype)
-    if isinstance(lower, (int, float)) and isinstance(upper, (int, float)) and not lower < upper:
+    scalar_bounds = isinstance(lower, (int, float)) and isinstance(upper, (int, float))
+    if scalar_bounds and not lower < upper:
         raise ValueError("truncated_normal: lower must be below upper")
+    if key_._concrete_words() is not None and scalar_bounds:
+        return _core.random_truncated_normal(*key_.words, float(lower), float(upper), shape, dtype)
     d = _float_dtype(dtype, "truncated_normal")
-    first, second = _blocks(key_, shape)
-    lo = qb.asarray(lower).astype(_core.float64)
-    hi = qb.asarray(upper).astype(_core.float64)
-    a, b = qb.erf(lo / math.sqrt(2.0)), qb.erf(hi / math.sqrt(2.0))
-    from ._special import erfinv
-    x = math.sqrt(2.0) * erfinv(a + (b - a) * _u53(first, second))
-    return qb.clip(x, lo, hi).astype(d)
+    lo = qb.asarray(lower).astype(d)
+    hi = qb.asarray(upper).astype(d)
+    sqrt2 = qb.asarray(math.sqrt(2.0)).astype(d)
+    a, b = qb.erf(lo / sqrt2), qb.erf(hi / sqrt2)
+    if key_._concrete_words() is not None:
+        u = _core.random_uniform(*key_.words, shape, d)
+    else:
+        u = _traced_uniform01(key_, shape, d)
+    x = _sqrt2_erfinv(qb.maximum(a, u * (b - a) + a))
+    return qb.clip(x, qb.nextafter(lo, qb.full_like(lo, math.inf)), qb.nextafter(hi, qb.full_like(hi, -math.inf)))
 
 
 def bernoulli(k, p=0.5, shape=None):
-    """Bool samples, True with probability p (p may be an array; shape defaults to p's)."""
+    """Bool samples, True with probability p (p may be an array; shape defaults to p's):
+    uniform(key, shape, p's dtype) < p, as JAX."""
     if isinstance(p, (int, float)) and not 0.0 <= p <= 1.0:
         raise ValueError(f"qb.random.bernoulli: p must be in [0, 1], got {p}")
     if shape is None:
         shape = () if isinstance(p, (int, float)) else tuple(qb.asarray(p).shape)
-    if not isinstance(p, (int, float)):
-        p = qb.asarray(p).astype(_core.float64)
-    return uniform(k, shape, _core.float64) < p
+    if isinstance(p, (int, float)):
+        d = qb.default_dtype()
+    else:
+        p = qb.asarray(p)
+        d = p.dtype if p.dtype in (_core.float32, _core.float64) else qb.default_dtype()
+        p = p.astype(d)
+    return uniform(k, shape, d) < p
 
 
 def _int_dtype(dtype):
@@ -545,37 +579,75 @@ def _int_dtype(dtype):
     return d
 
 
-def _bits63(k: Key, shape):
-    """63 random bits per sample as a non-negative int64."""
-    first, second = _blocks(k, shape)
-    return ((first & 0x7FFFFFFF).astype(_core.int64) << 32) | (second.astype(_core.int64) & 0xFFFFFFFF)
+def _u32(words):
+    """int32 words as their unsigned values, in int64."""
+    return words.astype(_core.int64) & _MASK
+
+
+def _mod64(words, span):
+    """The 64-bit unsigned value of (first, second) words mod span (int64, 0 < span < 2^47):
+    Horner's rule over its 16-bit limbs, every partial product below 2^63."""
+    first, second = words
+    r = None
+    for limb in ((first >> 16) & 0xFFFF, first & 0xFFFF, (second >> 16) & 0xFFFF, second & 0xFFFF):
+        limb = limb.astype(_core.int64)
+        r = limb % span if r is None else (r * 65536 + limb) % span
+    return r
+
+
+def _mulmod(a, b, span):
+    """a b mod span for 0 <= a, b < span <= 2^32 (int64), without overflowing int64."""
+    return (((a * (b >> 16)) % span) * 65536 + a * (b & 0xFFFF)) % span
 
 
 def randint(k, shape, minval, maxval, dtype=None):
     """Integers uniform in [minval, maxval) (bounds broadcast to shape and are clipped to the
-    dtype's range; where maxval <= minval the result is minval, as in JAX). The residue of
-    63 random bits modulo the span: a bias below span / 2^63 (2^-31 for int32). An int64
-    span beyond 2^63 - 1 (it overflows int64) is drawn from 53 bits in floating point."""
+    dtype's range; where maxval <= minval the result is minval), by JAX's algorithm and bits:
+    twice the dtype's bits from two split keys, reduced modulo the span (a bias below
+    span^2 / 2^bits, as JAX notes). int64 spans of 2^47 and more are drawn from 53 bits in
+    floating point instead (not JAX's bits there)."""
     key_, _ = _key_arg(k, "randint")
     d = _int_dtype(dtype)
     shape = _shape(shape)
     info = (-(1 << 31), (1 << 31) - 1) if d == _core.int32 else (-(1 << 63), (1 << 63) - 1)
-    lo = qb.clip(qb.asarray(minval).astype(_core.int64), info[0], info[1])
-    hi = qb.clip(qb.asarray(maxval).astype(_core.int64), info[0], info[1])
+    lo_in, hi_in = qb.asarray(minval), qb.asarray(maxval)
+    lo_in = lo_in if lo_in.dtype in (_core.int32, _core.int64) else lo_in.astype(_core.int64)
+    hi_in = hi_in if hi_in.dtype in (_core.int32, _core.int64) else hi_in.astype(_core.int64)
+    lo = qb.clip(lo_in.astype(_core.int64), info[0], info[1])
+    hi = qb.clip(hi_in.astype(_core.int64), info[0], info[1])
     _fits("randint", "minval", lo, shape)
     _fits("randint", "maxval", hi, shape)
+    out_of_range = hi_in.astype(_core.int64) > info[1]
+    k1, k2 = split(key_)
+    high, low = _blocks(k1, shape), _blocks(k2, shape)
     if d == _core.int32:
-        hi = qb.where(qb.asarray(maxval).astype(_core.int64) > info[1], info[1] + 1, hi)
-    diff = hi - lo
-    bits = _bits63(key_, shape)
-    out = lo + bits % qb.maximum(diff, 1)
-    if d == _core.int64:
-        wide = (hi > lo) & (diff <= 0)  # the span overflowed
-        flo, fhi = lo.astype(_core.float64), hi.astype(_core.float64)
-        u = (bits >> 10).astype(_core.float64) * (2.0 ** -53)
-        approx = qb.clip(flo + u * (fhi - flo), -9.223372036854775e18, 9.223372036854775e18).astype(_core.int64)
-        out = qb.where(wide, qb.minimum(qb.maximum(approx, lo), hi - 1), out)
-    return out.astype(d)
+        # JAX's uint32 arithmetic, in int64 (every value stays below 2^33).
+        span = (hi - lo) & _MASK
+        span = qb.where(hi <= lo, 1, span)
+        span = qb.where(out_of_range & (hi > lo), (span + 1) & _MASK, span)
+        wrapped = span == 0  # the whole int32 range: x mod 0 is x in XLA
+        s = qb.where(wrapped, 1, span)
+        m = qb.where(wrapped, 65536, 65536 % s)
+        m = qb.where(wrapped, (m * m) & _MASK, ((m * m) & _MASK) % s)
+        hb, lb = _u32(high[0] ^ high[1]), _u32(low[0] ^ low[1])
+        off = qb.where(wrapped, hb, hb % s) * m + qb.where(wrapped, lb, lb % s)
+        off = qb.where(wrapped, off & _MASK, (off & _MASK) % s)
+        return ((((lo + off) + (1 << 31)) & _MASK) - (1 << 31)).astype(_core.int32)
+    span = qb.where(hi <= lo, 1, hi - lo)  # below 2^63 unless the difference overflowed
+    exact = (span > 0) & (span < (1 << 47))
+    s = qb.where(exact, span, 1)
+    small = s <= (1 << 32)
+    # multiplier = (2^32 mod span)^2 mod span, which wraps to 0 in uint64 above 2^32.
+    m32 = (1 << 32) % s
+    mult = qb.where(small, _mulmod(qb.where(small, m32, 0), qb.where(small, m32, 0), qb.where(small, s, 1)), 0)
+    hr, lr = _mod64(high, s), _mod64(low, s)
+    off = qb.where(small, (_mulmod(qb.where(small, hr, 0), mult, qb.where(small, s, 1)) + lr) % s, lr)
+    out = lo + off
+    wide = (hi > lo) & ~exact
+    flo, fhi = lo.astype(_core.float64), hi.astype(_core.float64)
+    u = _unit(low[0], low[1], _core.float64)
+    approx = qb.clip(flo + u * (fhi - flo), -9.223372036854775e18, 9.223372036854775e18).astype(_core.int64)
+    return qb.where(wide, qb.minimum(qb.maximum(approx, lo), hi - 1), out)
 
 
 def _checked_axis(axis, ndim, fname):
@@ -587,27 +659,40 @@ def _checked_axis(axis, ndim, fname):
     return axis % ndim
 
 
+def _shuffle(key_, x, axis):
+    """x shuffled along axis as JAX's _shuffle: rounds of a stable sort by fresh 32-bit keys
+    (enough rounds that all keys differ with high probability: ceil(3 ln n / ln(2^32 - 1)))."""
+    size = math.prod(tuple(x.shape))
+    rounds = math.ceil(3 * math.log(max(1, size)) / math.log(_MASK))
+    for _ in range(rounds):
+        key_, sub = split(key_)
+        sort_keys = bits(sub, tuple(x.shape), _core.int32) ^ (-(1 << 31))  # the unsigned order, as int32
+        x = qb.take_along_axis(x, qb.argsort(sort_keys, axis=axis, stable=True), axis=axis)
+    return x
+
+
 def permutation(k, x, axis=0, independent=False):
     """A random permutation of range(x) (an int) or of x's entries along axis (of each
-    slice independently when independent=True)."""
+    slice independently when independent=True), as JAX's."""
     key_, _ = _key_arg(k, "permutation")
     if _isint(x):
         n = int(x)
         if n < 0:
             raise ValueError(f"qb.random.permutation: x must be non-negative, got {n}")
-        return qb.argsort(_bits63(key_, (n,))).astype(qb.asarray(0).dtype)
+        return _shuffle(key_, qb.arange(n), 0)
     x = qb.asarray(x)
     if x.ndim == 0:
         raise ValueError("qb.random.permutation: x must be an int or an array of at least one dimension")
     axis = _checked_axis(axis, x.ndim, "permutation")
-    if independent:
-        return qb.take_along_axis(x, qb.argsort(_bits63(key_, tuple(x.shape)), axis=axis), axis=axis)
-    return qb.take(x, qb.argsort(_bits63(key_, (x.shape[axis],))), axis=axis)
+    if independent or x.ndim == 1:
+        return _shuffle(key_, x, axis)
+    return qb.take(x, _shuffle(key_, qb.arange(x.shape[axis]), 0), axis=axis)
 
 
 def choice(k, a, shape=(), replace=True, p=None, axis=0):
     """Samples of a (an int n means range(n)) along axis: with replacement by default, with
-    probabilities p when given (normalised)."""
+    probabilities p when given (normalised); JAX's algorithms (randint, a permutation's head,
+    the inverse CDF, Gumbel top-k)."""
     key_, _ = _key_arg(k, "choice")
     shape = _shape(shape)
     count = math.prod(shape)
@@ -628,18 +713,19 @@ def choice(k, a, shape=(), replace=True, p=None, axis=0):
         p = qb.asarray(p)
         if tuple(p.shape) != (n,):
             raise ValueError(f"qb.random.choice: p must have shape ({n},), got {tuple(p.shape)}")
-        p = p.astype(_core.float64)
+        if p.dtype not in (_core.float32, _core.float64):
+            p = p.astype(qb.default_dtype())
     if p is None and replace:
         idx = randint(key_, shape, 0, n)
     elif p is None:
         idx = permutation(key_, n)[:count].reshape(shape)
     elif replace:
         cdf = qb.cumsum(p)
-        r = cdf[-1] * (1.0 - uniform(key_, shape, _core.float64))
+        r = cdf[-1] * (1.0 - uniform(key_, shape, p.dtype))
         idx = qb.minimum(qb.searchsorted(cdf, r), n - 1).astype(qb.asarray(0).dtype)
     else:
-        g = gumbel(key_, (n,), _core.float64) + qb.log(p)
-        idx = qb.argsort(-g)[:count].reshape(shape)
+        g = gumbel(key_, (n,), p.dtype) + qb.log(p)
+        idx = qb.argsort(-g, stable=True)[:count].reshape(shape)
     if arr is None:
         return idx
     return qb.take(arr, idx, axis=axis)
@@ -653,27 +739,41 @@ def _tiny_uniform(k, shape, dtype, fname):
 
 
 def gumbel(k, shape=(), dtype=None):
-    """Standard Gumbel samples: -log(-log(u))."""
+    """Standard Gumbel samples: -log(-log(u)), u uniform in [tiny, 1) (JAX's default mode)."""
     return -qb.log(-qb.log(_tiny_uniform(k, shape, dtype, "gumbel")))
 
 
-def categorical(k, logits, axis=-1, shape=None):
-    """Indices drawn with probabilities softmax(logits) along axis (the Gumbel-max trick);
-    shape defaults to logits' shape without axis."""
+def categorical(k, logits, axis=-1, shape=None, replace=True):
+    """Indices drawn with probabilities softmax(logits) along axis (the Gumbel-max trick, with
+    JAX's noise layout); shape defaults to logits' shape without axis. replace=False draws
+    distinct indices (Gumbel top-k): shape's leading dimensions count the draws."""
     key_, _ = _key_arg(k, "categorical")
     logits = qb.asarray(logits)
     if logits.ndim == 0:
         raise ValueError("qb.random.categorical: logits must have at least one dimension")
-    axis = axis + logits.ndim if axis < 0 else axis
-    moved = qb.moveaxis(logits, axis, -1)
-    batch = tuple(moved.shape[:-1])
+    axis = _checked_axis(axis, logits.ndim, "categorical") - logits.ndim  # negative, as JAX
+    batch = tuple(d for i, d in enumerate(logits.shape) if i != logits.ndim + axis)
     shape = batch if shape is None else _shape(shape)
     if not _broadcasts_to(batch, shape):
         raise ValueError(f"qb.random.categorical: shape {shape} is not broadcast-compatible with the batch shape "
                          f"{batch} of logits")
-    dtype = moved.dtype if moved.dtype in (_core.float32, _core.float64) else None
-    noise = gumbel(key_, shape + (moved.shape[-1],), dtype)
-    return qb.argmax(moved + noise, axis=-1)
+    dtype = logits.dtype if logits.dtype in (_core.float32, _core.float64) else None
+    if dtype is None:
+        logits = logits.astype(qb.default_dtype())
+    prefix = shape[:len(shape) - len(batch)]
+    if not replace:
+        draws = math.prod(prefix)
+        n = logits.shape[axis]
+        if draws > n:
+            raise ValueError(f"qb.random.categorical: cannot draw {draws} samples without replacement from {n} "
+                             f"categories")
+        noisy = qb.moveaxis(logits + gumbel(key_, tuple(logits.shape), dtype), axis, -1)
+        top = qb.argsort(-noisy, axis=-1, stable=True)[..., :draws]  # (*batch, draws)
+        return qb.moveaxis(top, -1, 0).reshape(shape)
+    noise_shape = list(shape[len(shape) - len(batch):])
+    noise_shape.insert(axis % logits.ndim, logits.shape[axis])
+    noise = gumbel(key_, prefix + tuple(noise_shape), dtype)
+    return qb.argmax(noise + logits.reshape((1,) * len(prefix) + tuple(logits.shape)), axis=axis)
 
 
 def exponential(k, shape=(), dtype=None):
@@ -684,12 +784,8 @@ def exponential(k, shape=(), dtype=None):
 def laplace(k, shape=(), dtype=None):
     """Standard Laplace samples."""
     d = _float_dtype(dtype, "laplace")
-    u = uniform(k, shape, d, _largest_above(-1.0, d), 1.0)
-    return -qb.sign(u) * qb.log1p(-qb.abs(u))
-
-
-def _largest_above(x, dtype):
-    return -_largest_below(-x, dtype)
+    u = uniform(k, shape, d, _above_minus_one(d), 1.0)
+    return qb.sign(u) * qb.log1p(-qb.abs(u))
 
 
 def logistic(k, shape=(), dtype=None):
@@ -1088,16 +1184,23 @@ def _fans(shape: Sequence[int]) -> Tuple[float, float]:
 _TRUNC_STD = 0.87962566103423978
 
 
+def _scaled_draw(k, shape, dtype, variance: float, distribution: str):
+    """A variance-scaling draw with JAX's arithmetic, in the sample dtype: a truncated normal
+    times sqrt(variance) / 0.8796..., a normal times sqrt(variance), or U[-1, 1) times
+    sqrt(3 variance)."""
+    d = _float_dtype(dtype, "initializer")
+    var = qb.asarray(variance).astype(d)
+    if distribution == "truncated_normal":
+        return truncated_normal(k, -2.0, 2.0, shape, d) * (qb.sqrt(var) / qb.asarray(_TRUNC_STD).astype(d))
+    if distribution == "normal":
+        return normal(k, shape, d) * qb.sqrt(var)
+    return uniform(k, shape, d, -1.0, 1.0) * qb.sqrt(3.0 * var)
+
+
 def _variance_scaling(k, shape, dtype, scale, mode, distribution):
     fan_in, fan_out = _fans(shape)
     denom = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[mode]
-    variance = scale / denom
-    if distribution == "truncated_normal":
-        return truncated_normal(k, -2.0, 2.0, shape, dtype) * (math.sqrt(variance) / _TRUNC_STD)
-    if distribution == "normal":
-        return normal(k, shape, dtype) * math.sqrt(variance)
-    limit = math.sqrt(3.0 * variance)
-    return uniform(k, shape, dtype, -limit, limit)
+    return _scaled_draw(k, _shape(shape), dtype, scale / denom, distribution)
 
 
 def glorot_normal(k, shape, dtype=None):

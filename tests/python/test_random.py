@@ -30,7 +30,9 @@ def test_same_key_same_numbers_and_thread_count_independent():
 
 def test_split_and_fold_in_keys_are_distinct_and_independent():
     k = qb.random.key(0)
-    keys = list(qb.random.split(k, 4)) + [qb.random.fold_in(k, i) for i in range(4)] + [k]
+    # As in JAX, fold_in(k, i) is split(k, n)[i]: both are block i of k.
+    assert [qb.random.fold_in(k, i) for i in range(4)] == list(qb.random.split(k, 4))
+    keys = list(qb.random.split(k, 4)) + [qb.random.fold_in(k, 1000 + i) for i in range(4)] + [k]
     assert len({kk.words for kk in keys}) == len(keys)
     samples = np.stack([qb.random.uniform(kk, (20000,)).numpy() for kk in keys])
     corr = np.corrcoef(samples)

@@ -46,9 +46,11 @@ def test_key_derivation_under_jit_equals_eager():
     assert qb.jit(lambda kk: R.split(kk, 3))(k) == R.split(k, 3)
     assert qb.jit(lambda kk: R.fold_in(kk, 12))(k) == R.fold_in(k, 12)
     assert qb.jit(lambda kk, i: R.fold_in(kk, i))(k, qb.asarray(12)) == R.fold_in(k, 12)
-    for seed in (0, 123, -5, 2**33 + 1):
-        dtype = qb.int64 if abs(seed) >= 2**31 else qb.int32
-        assert qb.jit(R.key)(qb.asarray(seed, dtype=dtype)) == R.key(seed)
+    for seed, dtype in ((0, qb.int32), (123, qb.int32), (-5, qb.int32), (-5, qb.int64), (2**33 + 1, qb.int64)):
+        s = qb.asarray(seed, dtype=dtype)
+        assert qb.jit(R.key)(s) == R.key(s)
+        # JAX's words: an int64 seed's two halves; an int32 one's high word is 0.
+        assert R.key(s).words == ((seed >> 32) & 0xFFFFFFFF if dtype == qb.int64 else 0, seed & 0xFFFFFFFF)
     assert R.split(k, (2, 3)).shape == (2, 3)
     assert R.split(k, (2, 3))[1, 2] == R.split(k, 6)[5]
 

@@ -1,7 +1,6 @@
 // quabla._core random functions: keys are pairs of 32-bit words (python/quabla/random.py
 // wraps them); sampling fills a new array in C++.
 #include <nanobind/stl/array.h>
-#include <nanobind/stl/vector.h>
 
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
@@ -37,11 +36,6 @@ void bind_random(nb::module_& m) {
     return random::threefry2x32(to_key(k0, k1), {c0, c1});
   });
   m.def("random_key", [](std::uint64_t seed) { return random::key_from_seed(seed); });
-  m.def("random_split", [](std::uint32_t k0, std::uint32_t k1, std::uint32_t num) {
-    std::vector<random::Key> keys;
-    for (std::uint32_t i = 0; i < num; ++i) keys.push_back(random::split(to_key(k0, k1), i));
-    return keys;
-  });
   m.def("random_fold_in", [](std::uint32_t k0, std::uint32_t k1, std::uint32_t data) {
     return random::fold_in(to_key(k0, k1), data);
   });
@@ -54,9 +48,9 @@ void bind_random(nb::module_& m) {
                    std::span<std::uint32_t>(reinterpret_cast<std::uint32_t*>(second.storage->as<std::int32_t>()), n));
     return nb::make_tuple(first, second);
   });
-  m.def("random_uniform", [](std::uint32_t k0, std::uint32_t k1, nb::handle shape, nb::handle dtype) {
-    return sample(shape, dtype, "uniform", [&](auto out) { random::uniform(to_key(k0, k1), out); });
-  }, nb::arg("k0"), nb::arg("k1"), nb::arg("shape"), nb::arg("dtype").none());
+  m.def("random_uniform", [](std::uint32_t k0, std::uint32_t k1, nb::handle shape, nb::handle dtype, double lo, double hi) {
+    return sample(shape, dtype, "uniform", [&](auto out) { random::uniform(to_key(k0, k1), lo, hi, out); });
+  }, nb::arg("k0"), nb::arg("k1"), nb::arg("shape"), nb::arg("dtype").none(), nb::arg("lo") = 0.0, nb::arg("hi") = 1.0);
   m.def("random_normal", [](std::uint32_t k0, std::uint32_t k1, nb::handle shape, nb::handle dtype) {
     return sample(shape, dtype, "normal", [&](auto out) { random::normal(to_key(k0, k1), out); });
   }, nb::arg("k0"), nb::arg("k1"), nb::arg("shape"), nb::arg("dtype").none());

@@ -3,9 +3,15 @@
 #include <cmath>
 
 #include <algorithm>
+#include <bit>
+#include <limits>
+#include <type_traits>
 
 #include "quabla/backends/cpu/vector_math.h"
 #include "quabla/runtime/thread_pool.h"
+
+// Compiled with -ffp-contract=off (CMakeLists.txt): the multiply-adds XLA fuses are written
+// as std::fma, and no others are fused, so samples round as JAX's on the CPU.
 
 namespace qb::random {
 
@@ -13,128 +19,255 @@ namespace {
 
 constexpr std::uint32_t rotl(std::uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 
-// Counter domains (the high counter word): samples use block indices below 2^31.
-constexpr std::uint32_t kSplitDomain = 0x80000000u | 0x53504cu;  // "SPL"
-constexpr std::uint32_t kFoldDomain = 0x80000000u | 0x464f4cu;   // "FOL"
-constexpr std::uint32_t kSeedDomain = 0x80000000u | 0x534545u;   // "SEE"
+constexpr std::int64_t kChunk = 512;
 
 std::array<std::uint32_t, 2> block(Key key, std::uint64_t i) {
   return threefry2x32(key, {static_cast<std::uint32_t>(i >> 32), static_cast<std::uint32_t>(i)});
 }
 
-double u53(std::uint32_t hi, std::uint32_t lo) {
-  const std::uint64_t bits = (static_cast<std::uint64_t>(hi) << 20) ^ (lo >> 12);  // 52 random bits
-  return static_cast<double>(bits & ((1ull << 52) - 1)) * 0x1p-52;
-}
+constexpr int kRot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
 
-// erfinv by two Newton steps on erf from a closed-form start (Giles' approximation).
-double erfinv(double y) {
-  if (y <= -1) return -INFINITY;
-  if (y >= 1) return INFINITY;
-  const double w = -std::log((1.0 - y) * (1.0 + y));
-  double x;
-  if (w < 5.0) {
-    const double t = w - 2.5;
-    x = ((((((((2.81022636e-08 * t + 3.43273939e-07) * t - 3.5233877e-06) * t - 4.39150654e-06) * t +
-               0.00021858087) * t - 0.00125372503) * t - 0.00417768164) * t + 0.246640727) * t + 1.50140941) * y;
-  } else {
-    const double t = std::sqrt(w) - 3.0;
-    x = ((((((((-0.000200214257 * t + 0.000100950558) * t + 0.00134934322) * t - 0.00367342844) * t +
-               0.00573950773) * t - 0.0076224613) * t + 0.00943887047) * t + 1.00167406) * t + 2.83297682) * y;
+// Threefry-2x32 on (x0, x1) already holding counter + (ks0, ks1): 20 rounds, fully unrolled
+// with constant rotations so that a loop over blocks vectorises (8 blocks per AVX2 step).
+template <int Round = 0>
+inline void rounds(std::uint32_t& x0, std::uint32_t& x1, const std::uint32_t (&ks)[3]) {
+  if constexpr (Round < 5) {
+    x0 += x1; x1 = rotl(x1, kRot[(Round % 2) * 4 + 0]) ^ x0;
+    x0 += x1; x1 = rotl(x1, kRot[(Round % 2) * 4 + 1]) ^ x0;
+    x0 += x1; x1 = rotl(x1, kRot[(Round % 2) * 4 + 2]) ^ x0;
+    x0 += x1; x1 = rotl(x1, kRot[(Round % 2) * 4 + 3]) ^ x0;
+    x0 += ks[(Round + 1) % 3];
+    x1 += ks[(Round + 2) % 3] + static_cast<std::uint32_t>(Round + 1);
+    rounds<Round + 1>(x0, x1, ks);
   }
-  for (int k = 0; k < 2; ++k) x -= (std::erf(x) - y) / (1.1283791670955126 * std::exp(-x * x));
-  return x;
 }
 
-template <class T, class F>
-void fill(Key key, std::span<T> out, F&& sample) {
-  parallel_for(static_cast<std::int64_t>(out.size()), 65536, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) out[i] = static_cast<T>(sample(block(key, static_cast<std::uint64_t>(i))));
+// The words of blocks start .. start + m - 1.
+void fill_blocks(Key key, std::uint64_t start, std::int64_t m, std::uint32_t* first, std::uint32_t* second) {
+  const std::uint32_t ks[3] = {key[0], key[1], key[0] ^ key[1] ^ 0x1BD11BDAu};
+  for (std::int64_t j = 0; j < m; ++j) {
+    const std::uint64_t i = start + static_cast<std::uint64_t>(j);
+    std::uint32_t x0 = static_cast<std::uint32_t>(i >> 32) + ks[0], x1 = static_cast<std::uint32_t>(i) + ks[1];
+    rounds(x0, x1, ks);
+    first[j] = x0;
+    second[j] = x1;
+  }
+}
+
+// [0, 1) from a block: the dtype's mantissa bits under an exponent of 0 (1.m), minus 1,
+// which is m 2^-mantissa exactly (and vectorises, unlike an integer conversion).
+template <class T>
+T unit(std::uint32_t first, std::uint32_t second) {
+  if constexpr (std::is_same_v<T, float>) {
+    return std::bit_cast<float>(((first ^ second) >> 9) | 0x3F800000u) - 1.0f;
+  } else {
+    const std::uint64_t bits = (static_cast<std::uint64_t>(first) << 32) | second;
+    return std::bit_cast<double>((bits >> 12) | 0x3FF0000000000000ull) - 1.0;
+  }
+}
+
+// max(lo, u span + lo) in the sample dtype; NaN propagates as through XLA's max. XLA fuses
+// the multiply and the add into one rounding (an FMA), and so does this.
+template <class T>
+T affine(T u, T lo, T span) {
+  const T v = std::fma(u, span, lo);
+  return v < lo ? lo : v;
+}
+
+// x[j] = max(lo, u span + lo) for the blocks start .. start + m - 1.
+template <class T>
+void affine_chunk(Key key, std::uint64_t start, std::int64_t m, T lo, T span, T* x) {
+  std::uint32_t first[kChunk], second[kChunk];
+  fill_blocks(key, start, m, first, second);
+  for (std::int64_t j = 0; j < m; ++j) x[j] = affine(unit<T>(first[j], second[j]), lo, span);
+}
+
+
+// Runs body(start, count) over chunks of at most kChunk samples, in parallel.
+template <class Body>
+void chunked(std::int64_t n, Body&& body) {
+  parallel_for(n, 65536, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t start = b; start < e; start += kChunk) body(start, std::min(kChunk, e - start));
   });
+}
+
+// Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): his
+// single-precision polynomials in w - 2.5 (w = -log(1 - x^2) < 5) and sqrt(w) - 3.
+constexpr double kCentral[9] = {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                                -0.00125372503, -0.00417768164, 0.246640727,    1.50140941};
+constexpr double kTail[9] = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                             -0.0076224613,   0.00943887047,  1.00167406,    2.83297682};
+
+// float32: Giles's approximation in float arithmetic, operation for operation as XLA's
+// ErfInv evaluates it (w = -log1p(-x x), Horner steps fused into FMAs as XLA's CPU code
+// does), so float32 normals are JAX's to the last bit or two (log1p's implementations differ
+// in the last bit).
+void sqrt2_erfinv_chunk(float* x, std::int64_t m) {
+  float t[kChunk] = {}, w[kChunk];  // zeroed: GCC cannot see that only m entries are read
+  for (std::int64_t j = 0; j < m; ++j) t[j] = -(x[j] * x[j]);
+  if (!cpu::vector_unary_f32(Op::Log1p, t, w, m))
+    for (std::int64_t j = 0; j < m; ++j) w[j] = std::log1p(t[j]);
+  const float sqrt2 = static_cast<float>(std::sqrt(2.0));
+  for (std::int64_t j = 0; j < m; ++j) {
+    const float wj = -w[j];
+    const bool lt = wj < 5.0f;
+    const float s = lt ? wj - 2.5f : std::sqrt(wj) - 3.0f;
+    float p = static_cast<float>(lt ? kCentral[0] : kTail[0]);
+    for (int i = 1; i < 9; ++i) p = std::fma(p, s, static_cast<float>(lt ? kCentral[i] : kTail[i]));
+    float r = p * x[j];
+    if (std::fabs(x[j]) == 1.0f) r = x[j] * std::numeric_limits<float>::infinity();
+    x[j] = sqrt2 * r;
+  }
+}
+
+constexpr double kTwoOverSqrtPi = 1.1283791670955126;
+
+// One Halley step on g(x) = 0 with g' = 2/sqrt(pi) exp(-x^2) (so g''/g' = -2x).
+double halley(double x, double g, double exp_minus_x2) {
+  const double step = g / (kTwoOverSqrtPi * exp_minus_x2);
+  return x - step / (1.0 + x * step);
+}
+
+// Beyond w = 16 (1 - |x| below about 1e-7, the range Giles fitted for float32): the
+// asymptotic inverse of erfc(x) ~ exp(-x^2) / (x sqrt(pi)), then Halley steps on erfc.
+double far_tail(double u) {
+  const double a = std::fabs(u), om = 1.0 - a;
+  if (std::isnan(u)) return u;
+  if (om == 0.0) return std::copysign(std::numeric_limits<double>::infinity(), u);
+  const double big = -std::log(om);
+  double x = std::sqrt(big - 0.5 * std::log(3.141592653589793 * big));
+  for (int k = 0; k < 3; ++k) x = halley(x, om - std::erfc(x), std::exp(-x * x));
+  return std::copysign(x, u);
+}
+
+// float64: Giles's approximation as a start (relative error about 1e-7 while w < 16), then
+// one Halley step on erf(x) - u for |u| <= 0.5 and on (1 - |u|) - erfc(|x|) above (where
+// erf(x) - u would cancel; 1 - |u| is exact there): within about 3 ulp.
+void sqrt2_erfinv_chunk(double* x, std::int64_t m) {
+  double u[kChunk], w[kChunk] = {}, e[kChunk] = {};  // zeroed: GCC cannot see that only m entries are read
+  double central_x[kChunk], central_erf[kChunk], tail_x[kChunk], tail_erfc[kChunk];
+  std::int64_t central_at[kChunk], tail_at[kChunk];
+  std::copy(x, x + m, u);
+  for (std::int64_t j = 0; j < m; ++j) {
+    const double a = std::fabs(u[j]);
+    e[j] = (1.0 - a) * (1.0 + a);
+  }
+  if (!cpu::vector_unary_f64(Op::Log, e, w, m))
+    for (std::int64_t j = 0; j < m; ++j) w[j] = std::log(e[j]);
+  std::int64_t nc = 0, nt = 0;
+  for (std::int64_t j = 0; j < m; ++j) {
+    const double wj = -w[j];
+    if (!(wj < 16.0)) {  // the far tail, |u| = 1 and NaN: rare, element by element
+      x[j] = far_tail(u[j]);
+      continue;
+    }
+    const bool lt = wj < 5.0;
+    const double s = lt ? wj - 2.5 : std::sqrt(wj) - 3.0;
+    double p = lt ? kCentral[0] : kTail[0];
+    for (int i = 1; i < 9; ++i) p = (lt ? kCentral[i] : kTail[i]) + p * s;
+    x[j] = p * u[j];
+    if (std::fabs(u[j]) <= 0.5) {
+      central_at[nc] = j;
+      central_x[nc++] = x[j];
+    } else {
+      tail_at[nt] = j;
+      tail_x[nt++] = std::fabs(x[j]);
+    }
+  }
+  if (!cpu::vector_unary_f64(Op::Erf, central_x, central_erf, nc))
+    for (std::int64_t k = 0; k < nc; ++k) central_erf[k] = std::erf(central_x[k]);
+  if (!cpu::vector_unary_f64(Op::Erfc, tail_x, tail_erfc, nt))
+    for (std::int64_t k = 0; k < nt; ++k) tail_erfc[k] = std::erfc(tail_x[k]);
+  for (std::int64_t k = 0; k < nc; ++k) w[k] = -central_x[k] * central_x[k];
+  for (std::int64_t k = 0; k < nt; ++k) w[nc + k] = -tail_x[k] * tail_x[k];
+  if (!cpu::vector_unary_f64(Op::Exp, w, e, nc + nt))
+    for (std::int64_t k = 0; k < nc + nt; ++k) e[k] = std::exp(w[k]);
+  for (std::int64_t k = 0; k < nc; ++k) {
+    const std::int64_t j = central_at[k];
+    x[j] = halley(central_x[k], central_erf[k] - u[j], e[k]);
+  }
+  for (std::int64_t k = 0; k < nt; ++k) {
+    const std::int64_t j = tail_at[k];
+    x[j] = std::copysign(halley(tail_x[k], (1.0 - std::fabs(u[j])) - tail_erfc[k], e[nc + k]), u[j]);
+  }
+  const double sqrt2 = std::sqrt(2.0);
+  for (std::int64_t j = 0; j < m; ++j) x[j] = sqrt2 * x[j];
+}
+
+template <class T>
+void sqrt2_erfinv_all(std::span<T> u) {
+  chunked(static_cast<std::int64_t>(u.size()), [&](std::int64_t start, std::int64_t m) {
+    sqrt2_erfinv_chunk(u.data() + start, m);
+  });
+}
+
+template <class T>
+void uniform_draw(Key key, double lo, double hi, std::span<T> out) {
+  const T lo_t = static_cast<T>(lo), hi_t = static_cast<T>(hi), span = hi_t - lo_t;
+  const T below_hi = std::nextafter(hi_t, lo_t);
+  chunked(static_cast<std::int64_t>(out.size()), [&](std::int64_t start, std::int64_t m) {
+    T* x = out.data() + start;
+    affine_chunk(key, static_cast<std::uint64_t>(start), m, lo_t, span, x);
+    // Samples stay below hi: where rounding reaches it (JAX then returns hi itself), the
+    // float below it.
+    for (std::int64_t j = 0; j < m; ++j) x[j] = x[j] >= hi_t ? below_hi : x[j];
+  });
+}
+
+// sqrt(2) erfinv(u) for u = max(lo, unit span + lo), clipped to [clip_lo, clip_hi].
+template <class T>
+void erfinv_draw(Key key, T lo, T span, T clip_lo, T clip_hi, std::span<T> out) {
+  chunked(static_cast<std::int64_t>(out.size()), [&](std::int64_t start, std::int64_t m) {
+    T* x = out.data() + start;
+    affine_chunk(key, static_cast<std::uint64_t>(start), m, lo, span, x);
+    sqrt2_erfinv_chunk(x, m);
+    for (std::int64_t j = 0; j < m; ++j) x[j] = std::min(std::max(x[j], clip_lo), clip_hi);
+  });
+}
+
+template <class T>
+void normal_draw(Key key, std::span<T> out) {
+  // u uniform in (-1, 1): lo = the float above -1, as JAX's _normal_real.
+  const T lo = std::nextafter(static_cast<T>(-1), static_cast<T>(0)), span = static_cast<T>(1) - lo;
+  const T inf = std::numeric_limits<T>::infinity();
+  erfinv_draw<T>(key, lo, span, -inf, inf, out);
+}
+
+template <class T>
+void truncated_draw(Key key, double lower, double upper, std::span<T> out) {
+  const T sqrt2 = static_cast<T>(std::sqrt(2.0));
+  const T lo = static_cast<T>(lower), hi = static_cast<T>(upper);
+  const T a = std::erf(lo / sqrt2), b = std::erf(hi / sqrt2);
+  const T inf = std::numeric_limits<T>::infinity();
+  erfinv_draw<T>(key, a, b - a, std::nextafter(lo, inf), std::nextafter(hi, -inf), out);
 }
 
 }  // namespace
 
 std::array<std::uint32_t, 2> threefry2x32(Key key, std::array<std::uint32_t, 2> ctr) {
-  static constexpr int kRot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
   const std::uint32_t ks[3] = {key[0], key[1], key[0] ^ key[1] ^ 0x1BD11BDAu};
   std::uint32_t x0 = ctr[0] + ks[0], x1 = ctr[1] + ks[1];
-  for (int round = 0; round < 5; ++round) {  // 5 x 4 = 20 rounds, a key injection after each 4
-    for (int j = 0; j < 4; ++j) {
-      x0 += x1;
-      x1 = rotl(x1, kRot[(round % 2) * 4 + j]) ^ x0;
-    }
-    x0 += ks[(round + 1) % 3];
-    x1 += ks[(round + 2) % 3] + static_cast<std::uint32_t>(round + 1);
-  }
+  rounds(x0, x1, ks);  // 5 x 4 = 20 rounds, a key injection after each 4
   return {x0, x1};
 }
 
-Key key_from_seed(std::uint64_t seed) {
-  return threefry2x32({static_cast<std::uint32_t>(seed >> 32), static_cast<std::uint32_t>(seed)}, {kSeedDomain, 0});
-}
-
-Key split(Key key, std::uint32_t index) { return threefry2x32(key, {kSplitDomain, index}); }
-Key fold_in(Key key, std::uint32_t data) { return threefry2x32(key, {kFoldDomain, data}); }
+Key key_from_seed(std::uint64_t seed) { return {static_cast<std::uint32_t>(seed >> 32), static_cast<std::uint32_t>(seed)}; }
+Key split(Key key, std::uint64_t index) { return block(key, index); }
+Key fold_in(Key key, std::uint32_t data) { return threefry2x32(key, {0u, data}); }
 
 void blocks(Key key, std::span<std::uint32_t> first, std::span<std::uint32_t> second) {
-  parallel_for(static_cast<std::int64_t>(first.size()), 65536, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) {
-      const auto r = block(key, static_cast<std::uint64_t>(i));
-      first[i] = r[0];
-      second[i] = r[1];
-    }
+  chunked(static_cast<std::int64_t>(first.size()), [&](std::int64_t start, std::int64_t m) {
+    fill_blocks(key, static_cast<std::uint64_t>(start), m, first.data() + start, second.data() + start);
   });
 }
 
-void uniform(Key key, std::span<float> out) {
-  fill(key, out, [](std::array<std::uint32_t, 2> r) { return static_cast<float>(r[0] >> 8) * 0x1p-24f; });
-}
-void uniform(Key key, std::span<double> out) {
-  fill(key, out, [](std::array<std::uint32_t, 2> r) { return u53(r[0], r[1]); });
-}
-
-namespace {
-// Box-Muller in chunks, so log and cos run as the vectorised functions the CPU kernels use
-// (four times faster than scalar libm here, and the same values a traced draw computes).
-template <class T>
-void box_muller(Key key, std::span<T> out) {
-  parallel_for(static_cast<std::int64_t>(out.size()), 65536, [&](std::int64_t b, std::int64_t e) {
-    constexpr std::int64_t kChunk = 512;
-    double radius[kChunk], angle[kChunk], log_r[kChunk], cos_a[kChunk];
-    for (std::int64_t start = b; start < e; start += kChunk) {
-      const std::int64_t m = std::min(kChunk, e - start);
-      for (std::int64_t j = 0; j < m; ++j) {
-        const auto r = block(key, static_cast<std::uint64_t>(start + j));
-        radius[j] = 1.0 - static_cast<double>(r[0]) * 0x1p-32;  // (0, 1]: log never sees 0
-        angle[j] = 6.283185307179586 * (static_cast<double>(r[1]) * 0x1p-32);
-      }
-      if (!cpu::vector_unary_f64(Op::Log, radius, log_r, m))
-        for (std::int64_t j = 0; j < m; ++j) log_r[j] = std::log(radius[j]);
-      if (!cpu::vector_unary_f64(Op::Cos, angle, cos_a, m))
-        for (std::int64_t j = 0; j < m; ++j) cos_a[j] = std::cos(angle[j]);
-      for (std::int64_t j = 0; j < m; ++j) out[start + j] = static_cast<T>(std::sqrt(-2.0 * log_r[j]) * cos_a[j]);
-    }
-  });
-}
-}  // namespace
-
-void normal(Key key, std::span<float> out) { box_muller(key, out); }
-void normal(Key key, std::span<double> out) { box_muller(key, out); }
-
-namespace {
-template <class T>
-void truncated(Key key, double lower, double upper, std::span<T> out) {
-  const double a = std::erf(lower / std::sqrt(2.0)), b = std::erf(upper / std::sqrt(2.0));
-  fill(key, out, [&](std::array<std::uint32_t, 2> r) {
-    const double u = u53(r[0], r[1]);
-    double x = std::sqrt(2.0) * erfinv(a + (b - a) * u);
-    return std::fmin(std::fmax(x, lower), upper);
-  });
-}
-}  // namespace
-
-void truncated_normal(Key key, double lower, double upper, std::span<float> out) { truncated(key, lower, upper, out); }
-void truncated_normal(Key key, double lower, double upper, std::span<double> out) { truncated(key, lower, upper, out); }
+void uniform(Key key, double lo, double hi, std::span<float> out) { uniform_draw(key, lo, hi, out); }
+void uniform(Key key, double lo, double hi, std::span<double> out) { uniform_draw(key, lo, hi, out); }
+void normal(Key key, std::span<float> out) { normal_draw(key, out); }
+void normal(Key key, std::span<double> out) { normal_draw(key, out); }
+void truncated_normal(Key key, double lower, double upper, std::span<float> out) { truncated_draw(key, lower, upper, out); }
+void truncated_normal(Key key, double lower, double upper, std::span<double> out) { truncated_draw(key, lower, upper, out); }
+void sqrt2_erfinv(std::span<float> u) { sqrt2_erfinv_all(u); }
+void sqrt2_erfinv(std::span<double> u) { sqrt2_erfinv_all(u); }
 
 }  // namespace qb::random
