@@ -34,6 +34,7 @@ from ._numpy_extra import (  # noqa: E402,F401
     moveaxis, swapaxes, roll, tile, repeat, diagonal, diag, trace, outer, inner, tensordot, kron, cross, diff,
     gradient, trapezoid, interp, polyval, vander, identity, pad, einsum, cumprod, cummax, cummin,
 )
+from ._numpy_extra import dot, matmul  # noqa: E402,F401,F811  (the core's, with jax.numpy's precision=)
 from ._indexing import (  # noqa: E402,F401
     take, take_along_axis, argsort, sort, argmax, argmin, searchsorted, nonzero, flatnonzero, argwhere, unique,
 )
@@ -68,7 +69,7 @@ from ._numpy_more import (  # noqa: E402,F401
     polyfit, finfo, iinfo, result_type, promote_types, can_cast, issubdtype, union1d, intersect1d, setdiff1d, setxor1d,
 )
 from . import nn  # noqa: E402,F401
-from . import tree as tree_util  # noqa: E402,F401  (jax.tree_util's name)
+from . import tree_util  # noqa: E402,F401  (jax.tree_util: quabla.tree's objects as a module)
 from ._jit import ShapeDtype as ShapeDtypeStruct  # noqa: E402,F401  (jax.ShapeDtypeStruct's name)
 from ._numpy_more import block_until_ready, device_get, linearize, eval_shape, bincount, histogram  # noqa: E402,F401
 from .optim import Trainer  # noqa: E402,F401
@@ -100,6 +101,7 @@ from .io import save, load  # noqa: E402,F401
 
 _array_methods.install()
 _array_methods.install_more()
+from . import _pickle  # noqa: E402,F401  (pickling of arrays, dtypes and keys)
 
 
 from ._cuda import device_put  # noqa: E402,F401
@@ -143,7 +145,7 @@ import builtins as _builtins  # noqa: E402
 from . import legacy  # noqa: E402,F401
 
 TraceTensor = Array  # v0.1's name for a traced array (a tracer is an Array)
-dtype = DType
+dtype = DType  # callable as jnp.dtype: qb.dtype("float32") is qb.float32
 _compat.install_array_methods()
 
 

@@ -41,12 +41,34 @@ def _as_index_array(item):
             raise IndexError(
                 "a boolean mask index needs a static shape, which a traced mask does not have (as in JAX); "
                 "use qb.where(mask, x, other), or qb.nonzero(mask, size=...) for a fixed number of indices")
-        import numpy as np
-
-        return [_core.asarray(i) for i in np.nonzero(np.asarray(arr))]
+        if arr.ndim == 0:
+            raise IndexError("a 0-d boolean index is not supported; use qb.where for masks")
+        return _Mask(arr)
     if not _is_int_dtype(arr.dtype):
         raise IndexError(f"array indices must be integers, got {arr.dtype.name}; convert with .astype(qb.int32)")
     return arr
+
+
+class _Mask:
+    """A concrete boolean mask index: it selects over mask.ndim axes, whose sizes it must match."""
+
+    __slots__ = ("mask",)
+
+    def __init__(self, mask):
+        self.mask = mask
+
+    def arrays(self, shape, axis):
+        """One int64 index array per mask axis (NumPy's nonzero), after checking that the mask's
+        shape is that of the axes it indexes (NumPy and JAX raise IndexError otherwise)."""
+        import numpy as np
+
+        m = np.asarray(self.mask)
+        for i, size in enumerate(m.shape):
+            have = shape[axis + i] if axis + i < len(shape) else None
+            if have != size:
+                raise IndexError(f"boolean index did not match indexed array along axis {axis + i}; size of axis is "
+                                 f"{have} but size of corresponding boolean axis is {size}")
+        return [_core.asarray(a) for a in np.nonzero(m)]
 
 
 def _needs_dynamic(index):
@@ -74,11 +96,12 @@ def _expand(x, index):
         arr = _as_index_array(it)
         if arr is None:
             parsed.append(("basic", it))
-        elif isinstance(arr, list):  # a concrete bool mask: one integer array per mask axis
-            parsed.extend(("array", a) for a in arr)
+        elif isinstance(arr, _Mask):  # a concrete bool mask: one integer array per mask axis
+            parsed.append(("mask", arr))
         else:
             parsed.append(("array", arr))
-    consumed = sum(1 for k, it in parsed if not (k == "basic" and (it is None or it is Ellipsis)))
+    consumed = sum(it.mask.ndim if k == "mask" else 1 for k, it in parsed
+                   if not (k == "basic" and (it is None or it is Ellipsis)))
     ellipses = [i for i, (k, it) in enumerate(parsed) if k == "basic" and it is Ellipsis]
     if len(ellipses) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -89,7 +112,15 @@ def _expand(x, index):
         parsed[ellipses[0]:ellipses[0] + 1] = fill
     else:
         parsed += fill
-    return parsed
+    out, axis = [], 0
+    for k, it in parsed:
+        if k == "mask":
+            out.extend(("array", a) for a in it.arrays(tuple(x.shape), axis))
+            axis += it.mask.ndim
+        else:
+            out.append((k, it))
+            axis += 0 if k == "basic" and it is None else 1
+    return out
 
 
 def _resolve(x, index):

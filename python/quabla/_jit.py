@@ -111,16 +111,16 @@ def _is_array_like(x: Any) -> bool:
 def _classify_leaf(x: Any):
     """(kind, key, value): array leaves are dynamic; Python scalars and others static."""
     if isinstance(x, _core.Array):
-        return "array", (x.shape, x.dtype.name), x
+        return "array", (x.shape, x.dtype.name, x.weak_type), x
     if isinstance(x, ShapeDtype):
-        return "array", (x.shape, x.dtype.name), x
+        return "array", (x.shape, x.dtype.name, False), x
     if isinstance(x, _core.DeviceArray):
         return "array", (x.shape, x.dtype.name, x.device), x
     if isinstance(x, (bool, int, float)):
         return "static", _static_key(x), x
     if _is_array_like(x):
         a = _core.asarray(x)
-        return "array", (a.shape, a.dtype.name), a
+        return "array", (a.shape, a.dtype.name, a.weak_type), a
     return "static", _static_key(x), x
 
 
@@ -267,7 +267,8 @@ class JittedFunction:
         leaves = []
         for i, (kind, _, value) in enumerate(classified):
             if kind == "array":
-                leaves.append(trace.parameter(value.shape, value.dtype))
+                weak = isinstance(value, _core.Array) and value.weak_type
+                leaves.append(trace.parameter(value.shape, value.dtype, weak))
                 in_positions.append(i)
             else:
                 leaves.append(value)

@@ -212,9 +212,40 @@ def outer(a, b):
     return a * b
 
 
-def tensordot(a, b, axes=2):
+def _precision(precision, name):
+    # precision= as jax.numpy takes it: validated, then a no-op (full precision on the CPU).
+    if precision is not None:
+        from .lax import _check_precision
+        _check_precision(precision, name)
+
+
+def _element_type(out, preferred_element_type):
+    return out if preferred_element_type is None else out.astype(preferred_element_type)
+
+
+def dot(a, b, *, precision=None, preferred_element_type=None):
+    """NumPy's dot: the product over the last axis of a and the second-to-last of b (a
+    scalar operand multiplies). ``precision`` (None, a lax.Precision or its name) is
+    accepted and a no-op: every product is computed at the dtype's full precision on the
+    CPU. ``preferred_element_type`` casts the result."""
+    _precision(precision, "dot")
+    return _element_type(_core.dot(a, b), preferred_element_type)
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None):
+    """The matrix product with NumPy's broadcasting of batch axes (``a @ b``). ``precision``
+    is accepted and a no-op (full precision on the CPU); ``preferred_element_type`` casts
+    the result."""
+    _precision(precision, "matmul")
+    return _element_type(_core.matmul(a, b), preferred_element_type)
+
+
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Sum over the last `axes` axes of a and the first of b, or over the listed pairs; the
-    contraction runs as one matrix product."""
+    contraction runs as one matrix product. ``precision`` is accepted and a no-op."""
+    _precision(precision, "tensordot")
+    if preferred_element_type is not None:
+        return tensordot(a, b, axes).astype(preferred_element_type)
     a, b = _arr(a), _arr(b)
     if _isint(axes) and not isinstance(axes, bool):
         if not 0 <= axes <= min(a.ndim, b.ndim):
@@ -243,8 +274,11 @@ def tensordot(a, b, axes=2):
     return _core.reshape(_core.matmul(a2, b2), tuple(fa + fb))
 
 
-def inner(a, b):
-    """Sum over the last axes of a and b (NumPy's inner)."""
+def inner(a, b, *, precision=None, preferred_element_type=None):
+    """Sum over the last axes of a and b (NumPy's inner). ``precision`` is accepted and a no-op."""
+    _precision(precision, "inner")
+    if preferred_element_type is not None:
+        return inner(a, b).astype(preferred_element_type)
     a, b = _arr(a), _arr(b)
     if a.ndim == 0 or b.ndim == 0:
         return a * b

@@ -784,8 +784,14 @@ def size(x, axis: Optional[int] = None) -> int:
     return x.size if axis is None else x.shape[_norm_axis(axis, x.ndim, "size")]
 
 
-def vdot(a, b):
-    """The dot product of the flattened arrays."""
+def vdot(a, b, *, precision=None, preferred_element_type=None):
+    """The dot product of the flattened arrays. ``precision`` is accepted and a no-op (full
+    precision on the CPU); ``preferred_element_type`` casts the result."""
+    if precision is not None:
+        from .lax import _check_precision
+        _check_precision(precision, "vdot")
+    if preferred_element_type is not None:
+        return vdot(a, b).astype(preferred_element_type)
     return _qb.sum(_arr(a).reshape(-1) * _arr(b).reshape(-1))
 
 

@@ -10,6 +10,57 @@ from ._implicit import custom_linear_solve, custom_root  # noqa: F401
 from ._control import cond, fori_loop, scan, while_loop  # noqa: F401
 from ._package import qb as _qb
 
+import enum as _enum
+
+
+class Precision(_enum.Enum):
+    """jax.lax.Precision: DEFAULT, HIGH, HIGHEST (or their names as strings, "default",
+    "high", "highest", and JAX's aliases "fastest", "bfloat16", "tensorfloat32", "float32").
+    Accepted by precision= of the products (dot, matmul, tensordot, inner, vdot, einsum,
+    lax.dot, lax.dot_general) and a no-op: Quabla computes every product at the full
+    precision of its dtype on the CPU."""
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        if isinstance(value, str):
+            named = {"default": cls.DEFAULT, "fastest": cls.DEFAULT, "bfloat16": cls.DEFAULT, "high": cls.HIGH,
+                     "bfloat16_3x": cls.HIGH, "tensorfloat32": cls.HIGH, "highest": cls.HIGHEST,
+                     "float32": cls.HIGHEST}
+            if value.lower() in named:
+                return named[value.lower()]
+        return None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _check_precision(precision, name: str):
+    """Validates a precision= argument (None, a Precision, its name, or a pair of them) and
+    returns it as Precision values; raises ValueError/TypeError saying what is accepted."""
+    if precision is None:
+        return None
+    items = precision if isinstance(precision, (tuple, list)) else (precision,)
+    if isinstance(precision, (tuple, list)) and len(items) != 2:
+        raise ValueError(f"{name}: precision must be None, a lax.Precision, its name, or a pair of them, got "
+                         f"{precision!r}")
+    out = []
+    for p in items:
+        if p is None:
+            out.append(None)
+            continue
+        if not isinstance(p, (Precision, str)):
+            raise TypeError(f"{name}: precision must be None, a lax.Precision or one of 'default', 'high', 'highest', "
+                            f"got {type(p).__name__} {p!r}")
+        try:
+            out.append(Precision(p))
+        except ValueError:
+            raise ValueError(f"{name}: unknown precision {p!r}; use lax.Precision.DEFAULT, HIGH or HIGHEST (or "
+                             f"'default', 'high', 'highest')") from None
+    return tuple(out) if isinstance(precision, (tuple, list)) else out[0]
+
 
 def switch(index, branches: Sequence[Callable], *operands):
     """branches[index](*operands), index clamped to [0, len(branches) - 1] (as jax.lax.switch):
@@ -383,6 +434,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     rhs_contracting), (lhs_batch, rhs_batch)); the result's axes are the batch axes, then
     lhs's free axes, then rhs's (an einsum)."""
     import string
+    _check_precision(precision, "lax.dot_general")
     lhs, rhs = _qb.asarray(lhs), _qb.asarray(rhs)
     try:
         (lc, rc), (lb, rb) = dimension_numbers
@@ -522,6 +574,7 @@ def reduce_or(operand, axes: Sequence[int]):
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
     """Vector-vector, matrix-vector or matrix-matrix product (lhs rank 1 or 2, rhs rank 1 or 2)."""
+    _check_precision(precision, "lax.dot")
     lhs, rhs = _qb.asarray(lhs), _qb.asarray(rhs)
     if lhs.ndim not in (1, 2) or rhs.ndim not in (1, 2):
         raise TypeError(f"lax.dot: operands must have rank 1 or 2, got shapes {tuple(lhs.shape)} and "

@@ -414,7 +414,8 @@ def rmsprop(learning_rate, decay: float = 0.9, eps: float = 1e-8, initial_scale:
             nesterov: bool = False):
     """optax.rmsprop: the learning rate applies before the momentum trace, as optax's."""
     if centered:
-        raise NotImplementedError("optax.rmsprop: centered=True is not supported yet")
+        return chain(scale_by_stddev(decay, eps, initial_scale, eps_in_sqrt), scale_by_learning_rate(learning_rate),
+                     identity() if momentum is None else trace(momentum, nesterov))
     return chain(scale_by_rms(decay, eps, initial_scale, eps_in_sqrt), scale_by_learning_rate(learning_rate),
                  identity() if momentum is None else trace(momentum, nesterov))
 
@@ -477,3 +478,563 @@ def join_schedules(schedules, boundaries):
         return value
     return schedule
 
+
+
+# ---- more of optax: type aliases, transformations, optimizers, wrappers, schedules ------------
+
+OptState = Any  # optax.OptState: a pytree of arrays
+Params = Any  # optax.Params
+Updates = Any  # optax.Updates
+Schedule = Callable[[Any], Any]  # optax.Schedule: step count -> value
+ScalarOrSchedule = Any  # optax.ScalarOrSchedule: a float or a Schedule
+GradientTransformationExtraArgs = GradientTransformation  # update(updates, state, params=None, **extra_args)
+
+
+def _bc(m, decay, count):
+    # optax.tree.bias_correction of one leaf: m / (1 - decay ** count), in m's dtype.
+    return m / (1.0 - _core.power(_core.asarray(decay, dtype=m.dtype), count.astype(m.dtype)))
+
+
+def _ema(g, m, decay):
+    return (1.0 - decay) * g + decay * m
+
+
+def _full_like(params, value):
+    return _tree.map(lambda p: _core.full_like(_core.asarray(p), value), params)
+
+
+def _nesterov_or_plain_mu_hat(nesterov, mu, updates, b1, count_inc):
+    if nesterov:
+        return _tmap(lambda m, g: b1 * _bc(m, b1, count_inc + 1) + (1.0 - b1) * _bc(g, b1, count_inc), mu, updates)
+    return _tmap(lambda m: _bc(m, b1, count_inc), mu)
+
+
+def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0):
+    """scale_by_adam with Nesterov's momentum (optax.scale_by_adam(nesterov=True))."""
+    def init(params):
+        return ScaleByAdamState(_count(), _zeros_like(params), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        mu = _tmap(lambda g, m: _ema(g, m, b1), updates, state.mu)
+        nu = _tmap(lambda g, v: _ema(g * g, v, b2), updates, state.nu)
+        c = state.count + 1
+        mu_hat = _nesterov_or_plain_mu_hat(True, mu, updates, b1, c)
+        out = _tmap(lambda m, v: m / (_core.sqrt(_bc(v, b2, c) + eps_root) + eps), mu_hat, nu)
+        return out, ScaleByAdamState(c, mu, nu)
+    return GradientTransformation(init, update)
+
+
+def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0,
+                   threshold: float = 5.0, *, nesterov: bool = False):
+    """Rectified Adam's direction (optax.scale_by_radam): Adam's step times the variance
+    rectification r once the approximated SMA length rho reaches threshold, else the
+    bias-corrected momentum."""
+    ro_inf = 2.0 / (1.0 - b2) - 1.0
+
+    def init(params):
+        return ScaleByAdamState(_count(), _zeros_like(params), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        mu = _tmap(lambda g, m: _ema(g, m, b1), updates, state.mu)
+        nu = _tmap(lambda g, v: _ema(g * g, v, b2), updates, state.nu)
+        c = state.count + 1
+        mu_hat = _nesterov_or_plain_mu_hat(nesterov, mu, updates, b1, c)
+
+        def leaf(m, v):
+            cf = c.astype(m.dtype)
+            b2t = _core.power(_core.asarray(b2, dtype=m.dtype), cf)
+            ro = ro_inf - 2.0 * cf * b2t / (1.0 - b2t)
+            ok = ro >= threshold
+            safe_ro = _core.where(ok, ro, ro_inf)  # the rectifier's sqrt only where it is used
+            r = _core.sqrt((safe_ro - 4.0) * (safe_ro - 2.0) * ro_inf / ((ro_inf - 4.0) * (ro_inf - 2.0) * safe_ro))
+            return _core.where(ok, r * m / (_core.sqrt(_bc(v, b2, c) + eps_root) + eps), m)
+        return _tmap(leaf, mu_hat, nu), ScaleByAdamState(c, mu, nu)
+    return GradientTransformation(init, update)
+
+
+class ScaleByBeliefState(NamedTuple):
+    count: Any
+    mu: Any
+    nu: Any
+
+
+def scale_by_belief(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-16, eps_root: float = 1e-16, *,
+                    nesterov: bool = False):
+    """AdaBelief's direction (optax.scale_by_belief): the second moment is that of the
+    prediction error g - mu."""
+    def init(params):
+        return ScaleByBeliefState(_count(), _zeros_like(params), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        mu = _tmap(lambda g, m: _ema(g, m, b1), updates, state.mu)
+        nu = _tmap(lambda g, m, v: _ema((g - m) * (g - m), v, b2) + eps_root, updates, mu, state.nu)
+        c = state.count + 1
+        mu_hat = _nesterov_or_plain_mu_hat(nesterov, mu, updates, b1, c)
+        return (_tmap(lambda m, v: m / (_core.sqrt(_bc(v, b2, c)) + eps), mu_hat, nu),
+                ScaleByBeliefState(c, mu, nu))
+    return GradientTransformation(init, update)
+
+
+def scale_by_yogi(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-3, eps_root: float = 0.0,
+                  initial_accumulator_value: float = 1e-6):
+    """Yogi's direction (optax.scale_by_yogi): nu moves by (1 - b2) g^2 towards g^2's sign."""
+    def init(params):
+        return ScaleByAdamState(_count(), _full_like(params, initial_accumulator_value),
+                                _full_like(params, initial_accumulator_value))
+
+    def update(updates, state, params=None):
+        mu = _tmap(lambda g, m: _ema(g, m, b1), updates, state.mu)
+        nu = _tmap(lambda g, v: v - (1.0 - b2) * _core.sign(v - g * g) * (g * g), updates, state.nu)
+        c = state.count + 1
+        return (_tmap(lambda m, v: _bc(m, b1, c) / (_core.sqrt(_bc(v, b2, c) + eps_root) + eps), mu, nu),
+                ScaleByAdamState(c, mu, nu))
+    return GradientTransformation(init, update)
+
+
+def scale_by_adamax(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
+    """AdaMax's direction (optax.scale_by_adamax): bias-corrected mu over the infinity-norm
+    moment max(b2 nu, |g| + eps)."""
+    def init(params):
+        return ScaleByAdamState(_count(), _zeros_like(params), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        c = state.count + 1
+        mu = _tmap(lambda g, m: _ema(g, m, b1), updates, state.mu)
+        nu = _tmap(lambda g, v: _core.maximum(b2 * v, _core.abs(g) + eps), updates, state.nu)
+        return _tmap(lambda m, v: _bc(m, b1, c) / v, mu, nu), ScaleByAdamState(c, mu, nu)
+    return GradientTransformation(init, update)
+
+
+class ScaleByAdaDeltaState(NamedTuple):
+    e_g: Any
+    e_x: Any
+
+
+def scale_by_adadelta(rho: float = 0.9, eps: float = 1e-6):
+    """AdaDelta's direction (optax.scale_by_adadelta)."""
+    def init(params):
+        return ScaleByAdaDeltaState(_zeros_like(params), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        e_g = _tmap(lambda g, e: _ema(g * g, e, rho), updates, state.e_g)
+        out = _tmap(lambda g, eg, ex: _core.sqrt(ex + eps) / _core.sqrt(eg + eps) * g, updates, e_g, state.e_x)
+        e_x = _tmap(lambda u, e: _ema(u * u, e, rho), out, state.e_x)
+        return out, ScaleByAdaDeltaState(e_g, e_x)
+    return GradientTransformation(init, update)
+
+
+class ScaleByLionState(NamedTuple):
+    count: Any
+    mu: Any
+
+
+def scale_by_lion(b1: float = 0.9, b2: float = 0.99, mu_dtype=None):
+    """Lion's direction (optax.scale_by_lion): sign((1 - b1) g + b1 mu), then mu tracks g
+    with b2."""
+    def init(params):
+        mu = _zeros_like(params)
+        return ScaleByLionState(_count(), mu if mu_dtype is None else _tmap(lambda m: m.astype(mu_dtype), mu))
+
+    def update(updates, state, params=None):
+        out = _tmap(lambda g, m: _core.sign((1.0 - b1) * g + b1 * m.astype(g.dtype)), updates, state.mu)
+        mu = _tmap(lambda g, m: _ema(g, m.astype(g.dtype), b2), updates, state.mu)
+        if mu_dtype is not None:
+            mu = _tmap(lambda m: m.astype(mu_dtype), mu)
+        return out, ScaleByLionState(state.count + 1, mu)
+    return GradientTransformation(init, update)
+
+
+def scale_by_trust_ratio(min_norm: float = 0.0, trust_coefficient: float = 1.0, eps: float = 0.0):
+    """LAMB's layer-wise trust ratio (optax.scale_by_trust_ratio): each update times
+    ||param|| / (||update|| + eps), or 1 where either norm is zero."""
+    def update(updates, state, params=None):
+        if params is None:
+            raise ValueError("optax.scale_by_trust_ratio: needs params; call update(updates, state, params)")
+
+        def leaf(u, p):
+            p = _core.asarray(p)
+            pn = _core.maximum(_core.sqrt(_core.sum(p * p)), min_norm)
+            un = _core.maximum(_core.sqrt(_core.sum(u * u)), min_norm)
+            zero = (pn == 0.0) | (un == 0.0)
+            return u * _core.where(zero, 1.0, trust_coefficient * pn / _core.where(zero, 1.0, un + eps)).astype(u.dtype)
+        return _tmap(leaf, updates, params), state
+    return GradientTransformation(lambda params: EmptyState(), update)
+
+
+class ScaleByRStdDevState(NamedTuple):
+    mu: Any
+    nu: Any
+
+
+def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0, eps_in_sqrt: bool = True):
+    """Centered RMSProp's scaling (optax.scale_by_stddev): g / sqrt(nu - mu^2 + eps)."""
+    def init(params):
+        return ScaleByRStdDevState(_zeros_like(params), _full_like(params, initial_scale))
+
+    def update(updates, state, params=None):
+        mu = _tmap(lambda g, m: _ema(g, m, decay), updates, state.mu)
+        nu = _tmap(lambda g, v: _ema(g * g, v, decay), updates, state.nu)
+        if eps_in_sqrt:
+            out = _tmap(lambda g, m, v: g / _core.sqrt(v - m * m + eps), updates, mu, nu)
+        else:
+            out = _tmap(lambda g, m, v: g / (_core.sqrt(v - m * m) + eps), updates, mu, nu)
+        return out, ScaleByRStdDevState(mu, nu)
+    return GradientTransformation(init, update)
+
+
+class ScaleByNovogradState(NamedTuple):
+    count: Any
+    mu: Any
+    nu: Any
+
+
+def scale_by_novograd(b1: float = 0.9, b2: float = 0.25, eps: float = 1e-8, eps_root: float = 0.0,
+                      weight_decay: float = 0.0, mu_dtype=None):
+    """NovoGrad's direction (optax.scale_by_novograd): per-leaf second moments of ||g||^2."""
+    def init(params):
+        mu = _zeros_like(params)
+        nu = _tree.map(lambda p: _core.zeros((), dtype=_core.asarray(p).dtype), params)
+        return ScaleByNovogradState(_count(), mu, nu)
+
+    def update(updates, state, params=None):
+        if params is None:
+            raise ValueError("optax.scale_by_novograd: needs params; call update(updates, state, params)")
+        c = state.count + 1
+        first = c == 1
+        nu = _tmap(lambda g, n: _core.where(first, _core.sum(g * g), _ema(_core.sum(g * g), n, b2)), updates,
+                   state.nu)
+        mu = _tmap(lambda g, p, n, m: (g / (_core.sqrt(n + eps_root) + eps) + weight_decay * _core.asarray(p))
+                   + _core.where(first, 0.0, b1) * m, updates, params, nu, state.mu)
+        if mu_dtype is not None:
+            mu = _tmap(lambda m: m.astype(mu_dtype), mu)
+        return mu, ScaleByNovogradState(c, mu, nu)
+    return GradientTransformation(init, update)
+
+
+def _lr(learning_rate):
+    # optax: learning_rate=None is no scaling at all (not even the sign flip).
+    return identity() if learning_rate is None else scale_by_learning_rate(learning_rate)
+
+
+def nadam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0):
+    return chain(scale_by_nadam(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate))
+
+
+def radam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0,
+          threshold: float = 5.0, *, nesterov: bool = False):
+    return chain(scale_by_radam(b1, b2, eps, eps_root, threshold, nesterov=nesterov),
+                 scale_by_learning_rate(learning_rate))
+
+
+def adabelief(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-16, eps_root: float = 1e-16, *,
+              nesterov: bool = False):
+    return chain(scale_by_belief(b1, b2, eps, eps_root, nesterov=nesterov), scale_by_learning_rate(learning_rate))
+
+
+def yogi(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-3):
+    return chain(scale_by_yogi(b1, b2, eps), scale_by_learning_rate(learning_rate))
+
+
+def adamax(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
+    return chain(scale_by_adamax(b1, b2, eps), scale_by_learning_rate(learning_rate))
+
+
+def adadelta(learning_rate=None, rho: float = 0.9, eps: float = 1e-6, weight_decay: float = 0.0,
+             weight_decay_mask=None):
+    return chain(add_decayed_weights(weight_decay, weight_decay_mask), scale_by_adadelta(rho, eps), _lr(learning_rate))
+
+
+def lion(learning_rate, b1: float = 0.9, b2: float = 0.99, mu_dtype=None, weight_decay: float = 1e-3, mask=None):
+    return chain(scale_by_lion(b1, b2, mu_dtype), add_decayed_weights(weight_decay, mask),
+                 scale_by_learning_rate(learning_rate))
+
+
+def lamb(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-6, eps_root: float = 0.0,
+         weight_decay: float = 0.0, mask=None):
+    return chain(scale_by_adam(b1, b2, eps, eps_root), add_decayed_weights(weight_decay, mask),
+                 scale_by_trust_ratio(), scale_by_learning_rate(learning_rate))
+
+
+def novograd(learning_rate, b1: float = 0.9, b2: float = 0.25, eps: float = 1e-6, eps_root: float = 0.0,
+             weight_decay: float = 0.0):
+    return chain(scale_by_novograd(b1, b2, eps, eps_root, weight_decay), scale_by_learning_rate(learning_rate))
+
+
+class EmaState(NamedTuple):
+    count: Any
+    ema: Any
+
+
+def ema(decay: float, debias: bool = True, accumulator_dtype=None):
+    """The exponential moving average of the updates (optax.ema), bias-corrected when debias."""
+    def init(params):
+        z = _zeros_like(params)
+        return EmaState(_count(), z if accumulator_dtype is None else _tmap(lambda a: a.astype(accumulator_dtype), z))
+
+    def update(updates, state, params=None):
+        new = _tmap(lambda g, a: _ema(g, a.astype(g.dtype), decay), updates, state.ema)
+        c = state.count + 1
+        out = _tmap(lambda a: _bc(a, decay, c), new) if debias else new
+        if accumulator_dtype is not None:
+            new = _tmap(lambda a: a.astype(accumulator_dtype), new)
+        return out, EmaState(c, new)
+    return GradientTransformation(init, update)
+
+
+class ApplyIfFiniteState(NamedTuple):
+    notfinite_count: Any
+    last_finite: Any
+    total_notfinite: Any
+    inner_state: Any
+
+
+def _select_tree(pred, on_true, on_false):
+    return _tree.map(lambda a, b: _core.where(pred, _core.asarray(a), _core.asarray(b)).astype(_core.asarray(b).dtype),
+                     on_true, on_false)
+
+
+def apply_if_finite(inner, max_consecutive_errors: int):
+    """inner's update when every update is finite; otherwise zero updates and inner's state
+    unchanged, unless more than max_consecutive_errors non-finite updates came in a row
+    (optax.apply_if_finite; then the update goes through)."""
+    def init(params):
+        return ApplyIfFiniteState(_count(), _core.asarray(True), _count(), inner.init(params))
+
+    def update(updates, state, params=None, **extra_args):
+        flat = [_core.asarray(u) for u in _tree.leaves(updates)]
+        finite = _core.asarray(True)
+        for u in flat:
+            finite = finite & _core.all(_core.isfinite(u))
+        notfinite = _core.where(finite, _core.zeros((), dtype=_core.int32), state.notfinite_count + 1)
+        new_updates, new_inner = inner.update(updates, state.inner_state, params, **extra_args)
+        take = finite | (notfinite > max_consecutive_errors)
+        out = _tree.map(lambda u: _core.where(take, u, _core.zeros_like(u)), new_updates)
+        inner_state = _select_tree(take, new_inner, state.inner_state)
+        total = _core.where(finite, state.total_notfinite, state.total_notfinite + 1)
+        return out, ApplyIfFiniteState(notfinite, finite, total, inner_state)
+    return GradientTransformation(init, update)
+
+
+class MultiStepsState(NamedTuple):
+    mini_step: Any
+    gradient_step: Any
+    inner_opt_state: Any
+    acc_grads: Any
+    skip_state: Any = ()
+
+
+class MultiSteps:
+    """Gradient accumulation (optax.MultiSteps): every_k_schedule mini-steps are averaged
+    (or summed, use_grad_mean=False) and passed to opt once; between, the updates are zero.
+    ``should_skip_update_fn(updates, gradient_step, params) -> (bool scalar, state)`` skips
+    a mini-step."""
+
+    def __init__(self, opt, every_k_schedule, use_grad_mean: bool = True, should_skip_update_fn=None,
+                 accumulator_dtype=_core.float32):
+        if isinstance(every_k_schedule, int) and not isinstance(every_k_schedule, bool):
+            if every_k_schedule < 1:
+                raise ValueError(f"optax.MultiSteps: every_k_schedule must be >= 1, got {every_k_schedule}")
+            k = every_k_schedule
+            self._every_k_schedule = lambda step: k
+        elif callable(every_k_schedule):
+            self._every_k_schedule = every_k_schedule
+        else:
+            raise TypeError(f"optax.MultiSteps: every_k_schedule must be an int or a function of the step, got "
+                            f"{type(every_k_schedule).__name__}")
+        self._opt = opt
+        self._use_grad_mean = use_grad_mean
+        self._acc_dtype = accumulator_dtype
+        self._skip = should_skip_update_fn or (lambda *a, **k: (_core.asarray(False), ()))
+
+    @property
+    def inner_opt(self):
+        return self._opt
+
+    def init(self, params):
+        zeros = _zeros_like(params)
+        _, skip_state = self._skip(zeros, _count(), params)
+        acc = _tmap(lambda z: z.astype(self._acc_dtype), zeros)
+        return MultiStepsState(_count(), _count(), self._opt.init(params), acc, skip_state)
+
+    def update(self, updates, state, params=None, **extra_args):
+        k = _core.asarray(self._every_k_schedule(state.gradient_step)).astype(_core.int32)
+        skip, skip_state = self._skip(updates, state.gradient_step, params)
+        skip = _core.asarray(skip)
+        if skip.dtype != _core.bool_ or skip.shape != ():
+            raise ValueError(f"optax.MultiSteps: should_skip_update_fn must return a boolean scalar, got dtype "
+                             f"{skip.dtype} and shape {tuple(skip.shape)}")
+        n = state.mini_step
+        if self._use_grad_mean:
+            acc = _tmap(lambda g, a: a + (g.astype(a.dtype) - a) / (n + 1).astype(a.dtype), updates, state.acc_grads)
+        else:
+            acc = _tmap(lambda g, a: g.astype(a.dtype) + a, updates, state.acc_grads)
+        final, new_inner = self._opt.update(_tmap(lambda a, g: a.astype(g.dtype), acc, updates),
+                                            state.inner_opt_state, params, **extra_args)
+        emit = n == k - 1
+        emit_i = emit.astype(_core.int32)
+        done = MultiStepsState(
+            (n + 1) % k, emit_i * (state.gradient_step + 1) + (1 - emit_i) * state.gradient_step,
+            _select_tree(emit, new_inner, state.inner_opt_state),
+            _tmap(lambda a: _core.where(emit, _core.zeros_like(a), a), acc), skip_state)
+        out = _tmap(lambda u: _core.where(emit & ~skip, u, _core.zeros_like(u)), final)
+        kept = MultiStepsState(state.mini_step, state.gradient_step, state.inner_opt_state, state.acc_grads, skip_state)
+        new_state = _select_tree(skip, kept, done)
+        return out, new_state
+
+    def has_updated(self, state):
+        return (state.mini_step == 0) & (state.gradient_step > 0)
+
+    def gradient_transformation(self):
+        return GradientTransformation(self.init, self.update)
+
+
+# ---- more schedules ---------------------------------------------------------------------------
+
+def _f64(count):
+    return _core.asarray(count).astype(_core.float64)
+
+
+def _piecewise_interpolate(interpolate, init_value: float, boundaries_and_scales: dict):
+    """optax.piecewise_interpolate_schedule: between consecutive boundaries the value moves
+    from one cumulative-product level to the next by `interpolate` ("linear" or "cosine")."""
+    if interpolate not in ("linear", "cosine"):
+        raise ValueError(f"optax.piecewise_interpolate_schedule: interpolate_type must be 'linear' or 'cosine', got "
+                         f"{interpolate!r}")
+    items = sorted(boundaries_and_scales.items()) if boundaries_and_scales else []
+    if any(s < 0 for _, s in items):
+        raise ValueError("optax.piecewise_interpolate_schedule: scale factors must be non-negative")
+    bounds = [0] + [int(b) for b, _ in items]
+    values = [float(init_value)]
+    for _, s in items:
+        values.append(values[-1] * s)
+
+    def schedule(count):
+        c = _f64(count)
+        out = _core.zeros_like(c)
+        for i in range(len(bounds) - 1):
+            lo, hi = bounds[i], bounds[i + 1]
+            pct = (c - lo) / max(hi - lo, 1)
+            a, b = values[i], values[i + 1]
+            v = (b - a) * pct + a if interpolate == "linear" else b + (a - b) / 2.0 * (_core.cos(math.pi * pct) + 1.0)
+            out = out + _core.where((c >= lo) & (c < hi), v, 0.0)
+        return out + _core.where(c >= bounds[-1], values[-1], 0.0)
+    return schedule
+
+
+def piecewise_interpolate_schedule(interpolate_type: str, init_value: float, boundaries_and_scales=None):
+    return _piecewise_interpolate(interpolate_type, init_value, boundaries_and_scales or {})
+
+
+def linear_onecycle_schedule(transition_steps: int, peak_value: float, pct_start: float = 0.3, pct_final: float = 0.85,
+                             div_factor: float = 25.0, final_div_factor: float = 1e4):
+    if transition_steps <= 0:
+        raise ValueError(f"optax.linear_onecycle_schedule: transition_steps must be > 0, got {transition_steps}")
+    return _piecewise_interpolate("linear", peak_value / div_factor, {
+        int(pct_start * transition_steps): div_factor, int(pct_final * transition_steps): 1.0 / div_factor,
+        transition_steps: 1.0 / final_div_factor})
+
+
+def cosine_onecycle_schedule(transition_steps: int, peak_value: float, pct_start: float = 0.3,
+                             div_factor: float = 25.0, final_div_factor: float = 1e4):
+    if transition_steps <= 0:
+        raise ValueError(f"optax.cosine_onecycle_schedule: transition_steps must be > 0, got {transition_steps}")
+    return _piecewise_interpolate("cosine", peak_value / div_factor, {
+        int(pct_start * transition_steps): div_factor, int(transition_steps): 1.0 / (div_factor * final_div_factor)})
+
+
+def _exponential_decay(init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None):
+    # optax.exponential_decay's formula (used by warmup_exponential_decay_schedule).
+    if transition_steps <= 0 or decay_rate == 0:
+        return lambda count: _core.full_like(_f64(count), init_value)
+    transition_begin = max(transition_begin, 0)
+
+    def schedule(count):
+        d = _f64(count) - transition_begin
+        p = d / transition_steps
+        if staircase:
+            p = _core.floor(p)
+        v = _core.where(d <= 0, init_value, init_value * _core.power(_core.asarray(float(decay_rate)), p))
+        if end_value is not None:
+            v = _core.maximum(v, end_value) if decay_rate < 1.0 else _core.minimum(v, end_value)
+        return v
+    return schedule
+
+
+def warmup_exponential_decay_schedule(init_value: float, peak_value: float, warmup_steps: int,
+                                      transition_steps: int, decay_rate: float, transition_begin: int = 0,
+                                      staircase: bool = False, end_value: Optional[float] = None):
+    return join_schedules([linear_schedule(init_value, peak_value, warmup_steps),
+                           _exponential_decay(peak_value, transition_steps, decay_rate, transition_begin, staircase,
+                                              end_value)], [warmup_steps])
+
+
+def sgdr_schedule(cosine_kwargs):
+    """Warm restarts (optax.sgdr_schedule): warmup_cosine_decay_schedule(**kwargs) for each
+    entry, one after the other."""
+    schedules, boundaries, step = [], [], 0
+    for kwargs in cosine_kwargs:
+        schedules.append(warmup_cosine_decay_schedule(**kwargs))
+        step += kwargs["decay_steps"]
+        boundaries.append(step)
+    if not schedules:
+        raise ValueError("optax.sgdr_schedule: cosine_kwargs is empty")
+    return join_schedules(schedules, boundaries[:-1])
+
+
+# ---- optax.tree_utils / optax.schedules ------------------------------------------------------
+
+def _tree_vdot(a, b):
+    return sum((_core.sum(_core.asarray(x) * _core.asarray(y)) for x, y in zip(_tree.leaves(a), _tree.leaves(b))),
+               _core.asarray(0.0))
+
+
+class _Namespace:
+    def __init__(self, name, **items):
+        self.__name__ = name
+        self.__dict__.update(items)
+
+    def __repr__(self):
+        return f"<namespace {self.__name__}>"
+
+
+tree_utils = _Namespace(
+    "quabla.optax.tree_utils",
+    tree_zeros_like=_zeros_like, tree_full_like=_full_like,
+    tree_ones_like=lambda t: _full_like(t, 1.0),
+    tree_add=lambda a, b: _tmap(lambda x, y: x + y, a, b),
+    tree_sub=lambda a, b: _tmap(lambda x, y: x - y, a, b),
+    tree_mul=lambda a, b: _tmap(lambda x, y: x * y, a, b),
+    tree_scalar_mul=lambda s, t: _tmap(lambda x: s * x, t),
+    tree_add_scalar_mul=lambda a, s, b: _tmap(lambda x, y: x + s * y, a, b),
+    tree_vdot=_tree_vdot,
+    tree_sum=lambda t: sum((_core.sum(_core.asarray(x)) for x in _tree.leaves(t)), _core.asarray(0.0)),
+    tree_l2_norm=lambda t, squared=False: (_tree_vdot(t, t) if squared else _core.sqrt(_tree_vdot(t, t))),
+    tree_bias_correction=lambda m, decay, count: _tmap(lambda x: _bc(x, decay, _core.asarray(count)), m),
+    tree_update_moment=lambda updates, moments, decay, order: _tmap(
+        lambda g, m: _ema(g ** order, m, decay), updates, moments),
+)
+tree = tree_utils  # optax.tree (newer optax's name for the same functions, without the tree_ prefix too)
+for _n, _f in list(vars(tree_utils).items()):
+    if _n.startswith("tree_"):
+        setattr(tree_utils, _n[5:], _f)
+
+schedules = _Namespace(
+    "quabla.optax.schedules",
+    constant_schedule=constant_schedule, exponential_decay=exponential_decay,
+    cosine_decay_schedule=cosine_decay_schedule, warmup_cosine_decay_schedule=warmup_cosine_decay_schedule,
+    piecewise_constant_schedule=piecewise_constant_schedule, polynomial_schedule=polynomial_schedule,
+    linear_schedule=linear_schedule, join_schedules=join_schedules,
+    piecewise_interpolate_schedule=piecewise_interpolate_schedule,
+    linear_onecycle_schedule=linear_onecycle_schedule, cosine_onecycle_schedule=cosine_onecycle_schedule,
+    warmup_exponential_decay_schedule=warmup_exponential_decay_schedule, sgdr_schedule=sgdr_schedule,
+    Schedule=Schedule,
+)
+
+__all__ += ["OptState", "Params", "Updates", "Schedule", "ScalarOrSchedule", "GradientTransformationExtraArgs",
+            "scale_by_nadam", "scale_by_radam", "scale_by_belief", "ScaleByBeliefState", "scale_by_yogi",
+            "scale_by_adamax", "scale_by_adadelta", "ScaleByAdaDeltaState", "scale_by_lion", "ScaleByLionState",
+            "scale_by_trust_ratio", "scale_by_stddev", "ScaleByRStdDevState", "scale_by_novograd",
+            "ScaleByNovogradState", "nadam", "radam", "adabelief", "yogi", "adamax", "adadelta", "lion", "lamb",
+            "novograd", "ema", "EmaState", "apply_if_finite", "ApplyIfFiniteState", "MultiSteps", "MultiStepsState",
+            "piecewise_interpolate_schedule", "linear_onecycle_schedule", "cosine_onecycle_schedule",
+            "warmup_exponential_decay_schedule", "sgdr_schedule", "tree_utils", "schedules"]

@@ -1224,3 +1224,73 @@ def he_uniform(k, shape, dtype=None):
 
 def lecun_normal(k, shape, dtype=None):
     return _variance_scaling(k, shape, dtype, 1.0, "fan_in", "truncated_normal")
+
+
+# ---------------------------------------------------------------------------------------------
+# More samplers: jax.random's lognormal, pareto, weibull_min, maxwell, double_sided_maxwell,
+# triangular, with JAX's formulas on the same bits (the same key gives JAX's samples).
+# ---------------------------------------------------------------------------------------------
+
+def _param(v, d):
+    return qb.asarray(v).astype(d)
+
+
+def lognormal(k, sigma=1.0, shape=None, dtype=None):
+    """exp(sigma * normal(key, shape)) (jax.random.lognormal); shape defaults to sigma's."""
+    d = _float_dtype(dtype, "lognormal")
+    sigma = _param(sigma, d)
+    return qb.exp(normal(k, _param_shape("lognormal", shape, sigma), d) * sigma)
+
+
+def pareto(k, b, shape=None, dtype=None):
+    """Pareto(b) samples exp(exponential(key, shape) / b) (jax.random.pareto); shape
+    defaults to b's."""
+    d = _float_dtype(dtype, "pareto")
+    b = _param(b, d)
+    return qb.exp(exponential(k, _param_shape("pareto", shape, b), d) / b)
+
+
+def weibull_min(k, scale, concentration, shape=(), dtype=None):
+    """Weibull samples (-log1p(-u)) ** (1 / concentration) * scale, u uniform in [0, 1)
+    (jax.random.weibull_min)."""
+    d = _float_dtype(dtype, "weibull_min")
+    u = uniform(k, _shape(shape), d, 0.0, 1.0)
+    return qb.power(-qb.log1p(-u), 1.0 / _param(concentration, d)) * _param(scale, d)
+
+
+def maxwell(k, shape=(), dtype=None):
+    """Maxwell samples: the norm of 3 standard normals (jax.random.maxwell)."""
+    d = _float_dtype(dtype, "maxwell")
+    z = normal(k, _shape(shape) + (3,), d)
+    return qb.sqrt(qb.sum(z * z, axis=-1))
+
+
+def double_sided_maxwell(k, loc, scale, shape=(), dtype=None):
+    """Double-sided Maxwell samples sign * maxwell * scale + loc (jax.random's): the sample
+    shape is shape + the parameters' broadcast shape (or that shape alone when shape is
+    empty), the magnitude and the sign from the two halves of split(key)."""
+    key_, _ = _key_arg(k, "double_sided_maxwell")
+    d = _float_dtype(dtype, "double_sided_maxwell")
+    loc, scale = _param(loc, d), _param(scale, d)
+    params = tuple(qb.broadcast_shapes(tuple(loc.shape), tuple(scale.shape)))
+    shape = _shape(shape)
+    shape = (shape or params) + params
+    km, ks = split(key_)
+    return rademacher(ks, shape, d) * maxwell(km, shape, d) * scale + loc
+
+
+def triangular(k, left, mode, right, shape=None, dtype=None):
+    """Triangular samples on [left, right] with the given mode, by inverting the CDF of one
+    uniform draw (jax.random.triangular); shape defaults to the parameters' broadcast."""
+    d = _float_dtype(dtype, "triangular")
+    left, mode, right = _param(left, d), _param(mode, d), _param(right, d)
+    shape = _param_shape("triangular", shape, left, mode, right)
+    left, mode, right = (qb.broadcast_to(v, shape) for v in (left, mode, right))
+    fc = (mode - left) / (right - left)
+    u = uniform(k, shape, d)
+    low = left + qb.sqrt(u * (right - left) * (mode - left))
+    high = right - qb.sqrt((1.0 - u) * (right - left) * (right - mode))
+    return qb.where(u < fc, low, high)
+
+
+__all__ += ["lognormal", "pareto", "weibull_min", "maxwell", "double_sided_maxwell", "triangular"]

@@ -175,7 +175,7 @@ def test_constants_and_dtype_information():
     assert qb.ndim(A) == 2 and qb.shape(A) == (3, 4) and qb.size(A) == 12 and qb.size(A, 1) == 4
     assert qb.isscalar(3.0) and qb.isscalar(qb.asarray(1.0)) and not qb.isscalar(qb.ones(2))
     assert np.asarray(qb.empty((2, 3))).shape == (2, 3) and qb.empty_like(qb.ones(4, dtype=qb.int32)).dtype == qb.int32
-    assert qb.ShapeDtypeStruct is qb.ShapeDtype and qb.tree_util is qb.tree
+    assert qb.ShapeDtypeStruct is qb.ShapeDtype and qb.tree_util.tree_map is qb.tree.tree_map
 
 
 def test_errors_name_the_function():

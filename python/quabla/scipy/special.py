@@ -8,10 +8,11 @@ from .._package import qb as _qb
 
 from .._special import beta, betaln, digamma, erfcinv, erfinv, gamma, gammaln, ndtri, polygamma  # noqa: F401
 from .._special_incomplete import betainc, gammainc, gammaincc, i0, i0e, i1, i1e  # noqa: F401
+from .._special_more import rel_entr, kl_div, exp1, expi  # noqa: F401
 
 __all__ = ["erf", "erfc", "expit", "logit", "logsumexp", "softmax", "log_softmax", "xlogy", "xlog1py", "ndtr",
            "log_ndtr", "entr", "gammaln", "gamma", "digamma", "psi", "polygamma", "betaln", "beta", "erfinv", "erfcinv",
-           "ndtri", "gammainc", "gammaincc", "betainc", "i0", "i0e", "i1", "i1e", "factorial", "multigammaln"]
+           "ndtri", "gammainc", "gammaincc", "betainc", "i0", "i0e", "i1", "i1e", "factorial", "multigammaln", "rel_entr", "kl_div", "exp1", "expi"]
 
 psi = digamma
 

@@ -3,6 +3,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "quabla/api/functions.h"
 #include "quabla/ir/errors.h"
 #include "quabla/transforms/simplify.h"
 
@@ -37,6 +38,15 @@ void append_signature(std::string& key, std::span<const Array> args) {
   }
 }
 
+ValueId weak_result(Builder& b, ValueId v) {
+  const ValueType& t = b.type(v);
+  if (!t.weak) return v;
+  const DType d = is_float(t.dtype) ? default_float_dtype() : is_int(t.dtype) ? default_int_dtype() : t.dtype;
+  const ValueId r = d == t.dtype ? v : api::astype(b, v, d);
+  b.graph().values[r].weak = true;
+  return r;
+}
+
 std::shared_ptr<const cpu::Executable> eager_program(const std::string& key, std::span<const Array> args,
                                                      const BuildFn& build) {
   Cache& c = cache();
@@ -49,7 +59,9 @@ std::shared_ptr<const cpu::Executable> eager_program(const std::string& key, std
   Builder b(*g);
   std::vector<ValueId> params;
   for (const Array& a : args) params.push_back(b.param(a.type));
-  b.set_results(build(b, params));
+  std::vector<ValueId> results = build(b, params);
+  for (ValueId& r : results) r = weak_result(b, r);
+  b.set_results(results);
   verify(*g);
   // The same pipeline as jit (simplify, then plan), so eager and jit cannot disagree.
   auto exe = std::make_shared<const cpu::Executable>(std::make_shared<const Graph>(simplify(*g)));
@@ -66,8 +78,7 @@ std::vector<Array> run_program(const cpu::Executable& exe, std::span<const Array
   std::vector<Array> result;
   result.reserve(outs.size());
   for (std::size_t i = 0; i < outs.size(); ++i) {
-    ValueType t = g.type(g.results[i]);
-    t.weak = false;
+    ValueType t = g.type(g.results[i]);  // weak where computed from weak values only
     Array a;
     a.storage = std::move(outs[i]);
     a.type = std::move(t);

@@ -28,6 +28,12 @@ std::shared_ptr<const cpu::Executable> eager_program(const std::string& key, std
 
 std::vector<Array> run_program(const cpu::Executable& exe, std::span<const Array> args);
 
+// A result computed from weak values only (Python numbers, weak arrays) stays weak, as in
+// JAX: it adopts the dtype of the arrays it meets later, and its own dtype is the default
+// of its kind (a weak Python float is float64 inside a graph, so this converts it to
+// float32 under qb.set_default_dtype(qb.float32)). Strong values pass through.
+ValueId weak_result(Builder& b, ValueId v);
+
 // Records a user-level function into the trace the tracer arguments belong to.
 std::vector<Array> trace_call(Trace& trace, std::span<const Array> args, const BuildFn& build);
 

@@ -162,11 +162,13 @@ V logical_not(Builder& b, V x, bool strict_bool) {
 
 V where(Builder& b, V c, V x, V y) {
   V cond = astype(b, c, DType::bool_);
+  const bool weak = b.type(x).weak && b.type(y).weak;  // where(m, 1.0, 0.0) is weak, as in JAX
   const V xs[] = {x, y};
   auto v = promote_broadcast(b, "where", xs, true);
   Shape shape = broadcast_shapes(b.type(cond).shape, b.type(v[0]).shape, "where");
   cond = broadcast_to(b, cond, shape, "where");
-  return b.emit1(Op::Select, {cond, broadcast_to(b, v[0], shape, "where"), broadcast_to(b, v[1], shape, "where")});
+  return keep_weak(b, b.emit1(Op::Select, {cond, broadcast_to(b, v[0], shape, "where"), broadcast_to(b, v[1], shape, "where")}),
+                   weak);
 }
 
 V int_power(Builder& b, V x, V y) { return b.emit1(Op::Pow, {x, y}); }

@@ -148,9 +148,15 @@ V stack(Builder& b, std::span<const V> xs_in, std::int64_t axis) {
   const std::int64_t ax = normalize_axis(axis, static_cast<int>(first.size()) + 1, "stack");
   // Promote before expand_dims: a reshaped Python scalar would no longer be weak.
   const DType dtype = common_dtype(b, "stack", xs_in, true);
+  bool weak = true;  // stacked Python numbers stay weak, as in JAX
   std::vector<V> xs;
-  for (V x : xs_in) xs.push_back(expand_dims(b, astype(b, x, dtype), std::vector<std::int64_t>{ax}));
-  return concat(b, xs, ax, "stack");
+  for (V x : xs_in) {
+    weak = weak && b.type(x).weak;
+    xs.push_back(expand_dims(b, astype(b, x, dtype), std::vector<std::int64_t>{ax}));
+  }
+  const V out = concat(b, xs, ax, "stack");
+  if (weak) b.graph().values[out].weak = true;
+  return out;
 }
 
 std::vector<V> split(Builder& b, V x, std::span<const std::int64_t> indices_in, std::int64_t sections,

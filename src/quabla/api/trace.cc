@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "quabla/api/eager.h"
 #include "quabla/ir/errors.h"
 
 namespace qb {
@@ -90,11 +91,10 @@ ValueId Trace::value_of(const Array& a) {
 std::shared_ptr<const Graph> Trace::finish(std::span<const Array> results) {
   if (!open) throw TracerError("this trace has already finished");
   std::vector<ValueId> out;
-  for (const Array& r : results) out.push_back(value_of(r));
+  for (const Array& r : results) out.push_back(weak_result(builder, value_of(r)));
   builder.set_results(out);
   open = false;
   auto g = std::make_shared<Graph>(graph);
-  for (auto v : out) g->values[v].weak = false;  // results are ordinary (strong) arrays
   verify(*g);
   return g;
 }

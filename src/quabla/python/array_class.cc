@@ -190,6 +190,9 @@ nb::class_<Array> bind_array(nb::module_& m) {
                         "qb.where, qb.concat or x.at-style functions");
       })
       .def_prop_ro("_is_tracer", [](const Array& a) { return a.is_tracer(); })
+      // Weakly typed (made from Python numbers only, as JAX's weak_type): adopts the dtype of
+      // the arrays it meets.
+      .def_prop_ro("weak_type", [](const Array& a) { return a.type.weak; })
       .def("_shares_storage_with", [](const Array& a, const Array& b) { return a.storage == b.storage; });
   cls.attr("__hash__") = nb::none();  // == is elementwise, as in NumPy
   cls.attr("__array_priority__") = 100;  // NumPy defers binary operators to us

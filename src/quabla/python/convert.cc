@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <string_view>
 
 #include "quabla/api/eager.h"
 #include "quabla/api/trace.h"
@@ -272,7 +273,6 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
   }
   if (nb::isinstance<Array>(obj)) {
     Array a = nb::cast<Array>(obj);
-    a.type.weak = false;
     if (dtype && *dtype != a.dtype()) {
       return eager_call("convert:" + std::string(dtype_short_name(*dtype)), std::span(&a, 1),
                         [d = *dtype](Builder& b, std::span<const ValueId> p) {
@@ -292,6 +292,8 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
   if (PyFloat_Check(obj.ptr())) {
     const double v = PyFloat_AsDouble(obj.ptr());
     if (PyErr_Occurred()) throw nb::python_error();
+    // Strong, unlike jnp.asarray(2.0): a 0-d array made on purpose keeps its dtype (and a
+    // jitted loop fed it, then its strong result, compiles once, not twice).
     return Array::scalar(v, dtype.value_or(default_float_dtype()));
   }
   if (is_sequence(obj)) {
@@ -318,6 +320,18 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
                   " to a quabla array; pass a number, a bool, a nested list or tuple, a NumPy array or a quabla Array");
 }
 
+namespace {
+// A NumPy scalar (numpy.float32(0.5), numpy.int64(3), numpy.bool_(True)): an operand as the
+// Python number it holds, so every NumPy scalar is weak (numpy.float64 is a float subclass
+// and was weak already; the others were strong, so float32 and float64 scalars disagreed).
+bool is_numpy_scalar(nb::handle obj) {
+  const char* name = Py_TYPE(obj.ptr())->tp_name;
+  return std::string_view(name).starts_with("numpy.") && !nb::isinstance<Array>(obj) &&
+         nb::hasattr(obj, "item") && nb::hasattr(obj, "ndim") && nb::cast<int>(obj.attr("ndim")) == 0 &&
+         !std::string_view(name).starts_with("numpy.ndarray");
+}
+}  // namespace
+
 Array to_operand(nb::handle obj) {
   if (PyBool_Check(obj.ptr())) return Array::scalar(obj.ptr() == Py_True, DType::bool_, true);
   if (PyLong_Check(obj.ptr())) {  // a weak int: it adopts the dtype of the array it meets
@@ -330,6 +344,10 @@ Array to_operand(nb::handle obj) {
     const double v = PyFloat_AsDouble(obj.ptr());
     if (PyErr_Occurred()) throw nb::python_error();
     return Array::scalar(v, DType::f64, true);
+  }
+  if (is_numpy_scalar(obj)) {
+    nb::object value = obj.attr("item")();
+    if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr())) return to_operand(value);
   }
   return to_array(obj);
 }

@@ -13,7 +13,8 @@ namespace {
 
 std::optional<DType> dtype_from_name(std::string_view s) {
   if (s == "float32" || s == "f32" || s == "f") return DType::f32;
-  if (s == "float64" || s == "f64" || s == "d" || s == "float") return DType::f64;
+  if (s == "float64" || s == "f64" || s == "d") return DType::f64;
+  if (s == "float") return default_float_dtype();  // dtype="float", as dtype=float
   if (s == "bool" || s == "bool_" || s == "?") return DType::bool_;
   if (s == "int32" || s == "i32" || s == "i") return DType::i32;
   if (s == "int64" || s == "i64" || s == "q" || s == "l") return DType::i64;
@@ -27,7 +28,9 @@ std::optional<DType> dtype_from_name(std::string_view s) {
 std::optional<DType> parse_dtype(nb::handle obj) {
   if (obj.is_none()) return std::nullopt;
   if (nb::isinstance<DTypeObject>(obj)) return nb::cast<DTypeObject>(obj).dtype;
-  if (obj.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::f64;
+  // dtype=float is the default float, as dtype=int the default integer (JAX canonicalises
+  // Python's types: float32 without x64).
+  if (obj.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return default_float_dtype();
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::bool_;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return default_int_dtype();
   std::string name;
@@ -58,6 +61,13 @@ std::optional<DType> parse_dtype(nb::handle obj) {
 
 void bind_dtypes(nb::module_& m) {
   nb::class_<DTypeObject>(m, "DType")
+      // qb.dtype(obj), as numpy.dtype / jnp.dtype: a name ("float32", "f8"), a dtype, a NumPy
+      // dtype or scalar type, a Python type (float and int: the defaults), an array (its
+      // dtype), None (the default float).
+      .def("__init__", [](DTypeObject* self, nb::handle obj) {
+        std::optional<DType> d = obj.is_none() ? std::optional<DType>(default_float_dtype()) : parse_dtype(obj);
+        new (self) DTypeObject{*d};
+      }, nb::arg("obj").none() = nb::none())
       .def_prop_ro("name", [](const DTypeObject& d) { return std::string(dtype_name(d.dtype)); })
       .def_prop_ro("itemsize", [](const DTypeObject& d) { return itemsize(d.dtype); })
       .def("__str__", [](const DTypeObject& d) { return std::string(dtype_short_name(d.dtype)); })

@@ -97,8 +97,7 @@ struct Program {
     for (std::size_t i = 0; i < outs.size(); ++i) {
       Array a;
       a.storage = std::move(outs[i]);
-      a.type = g.type(g.results[i]);
-      a.type.weak = false;
+      a.type = g.type(g.results[i]);  // weak where computed from weak values only
       result.push_back(std::move(a));
     }
     return result;
@@ -126,7 +125,7 @@ void bind_program(nb::module_& m) {
         key += ',';
         key += std::to_string(d);
       }
-      key += ';';
+      key += a.type.weak ? "~;" : ";";
     }
     return nb::str(key.c_str(), key.size());
   });
@@ -233,7 +232,7 @@ bool flatten_arrays(nb::handle obj, std::string& key, nb::list& leaves, int dept
       key += ',';
       key += std::to_string(d);
     }
-    key += ';';
+    key += a.type.weak ? "~;" : ";";
     leaves.append(obj);
     return true;
   }
