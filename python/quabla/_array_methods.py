@@ -131,8 +131,42 @@ def _block_until_ready(self):
     return self
 
 
+def _qb_divmod(x, y):
+    from ._package import qb
+    return qb.divmod(x, y)
+
+
+def _index(self):
+    """operator.index of a concrete 0-d integer array (range(n), list indices), as NumPy's."""
+    if self.ndim != 0 or self.dtype not in (_core.int32, _core.int64):
+        raise TypeError(f"only integer scalar arrays can be converted to a scalar index, got {self.dtype.name} of "
+                        f"shape {tuple(self.shape)}")
+    return int(self)
+
+
+def _item_method(core_item):
+    def item(self, *args):
+        """The value as a Python scalar: of a one-element array, or at a flat index (item(3)) or a
+        multi-index (item(1, 2)), as NumPy's."""
+        if not args:
+            return core_item(self)
+        if len(args) == 1 and isinstance(args[0], tuple):
+            args = args[0]
+        if len(args) == 1:
+            i = int(args[0])
+            if not -self.size <= i < self.size:
+                raise IndexError(f"index {i} is out of bounds for an array of size {self.size}")
+            return core_item(self.reshape(-1)[i])
+        return core_item(self[tuple(int(a) for a in args)])
+    return item
+
+
 def install_more() -> None:
     cls = _core.Array
+    cls.__index__ = _index
+    cls.item = _item_method(cls.item)
+    cls.__divmod__ = lambda self, other: _qb_divmod(self, other)
+    cls.__rdivmod__ = lambda self, other: _qb_divmod(other, self)
     cls.__format__ = __format__
     cls.__round__ = __round__
     cls.flatten = _flatten

@@ -1,5 +1,6 @@
 // Elementwise functions of API.md §2.
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "quabla/api/functions.h"
@@ -51,7 +52,7 @@ namespace {
 bool has_int_kernel(Op op) {
   return op == Op::Neg || op == Op::Abs || op == Op::Sign || op == Op::Floor || op == Op::Ceil ||
          op == Op::Round || op == Op::StopGradient || op == Op::Add || op == Op::Sub || op == Op::Mul ||
-         op == Op::Pow || op == Op::Max || op == Op::Min;
+         op == Op::Pow || op == Op::Max || op == Op::Min || op == Op::Rem;
 }
 }  // namespace
 
@@ -78,6 +79,12 @@ V binary(Builder& b, std::string_view fname, Op op, V x, V y) {
     v[1] = to_inexact(b, v[1]);
   }
   if (op == Op::Pow && is_int(b.type(v[0]).dtype)) return int_power(b, v[0], v[1]);
+  if (op == Op::Rem && is_int(b.type(v[0]).dtype)) {
+    // fmod of integers: exact (C's truncated remainder, NumPy's fmod), and x fmod 0 is 0
+    // (NumPy's result) rather than the kernel's.
+    V zero = like(b, v[0], 0.0);
+    return keep_weak(b, b.emit1(Op::Select, {b.emit1(Op::Eq, {v[1], zero}), zero, b.emit1(op, {v[0], v[1]})}), weak);
+  }
   return keep_weak(b, b.emit1(op, {v[0], v[1]}), weak);
 }
 
@@ -127,10 +134,13 @@ V floor_divide(Builder& b, V x, V y) {
                             b.emit1(Op::Ne, {b.emit1(Op::Sign, {v[1]}), b.emit1(Op::Sign, {rem})})});
   div = b.emit1(Op::Select, {fix, b.emit1(Op::Sub, {div, like(b, div, 1.0)}), div});
   V r = b.emit1(Op::Round, {div});
-  // x / 0 and inf / y keep IEEE's quotient (NumPy: 1 // 0 is inf).
+  // x // 0 keeps IEEE's quotient (NumPy: 1 // 0 is inf, 0 // 0 NaN); an infinite x over a
+  // nonzero y is NaN, as NumPy's and JAX's floor division (inf // 2 has no integer floor).
   V q = b.emit1(Op::Div, {v[0], v[1]});
   V nonfinite = b.emit1(Op::Not, {b.emit1(Op::IsFinite, {q})});
-  return keep_weak(b, b.emit1(Op::Select, {nonfinite, q, r}), weak);
+  V by_zero = b.emit1(Op::Eq, {v[1], like(b, v[1], 0.0)});
+  V special = b.emit1(Op::Select, {by_zero, q, like(b, q, std::numeric_limits<double>::quiet_NaN())});
+  return keep_weak(b, b.emit1(Op::Select, {nonfinite, special, r}), weak);
 }
 
 V compare(Builder& b, std::string_view fname, Op op, V x, V y) {

@@ -21,6 +21,10 @@ Array to_array(nb::handle obj, std::optional<DType> dtype = std::nullopt);
 // An operand of a math function: Python scalars become weak (they adopt the other
 // operand's dtype); everything else is to_array.
 Array to_operand(nb::handle obj);
+
+// A Python int stored as int32 must fit (NumPy and jnp.array raise OverflowError rather than
+// wrap): raises OverflowError naming the value.
+void check_int_fits(DType d, std::int64_t v);
 std::optional<DType> parse_dtype(nb::handle obj);  // None -> nullopt; qb dtypes, NumPy dtypes, "float32"...
 // The float dtype of constructors and of conversions of Python numbers and lists when no
 // dtype is given: float64 until qb.set_default_dtype changes it (process-wide, as JAX's

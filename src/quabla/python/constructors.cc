@@ -35,6 +35,7 @@ Array full_array(Shape shape, nb::handle fill, std::optional<DType> dtype, const
                                  : (nb::isinstance<Array>(fill) ? f.dtype() : default_float_dtype()));
   if (is_int(d) && (PyLong_Check(fill.ptr()) || is_int(f.dtype()))) {  // exact, beyond 2^53 too
     const std::int64_t v = nb::cast<std::int64_t>(nb::int_(item(f)));
+    if (PyLong_Check(fill.ptr())) check_int_fits(d, v);
     Array a = Array::empty(d, std::move(shape));
     for (std::int64_t i = 0; i < a.size(); ++i) store_int64(d, a.storage->data() + i * itemsize(d), v);
     return a;

@@ -114,10 +114,25 @@ Array from_doubles(const std::vector<double>& v, Shape shape, DType dtype) {
   return a;
 }
 
+}  // namespace
+
+void check_int_fits(DType d, std::int64_t v) {
+  if (d == DType::i32 && (v < INT32_MIN || v > INT32_MAX)) {
+    const std::string msg = "Python integer " + std::to_string(v) + " out of bounds for int32; pass dtype=qb.int64";
+    PyErr_SetString(PyExc_OverflowError, msg.c_str());
+    throw nb::python_error();
+  }
+}
+
+namespace {
+
 Array from_ints(const std::vector<std::int64_t>& v, Shape shape, DType dtype) {
   Array a = Array::empty(dtype, std::move(shape));
   const std::size_t elem = itemsize(dtype);
-  for (std::size_t i = 0; i < v.size(); ++i) store_int64(dtype, a.storage->data() + i * elem, v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    check_int_fits(dtype, v[i]);
+    store_int64(dtype, a.storage->data() + i * elem, v[i]);
+  }
   return a;
 }
 
@@ -285,6 +300,7 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
   if (PyLong_Check(obj.ptr())) {
     const std::int64_t v = exact_int64(obj);
     const DType d = dtype.value_or(default_int_dtype());
+    check_int_fits(d, v);
     Array a = Array::empty(d, {});
     store_int64(d, a.storage->data(), v);
     return a;

@@ -29,8 +29,13 @@ struct Cotangents {
   void add(ValueId v, V c) { ct[v] = ct[v] ? e.add(*ct[v], c) : c; }
 };
 
+// Reaching a non-linear use of a tangent means a custom_jvp rule computed its tangent output
+// non-linearly (the built-in rules are linear): a user error, as JAX's linearity failure.
 [[noreturn]] void not_linear(Op op) {
-  throw InternalError(std::string("transpose: ") + std::string(op_name(op)) + " is not linear in a tangent");
+  throw TypeError("reverse-mode differentiation (grad, vjp) transposes the forward derivative, which must be linear "
+                  "in the tangents, but '" + std::string(op_name(op)) + "' is applied to a tangent non-linearly; a "
+                  "custom_jvp rule must return a tangent output linear in its tangent inputs (as in JAX): fix the "
+                  "rule, or define the reverse rule with custom_vjp");
 }
 
 // Adds the cotangent contributions of node n (of the linear graph) to its linear operands.
