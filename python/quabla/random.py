@@ -510,8 +510,7 @@ def _sqrt2_erfinv(u):
     the accurate inverse)."""
     if u.dtype == _core.float32:
         return math.sqrt(2.0) * _giles_f32(u)
-    from ._special import erfinv
-    return math.sqrt(2.0) * erfinv(u)
+    return math.sqrt(2.0) * _core.erf_inv(u)
 
 
 def _above_minus_one(d) -> float:

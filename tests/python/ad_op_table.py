@@ -152,6 +152,7 @@ CASES = [
     Case("atanh", qb.arctanh, [(S, -0.9, 0.9)]),
     Case("erf", qb.erf, [(S, -2, 2)]),
     Case("erfc", qb.erfc, [(S, -2, 2)]),
+    Case("erf_inv", qb.lax.erf_inv, [(S, -0.9, 0.9)]),
     Case("logistic", qb.sigmoid, [(S, -4, 4)]),
     Case("softplus", qb.softplus, [(S, -4, 4)]),
     Case("silu", qb.silu, [(S, -4, 4)]),

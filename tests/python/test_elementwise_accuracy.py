@@ -97,6 +97,14 @@ def ref_atanh(x):
     return mpmath.atanh(mpf_of(x))
 
 
+def ref_erfinv(x):
+    if math.isnan(x) or abs(x) > 1:
+        return nan
+    if abs(x) == 1:
+        return math.copysign(inf, x)
+    return mpmath.erfinv(mpf_of(x))
+
+
 def ref_exp2(x):
     if math.isnan(x):
         return nan
@@ -671,6 +679,7 @@ UNARY = {
     "arcsinh": (qb.arcsinh, _mp(mpmath.asinh), pts_full),
     "arccosh": (qb.arccosh, ref_acosh, pts_acosh),
     "arctanh": (qb.arctanh, ref_atanh, pts_unit),
+    "erf_inv": (qb.lax.erf_inv, ref_erfinv, pts_unit),
     "exp": (qb.exp, _mp(mpmath.exp, _exp_big), pts_exp),
     "expm1": (qb.expm1, _mp(mpmath.expm1, _expm1_big), pts_exp),
     "exp2": (qb.exp2, ref_exp2, pts_exp2),

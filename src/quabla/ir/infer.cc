@@ -72,7 +72,7 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
     case Op::Sqrt: case Op::Cbrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log:
     case Op::Log2: case Op::Log10: case Op::Log1p: case Op::Sin: case Op::Cos: case Op::Tan:
     case Op::Asin: case Op::Acos: case Op::Atan: case Op::Sinh: case Op::Cosh: case Op::Tanh:
-    case Op::Asinh: case Op::Acosh: case Op::Atanh: case Op::Erf: case Op::Erfc:
+    case Op::Asinh: case Op::Acosh: case Op::Atanh: case Op::Erf: case Op::Erfc: case Op::ErfInv:
     case Op::Logistic: case Op::Softplus: case Op::Silu: case Op::GeluTanh: case Op::StopGradient:
       return {unary_float(op, in[0])};
 

@@ -86,7 +86,7 @@ constexpr Unary kUnary[] = {
     {"tanh", Op::Tanh},     {"arcsinh", Op::Asinh},   {"arccosh", Op::Acosh},   {"arctanh", Op::Atanh},
     {"exp", Op::Exp},       {"expm1", Op::Expm1},     {"exp2", Op::Exp2},       {"log", Op::Log},
     {"log1p", Op::Log1p},   {"log2", Op::Log2},       {"log10", Op::Log10},     {"sqrt", Op::Sqrt},
-    {"cbrt", Op::Cbrt},     {"erf", Op::Erf},         {"erfc", Op::Erfc},       {"abs", Op::Abs},
+    {"cbrt", Op::Cbrt},     {"erf", Op::Erf},         {"erfc", Op::Erfc},       {"erf_inv", Op::ErfInv},       {"abs", Op::Abs},
     {"absolute", Op::Abs},  {"sign", Op::Sign},       {"floor", Op::Floor},     {"ceil", Op::Ceil},
     {"round", Op::Round},   {"sigmoid", Op::Logistic}, {"softplus", Op::Softplus}, {"negative", Op::Neg},
     {"stop_gradient", Op::StopGradient},

@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "quabla/backends/cpu/erfinv.h"
 #include "quabla/backends/cpu/vector_math.h"
 #include "quabla/runtime/thread_pool.h"
 
@@ -91,13 +92,6 @@ void chunked(std::int64_t n, Body&& body) {
   });
 }
 
-// Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): his
-// single-precision polynomials in w - 2.5 (w = -log(1 - x^2) < 5) and sqrt(w) - 3.
-constexpr double kCentral[9] = {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                                -0.00125372503, -0.00417768164, 0.246640727,    1.50140941};
-constexpr double kTail[9] = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                             -0.0076224613,   0.00943887047,  1.00167406,    2.83297682};
-
 // float32: Giles's approximation in float arithmetic, operation for operation as XLA's
 // ErfInv evaluates it (w = -log1p(-x x), Horner steps fused into FMAs as XLA's CPU code
 // does), so float32 normals are JAX's to the last bit or two (log1p's implementations differ
@@ -112,84 +106,17 @@ void sqrt2_erfinv_chunk(float* x, std::int64_t m) {
     const float wj = -w[j];
     const bool lt = wj < 5.0f;
     const float s = lt ? wj - 2.5f : std::sqrt(wj) - 3.0f;
-    float p = static_cast<float>(lt ? kCentral[0] : kTail[0]);
-    for (int i = 1; i < 9; ++i) p = std::fma(p, s, static_cast<float>(lt ? kCentral[i] : kTail[i]));
+    float p = static_cast<float>(lt ? cpu::kGilesCentral[0] : cpu::kGilesTail[0]);
+    for (int i = 1; i < 9; ++i) p = std::fma(p, s, static_cast<float>(lt ? cpu::kGilesCentral[i] : cpu::kGilesTail[i]));
     float r = p * x[j];
     if (std::fabs(x[j]) == 1.0f) r = x[j] * std::numeric_limits<float>::infinity();
     x[j] = sqrt2 * r;
   }
 }
 
-constexpr double kTwoOverSqrtPi = 1.1283791670955126;
-
-// One Halley step on g(x) = 0 with g' = 2/sqrt(pi) exp(-x^2) (so g''/g' = -2x).
-double halley(double x, double g, double exp_minus_x2) {
-  const double step = g / (kTwoOverSqrtPi * exp_minus_x2);
-  return x - step / (1.0 + x * step);
-}
-
-// Beyond w = 16 (1 - |x| below about 1e-7, the range Giles fitted for float32): the
-// asymptotic inverse of erfc(x) ~ exp(-x^2) / (x sqrt(pi)), then Halley steps on erfc.
-double far_tail(double u) {
-  const double a = std::fabs(u), om = 1.0 - a;
-  if (std::isnan(u)) return u;
-  if (om == 0.0) return std::copysign(std::numeric_limits<double>::infinity(), u);
-  const double big = -std::log(om);
-  double x = std::sqrt(big - 0.5 * std::log(3.141592653589793 * big));
-  for (int k = 0; k < 3; ++k) x = halley(x, om - std::erfc(x), std::exp(-x * x));
-  return std::copysign(x, u);
-}
-
-// float64: Giles's approximation as a start (relative error about 1e-7 while w < 16), then
-// one Halley step on erf(x) - u for |u| <= 0.5 and on (1 - |u|) - erfc(|x|) above (where
-// erf(x) - u would cancel; 1 - |u| is exact there): within about 3 ulp.
+// float64: the accurate inverse (backends/cpu/erfinv.cc), times sqrt(2).
 void sqrt2_erfinv_chunk(double* x, std::int64_t m) {
-  double u[kChunk], w[kChunk] = {}, e[kChunk] = {};  // zeroed: GCC cannot see that only m entries are read
-  double central_x[kChunk], central_erf[kChunk], tail_x[kChunk], tail_erfc[kChunk];
-  std::int64_t central_at[kChunk], tail_at[kChunk];
-  std::copy(x, x + m, u);
-  for (std::int64_t j = 0; j < m; ++j) {
-    const double a = std::fabs(u[j]);
-    e[j] = (1.0 - a) * (1.0 + a);
-  }
-  if (!cpu::vector_unary_f64(Op::Log, e, w, m))
-    for (std::int64_t j = 0; j < m; ++j) w[j] = std::log(e[j]);
-  std::int64_t nc = 0, nt = 0;
-  for (std::int64_t j = 0; j < m; ++j) {
-    const double wj = -w[j];
-    if (!(wj < 16.0)) {  // the far tail, |u| = 1 and NaN: rare, element by element
-      x[j] = far_tail(u[j]);
-      continue;
-    }
-    const bool lt = wj < 5.0;
-    const double s = lt ? wj - 2.5 : std::sqrt(wj) - 3.0;
-    double p = lt ? kCentral[0] : kTail[0];
-    for (int i = 1; i < 9; ++i) p = (lt ? kCentral[i] : kTail[i]) + p * s;
-    x[j] = p * u[j];
-    if (std::fabs(u[j]) <= 0.5) {
-      central_at[nc] = j;
-      central_x[nc++] = x[j];
-    } else {
-      tail_at[nt] = j;
-      tail_x[nt++] = std::fabs(x[j]);
-    }
-  }
-  if (!cpu::vector_unary_f64(Op::Erf, central_x, central_erf, nc))
-    for (std::int64_t k = 0; k < nc; ++k) central_erf[k] = std::erf(central_x[k]);
-  if (!cpu::vector_unary_f64(Op::Erfc, tail_x, tail_erfc, nt))
-    for (std::int64_t k = 0; k < nt; ++k) tail_erfc[k] = std::erfc(tail_x[k]);
-  for (std::int64_t k = 0; k < nc; ++k) w[k] = -central_x[k] * central_x[k];
-  for (std::int64_t k = 0; k < nt; ++k) w[nc + k] = -tail_x[k] * tail_x[k];
-  if (!cpu::vector_unary_f64(Op::Exp, w, e, nc + nt))
-    for (std::int64_t k = 0; k < nc + nt; ++k) e[k] = std::exp(w[k]);
-  for (std::int64_t k = 0; k < nc; ++k) {
-    const std::int64_t j = central_at[k];
-    x[j] = halley(central_x[k], central_erf[k] - u[j], e[k]);
-  }
-  for (std::int64_t k = 0; k < nt; ++k) {
-    const std::int64_t j = tail_at[k];
-    x[j] = std::copysign(halley(tail_x[k], (1.0 - std::fabs(u[j])) - tail_erfc[k], e[nc + k]), u[j]);
-  }
+  cpu::erfinv_f64(x, x, m);
   const double sqrt2 = std::sqrt(2.0);
   for (std::int64_t j = 0; j < m; ++j) x[j] = sqrt2 * x[j];
 }

@@ -199,6 +199,8 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       V g = e.scale(e.op(Op::Exp, {e.neg(e.mul(x[0], x[0]))}), 1.12837916709551257390);  // 2/sqrt(pi)
       return n.op == Op::Erf ? scale_t(g) : e.neg(e.mul(*t[0], g));
     }
+    // d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2) dx, from the output y.
+    case Op::ErfInv: return scale_t(e.scale(e.op(Op::Exp, {e.mul(y, y)}), 0.88622692545275801365));
     // s(x) s(-x) rather than s (1 - s): 1 - s cancels to 0 for large x.
     case Op::Logistic: return scale_t(e.mul(y, e.op(Op::Logistic, {e.neg(x[0])})));
     case Op::Softplus: return scale_t(e.op(Op::Logistic, {x[0]}));

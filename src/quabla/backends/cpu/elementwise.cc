@@ -6,6 +6,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "quabla/backends/cpu/erfinv.h"
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/backends/cpu/scalar_math.h"
 #include "quabla/backends/cpu/vector_math.h"
@@ -172,6 +173,7 @@ void float_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n
     case Op::Atanh: return map1<T, T>(in, out, n, [](T x) { return std::atanh(x); });
     case Op::Erf: return map1<T, T>(in, out, n, [](T x) { return std::erf(x); });
     case Op::Erfc: return map1<T, T>(in, out, n, [](T x) { return std::erfc(x); });
+    case Op::ErfInv: return map1<T, T>(in, out, n, [](T x) { return static_cast<T>(erfinv(static_cast<double>(x))); });
     case Op::Logistic: return map1<T, T>(in, out, n, [](T x) { return math::logistic(x); });
     case Op::Softplus: return map1<T, T>(in, out, n, [](T x) { return math::softplus(x); });
     case Op::Silu: return map1<T, T>(in, out, n, [](T x) { return math::silu(x); });

@@ -420,7 +420,7 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     case Op::Sqrt: case Op::Cbrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log:
     case Op::Log2: case Op::Log10: case Op::Log1p: case Op::Sin: case Op::Cos: case Op::Tan:
     case Op::Asin: case Op::Acos: case Op::Atan: case Op::Sinh: case Op::Cosh: case Op::Tanh:
-    case Op::Asinh: case Op::Acosh: case Op::Atanh: case Op::Erf: case Op::Erfc:
+    case Op::Asinh: case Op::Acosh: case Op::Atanh: case Op::Erf: case Op::Erfc: case Op::ErfInv:
     case Op::Logistic: case Op::Softplus: case Op::Silu: case Op::GeluTanh: case Op::StopGradient: case Op::IsNan: case Op::IsInf:
     case Op::IsFinite: case Op::Not: case Op::Add: case Op::Sub: case Op::Mul: case Op::Div:
     case Op::Pow: case Op::Atan2: case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min:

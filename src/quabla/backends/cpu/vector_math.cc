@@ -1,6 +1,8 @@
 #include <algorithm>
 #include "quabla/backends/cpu/vector_math.h"
 
+#include "quabla/backends/cpu/erfinv.h"
+
 #if defined(QUABLA_HAVE_LIBMVEC) && defined(__AVX2__)
 #include <immintrin.h>
 
@@ -154,9 +156,13 @@ void tan_f32_via_f64(const float* x, float* y, std::int64_t n) {
 
 }  // namespace
 
-bool has_vector_unary(Op op) { return lookup(op).f32 != nullptr; }
+bool has_vector_unary(Op op) { return op == Op::ErfInv || lookup(op).f32 != nullptr; }
 
 bool vector_unary_f32(Op op, const float* x, float* y, std::int64_t n) {
+  if (op == Op::ErfInv) {
+    erfinv_f32(x, y, n);
+    return true;
+  }
   const VecF f = lookup(op).f32;
   if (!f) return false;
   if (op == Op::Tan) {
@@ -173,6 +179,10 @@ bool vector_unary_f32(Op op, const float* x, float* y, std::int64_t n) {
 }
 
 bool vector_unary_f64(Op op, const double* x, double* y, std::int64_t n) {
+  if (op == Op::ErfInv) {
+    erfinv_f64(x, y, n);
+    return true;
+  }
   const VecD f = lookup(op).f64;
   if (!f) return false;
   auto pass = [f](const double* in, double* out, std::int64_t len) {
@@ -189,9 +199,18 @@ bool vector_unary_f64(Op op, const double* x, double* y, std::int64_t n) {
 #else
 
 namespace qb::cpu {
-bool has_vector_unary(Op) { return false; }
-bool vector_unary_f32(Op, const float*, float*, std::int64_t) { return false; }
-bool vector_unary_f64(Op, const double*, double*, std::int64_t) { return false; }
+// Without libmvec only erf_inv has a vector form (its own, over scalar libm).
+bool has_vector_unary(Op op) { return op == Op::ErfInv; }
+bool vector_unary_f32(Op op, const float* x, float* y, std::int64_t n) {
+  if (op != Op::ErfInv) return false;
+  erfinv_f32(x, y, n);
+  return true;
+}
+bool vector_unary_f64(Op op, const double* x, double* y, std::int64_t n) {
+  if (op != Op::ErfInv) return false;
+  erfinv_f64(x, y, n);
+  return true;
+}
 }  // namespace qb::cpu
 
 #endif

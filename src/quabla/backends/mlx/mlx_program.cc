@@ -203,6 +203,7 @@ mx::array elementwise(Op op, DType in, DType out, const Arrays& a) {
     case Op::Atanh: return mx::arctanh(a[0]);
     case Op::Erf: return mx::erf(a[0]);
     case Op::Erfc: return mx::subtract(one, mx::erf(a[0]));  // loses relative accuracy past x ~ 3 (docs)
+    case Op::ErfInv: return mx::erfinv(a[0]);
     case Op::Logistic: return mx::sigmoid(a[0]);
     case Op::Softplus: return mx::logaddexp(a[0], zero);
     case Op::Silu: return mx::multiply(a[0], mx::sigmoid(a[0]));
