@@ -86,3 +86,13 @@ def test_masks_of_the_right_shape_select_as_numpy(index):
     expected = xn.copy()
     expected[index] = -1.0
     np.testing.assert_array_equal(qb.arange(12.0).reshape(3, 4).at[index].set(-1.0).numpy(), expected)
+
+
+def test_python_ints_only_give_the_default_integer():
+    assert (qb.where(qb.array([True, False]), 1, 0)).dtype == qb.int64
+    with qb.set_default_dtype(qb.float32):  # x64 off: the default integer is int32, as JAX's
+        assert qb.where(qb.array([True, False]), 1, 0).dtype == qb.int32
+        assert qb.lax.while_loop(lambda c: c < 3, lambda c: c + 1, 0).dtype == qb.int32
+        assert qb.lax.scan(lambda c, x: (c + 1, c), 0, qb.ones(3))[0].dtype == qb.int32
+        assert qb.lax.fori_loop(0, 3, lambda i, c: c + i, 0).dtype == qb.int32
+    assert (qb.ones(2, dtype=qb.int32) + qb.ones(2, dtype=qb.int64)).dtype == qb.int64

@@ -26,6 +26,7 @@ DType arithmetic_dtype(std::string_view fname, const ValueType& a, const ValueTy
   if (a.dtype == b.dtype) return a.dtype;
   if (is_int(a.dtype) && is_int(b.dtype)) {
     if (a.weak != b.weak) return a.weak ? b.dtype : a.dtype;
+    if (a.weak) return default_int_dtype();  // two Python ints: the default integer, as JAX
     return DType::i64;
   }
   if (is_int(a.dtype) != is_int(b.dtype)) {
