@@ -34,6 +34,7 @@ from ._numpy_extra import (  # noqa: E402,F401
     moveaxis, swapaxes, roll, tile, repeat, diagonal, diag, trace, outer, inner, tensordot, kron, cross, diff,
     gradient, trapezoid, interp, polyval, vander, identity, pad, einsum, cumprod, cummax, cummin,
 )
+from ._numpy_extra import norm, split  # noqa: E402,F401,F811  (the core's, with NumPy's empty cases)
 from ._numpy_extra import dot, matmul  # noqa: E402,F401,F811  (the core's, with jax.numpy's precision=)
 from ._indexing import (  # noqa: E402,F401
     take, take_along_axis, argsort, sort, argmax, argmin, searchsorted, nonzero, flatnonzero, argwhere, unique,

@@ -94,6 +94,7 @@ def _leaf_positions(args: tuple, kwargs: dict, argnums: Tuple[int, ...]):
 
 
 def _normalize_argnums(argnums, nargs: int, name: str) -> Tuple[Tuple[int, ...], bool]:
+    argnums = _check_argnums_type(argnums, name)
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     if not nums:
@@ -108,6 +109,18 @@ def _normalize_argnums(argnums, nargs: int, name: str) -> Tuple[Tuple[int, ...],
     if len(set(out)) != len(out):
         raise ValueError(f"{name}: argnums {nums} repeats an argument")
     return tuple(out), single
+
+
+def _check_argnums_type(argnums, name: str):
+    """TypeError unless argnums is an int or a sequence (tuple/list) of ints."""
+    import numbers
+
+    def is_int(a):
+        return isinstance(a, numbers.Integral) and not isinstance(a, bool)
+    if not (is_int(argnums) or (isinstance(argnums, (tuple, list)) and all(is_int(a) for a in argnums))):
+        raise TypeError(f"{name}: argnums must be an int or a tuple of ints, got {argnums!r} "
+                        f"({type(argnums).__name__})")
+    return int(argnums) if is_int(argnums) else tuple(int(a) for a in argnums)
 
 
 def _is_float(dtype) -> bool:
@@ -137,6 +150,7 @@ def value_and_grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0,
 def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str):
     if not callable(fun):
         raise TypeError(f"{transform}: expected a callable, got {type(fun).__name__}")
+    _check_argnums_type(argnums, transform)  # at construction, as JAX
     name = getattr(fun, "__name__", "function")
 
     def vg(*args, **kwargs):
@@ -155,6 +169,11 @@ def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str):
             value, aux = out, None
         try:
             for k, a in enumerate(staged.inputs):
+                leaf = staged.leaves[staged.input_leaf[k]]
+                if staged.input_leaf[k] in diff and isinstance(leaf, int) and not isinstance(leaf, bool):
+                    raise TypeError(f"{transform}({name}) requires float inputs, but argument leaf "
+                                    f"{staged.input_leaf[k]} is the Python int {leaf!r} (as in JAX, integers carry "
+                                    f"no derivative); pass a float such as {float(leaf)!r} or leave it out of argnums")
                 if staged.input_leaf[k] in diff and a.dtype in (_core.int32, _core.int64):
                     raise TypeError(f"{transform}({name}) requires float inputs, but argument leaf "
                                     f"{staged.input_leaf[k]} is {a.dtype.name} (as in JAX, integers carry no "
@@ -364,6 +383,9 @@ def _float_leaves(tree, where: str, name: str, what: str):
         if isinstance(leaf, bool) or not (isinstance(leaf, (int, float)) or _is_array_like(leaf)):
             raise TypeError(f"{name}: {what} {_tree.keystr(path, where)} is a {type(leaf).__name__}; {name} "
                             f"needs float arrays there")
+        if isinstance(leaf, int):  # as JAX: an integer carries no derivative (Python ints included)
+            raise TypeError(f"{name}: {what} {_tree.keystr(path, where)} is the Python int {leaf!r}; {name} needs "
+                            f"float inputs there (pass {float(leaf)!r}, or pass it as an argument not in argnums)")
         a = _to_array(leaf, name)
         if a.dtype not in _FLOATS:
             raise TypeError(f"{name}: {what} {_tree.keystr(path, where)} has dtype {a.dtype.name}; {name} needs "
@@ -464,6 +486,7 @@ def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str, aux_of: Callable =
     batched directions without out_axes=None for arbitrary aux values)."""
     if not callable(fun):
         raise TypeError(f"{name}: expected a callable, got {type(fun).__name__}")
+    _check_argnums_type(argnums, name)
 
     def jac(*args):
         d = _DiffArgs(args, argnums, name)
@@ -477,9 +500,9 @@ def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str, aux_of: Callable =
             return leaves
 
         cols = _stacked_over_directions(column, d.flat.size, d.flat.dtype)  # per output: [n, *out]
-        if cols is None:  # nothing to differentiate: the output structure around empty trees
+        if cols is None:  # no input elements: blocks of shape out.shape + in.shape hold no values
             out = _value_and_aux(d.call(fun, d.primals), has_aux, name)[0]
-            cols = _check_outputs(out, name)[0]
+            cols = [_core.zeros((0,) + tuple(o.shape), dtype=o.dtype) for o in _check_outputs(out, name)[0]]
             info["def"] = _tree.structure(out)
 
         def block(j, k):
@@ -502,6 +525,7 @@ def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str, aux_of: Callable =
 def _jacrev(fun: Callable, argnums, has_aux: bool, name: str):
     if not callable(fun):
         raise TypeError(f"{name}: expected a callable, got {type(fun).__name__}")
+    _check_argnums_type(argnums, name)
 
     def jac(*args):
         d = _DiffArgs(args, argnums, name)
@@ -519,8 +543,8 @@ def _jacrev(fun: Callable, argnums, has_aux: bool, name: str):
             return [g for tree in pull(cts) for g in _tree.leaves(tree)]
 
         rows = _stacked_over_directions(row, out_flat.size, out_flat.dtype)  # per input: [m, *in]
-        if rows is None:  # no output leaves: the (empty) output structure
-            rows = []
+        if rows is None:  # no output elements: blocks of shape out.shape + in.shape hold no values
+            rows = [_core.zeros((0,) + tuple(a.shape), dtype=a.dtype) for a in d.flat.leaves]
 
         def block(j, k):
             r = out_flat.rows(rows[k], j)
@@ -550,6 +574,7 @@ def jacobian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: boo
     inputs, forward mode otherwise (JAX's jacrev/jacfwd choice, made per call)."""
     if not callable(fun):
         raise TypeError(f"jacobian: expected a callable, got {type(fun).__name__}")
+    _check_argnums_type(argnums, "jacobian")
 
     def jac(*args):
         d = _DiffArgs(args, argnums, "jacobian")
@@ -567,6 +592,7 @@ def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool
     argument the result is a dict of dicts: H[a][b] has shape a.shape + b.shape."""
     if not callable(fun):
         raise TypeError(f"hessian: expected a callable, got {type(fun).__name__}")
+    _check_argnums_type(argnums, "hessian")
     # The aux comes from fun itself at the primal, not from a second inner Jacobian.
     aux_of = (lambda *args: _value_and_aux(fun(*args), True, "hessian")[1]) if has_aux else None
     return _jacfwd(_jacrev(fun, argnums, has_aux, "hessian"), argnums, has_aux, "hessian", aux_of)

@@ -51,6 +51,8 @@ def __repr__(self):
         body = np.array2string(
             np.asarray(memoryview(self)), separator=", ", prefix="Array(", threshold=1000
         )
+    if self.size == 0:  # the body "[]" does not tell the shape (as JAX and NumPy, show it)
+        return f"Array([], shape={tuple(self.shape)!r}, dtype={dtype})"
     return f"Array({body}, dtype={dtype})"
 
 

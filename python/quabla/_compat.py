@@ -1053,12 +1053,12 @@ def tensor_scan(length, body, init):
 def tensor_scan_region(lower, upper, body, init, operands):
     """One traced body: body(index, carry, *operands) -> (carry, output), index from lower
     to upper - 1 (qb.scan's f(carry, i) order differs: this keeps v0.1's)."""
-    from ._control import scan
+    from ._control import _scan
     lo, hi = int(lower), int(upper)
     if hi <= lo:
         raise ValueError(f"tensor_scan_region: requires upper > lower, got {lower} and {upper}")
     ops = list(operands)
-    return scan(lambda c, i: body(i + lo, c, *ops), init, length=hi - lo)
+    return _scan(lambda c, i: body(i + lo, c, *ops), init, None, hi - lo, False, (), pass_index=True)
 
 
 def sum_gradients(gradient_sets, parameter_names=None):

@@ -171,11 +171,16 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int = None, reverse: bo
     """scan(f, init, xs=None, length=None, reverse=False, unroll=1, *, operands=()) -> (carry, ys).
 
     f(carry, x) -> (carry, y) over the leading axis of xs (a pytree of arrays); ys stacks the
-    y's (a pytree) along a new leading axis. With xs=None, f receives the step index (a weak
-    float64 scalar, exact for integers) instead of x and `length` gives the step count. With
+    y's (a pytree) along a new leading axis. With xs=None, f receives None as x (as in JAX)
+    and `length` gives the step count. With
     reverse=True steps run from the last index down (ys stay in index order). `unroll` is
     accepted as in JAX (a code-generation hint; results are the same). v0.1's form
     `operands=(a, b)` passes them after x: f(carry, x, a, b)."""
+    return _scan(f, init, xs, length, reverse, operands, pass_index=False)
+
+
+def _scan(f, init, xs, length, reverse, operands, pass_index):
+    """scan with pass_index=True hands f the step index (a weak float64) in place of None."""
     name = "scan"
     if not callable(f):
         raise TypeError(f"scan: f must be callable, got {type(f).__name__}")
@@ -188,7 +193,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int = None, reverse: bo
     for leaf in x_leaves:
         a, _ = _leaf_array(leaf, "scan: xs")
         if a.ndim == 0:
-            raise ValueError(f"scan: every xs leaf needs a leading axis to scan over, got a scalar")
+            raise ValueError("scan: every xs leaf needs a leading axis to scan over, got a scalar")
         x_arrays.append(a)
     if x_arrays:
         n = x_arrays[0].shape[0]
@@ -203,13 +208,13 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int = None, reverse: bo
     length = _static_int(length, name, "length")
     if length < 0:
         raise ValueError(f"scan: length must be >= 0, got {length}")
-    use_index = xs is None
+    use_index = xs is None and pass_index
     nk = len(init_leaves)
 
     def call(fun, params):
         index = params[0]
         carry = _tree.unflatten(init_def, params[1:1 + nk])
-        if use_index:
+        if use_index:  # private: v0.1's tensor_scan_region wants the step index
             return fun(carry, index)
         return fun(carry, _tree.unflatten(x_def, params[1 + nk:]))
 

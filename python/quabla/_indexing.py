@@ -319,7 +319,10 @@ class _IndexUpdateRef:
         return _scatter(self._x, self._index, values, "max", unique_indices, mode)
 
     def power(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return self.set(self.get(mode="clip") ** values, mode=mode)
+        # As JAX: x ** (the product of the exponents landing at each position), so a repeated
+        # index applies the power once per occurrence ((x ** a) ** b = x ** (a * b)).
+        ex = _scatter(_core.ones_like(self._x), self._index, values, "multiply", unique_indices, mode)
+        return self._x ** ex
 
     def apply(self, func, *, mode=None, indices_are_sorted=False, unique_indices=False):
         return self.set(func(self.get(mode="clip")), mode=mode)

@@ -14,7 +14,7 @@ from . import _core
 
 __all__ = [
     "moveaxis", "swapaxes", "roll", "tile", "repeat", "diagonal", "diag", "trace", "outer", "inner",
-    "tensordot", "kron", "cross", "diff", "gradient", "trapezoid", "interp", "cumprod", "cummax", "cummin", "polyval", "vander", "identity", "pad",
+    "tensordot", "kron", "cross", "diff", "norm", "split", "gradient", "trapezoid", "interp", "cumprod", "cummax", "cummin", "polyval", "vander", "identity", "pad",
 ]
 
 
@@ -77,6 +77,20 @@ def swapaxes(x, axis1: int, axis2: int):
     return x if a == b else _core.transpose(x, tuple(perm))
 
 
+def norm(x, axis=None, keepdims: bool = False):
+    """The 2-norm sqrt(sum(x**2)) over axis (all axes when None), overflow-safe (the core's
+    scaled form); an empty reduction gives 0 (as numpy.linalg.norm), never -inf."""
+    x = _arr(x)
+    if x.size != 0 or x.dtype == _core.bool_:  # (bool: the core's error)
+        return _core.norm(x, axis=axis, keepdims=keepdims)
+    x = _core.sqrt(x)  # the core's result dtype (int32 -> float32, int64 -> float64)
+    try:
+        return _core.sqrt(_core.sum(x * x, axis=axis, keepdims=keepdims))  # exact 0 (the scaled form gives -inf)
+    except (ValueError, TypeError) as e:
+        msg = str(e)
+        raise type(e)("norm:" + msg[4:] if msg.startswith("sum:") else msg) from None
+
+
 def roll(x, shift, axis=None):
     """Elements shifted by `shift` along `axis` (all axes flattened when None), wrapping."""
     x = _arr(x)
@@ -92,10 +106,32 @@ def roll(x, shift, axis=None):
         s = _static_int(s, "roll", "shift")
         a = _axis(a, x.ndim, "roll")
         n = x.shape[a]
-        k = s % n
+        k = s % n if n else 0  # an empty axis rolls to itself (as NumPy)
         if k:
             x = _core.concat([_take(x, n - k, n, a), _take(x, 0, n - k, a)], axis=a)
     return x
+
+
+def split(x, indices_or_sections, axis: int = 0):
+    """numpy.split: an int gives that many equal sections (the axis must divide evenly);
+    a sequence of indices cuts there, with NumPy's slice rules (an index past the end, or
+    one not above the previous, gives an empty piece)."""
+    x = _arr(x)
+    if _isint(indices_or_sections) and not isinstance(indices_or_sections, bool):
+        return _core.split(x, int(indices_or_sections), axis=axis)
+    v = indices_or_sections
+    if isinstance(v, _core.Array) and v._is_tracer:
+        raise TypeError("split: the split indices must be static (Python ints or a concrete array), not traced")
+    items = v.tolist() if hasattr(v, "tolist") else v
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"split: indices_or_sections must be an int or a sequence of ints, got {type(v).__name__}")
+    cuts = [_static_int(c, "split", "an index") for c in items]
+    ax = _axis(axis, x.ndim, "split")
+    n = x.shape[ax]
+    if cuts and 0 < cuts[0] and cuts[-1] < n and all(a < b for a, b in zip(cuts, cuts[1:])):
+        return _core.split(x, cuts, axis=ax)  # no empty piece: the core's one op
+    bounds = [0] + [max(0, min(n, c + n if c < 0 else c)) for c in cuts] + [n]
+    return [_take(x, lo, max(lo, hi), ax) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 def tile(x, reps):
@@ -103,8 +139,9 @@ def tile(x, reps):
     x = _arr(x)
     reps = [reps] if _isint(reps) else list(reps)
     for r in reps:
-        if _static_int(r, "tile", "reps") < 1:
-            raise ValueError(f"tile: reps must be positive (zero-extent arrays are not supported), got {reps}")
+        if _static_int(r, "tile", "reps") < 0:
+            raise ValueError(f"tile: reps must be non-negative (0 gives an empty axis, as NumPy), got {reps}")
+    reps = [int(r) for r in reps]
     nd = max(x.ndim, len(reps))
     reps = [1] * (nd - len(reps)) + reps
     shape = (1,) * (nd - x.ndim) + tuple(x.shape)
@@ -179,8 +216,9 @@ def diagonal(x, offset: int = 0, axis1: int = 0, axis2: int = 1):
     y = moveaxis(x, (a1, a2), (-2, -1))
     rows, cols = y.shape[-2], y.shape[-1]
     idx = [(i, i + offset) for i in range(rows) if 0 <= i + offset < cols]
-    if not idx:
-        raise ValueError(f"diagonal: offset {offset} leaves no diagonal in a {rows} x {cols} plane")
+    if not idx:  # an offset past the plane (or an empty plane): an empty diagonal, as NumPy
+        return _core.reshape(_take(_core.reshape(y, y.shape[:-2] + (rows * cols,)), 0, 0, y.ndim - 2),
+                             y.shape[:-2] + (0,))
     flat = _core.reshape(y, y.shape[:-2] + (rows * cols,))
     return _core.gather(flat, [i * cols + j for i, j in idx], axis=-1 % flat.ndim)
 
@@ -377,8 +415,9 @@ def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None):
         x = _core.concat(pieces, axis=ax)
     for _ in range(n):
         length = x.shape[ax]
-        if length < 2:
-            raise ValueError(f"diff: order {n} leaves no elements along an axis of length {x.shape[ax] + n - 1}")
+        if length < 2:  # n >= the axis length: an empty axis (as NumPy), in the differences' dtype
+            d = _take(x, 0, 0, ax)
+            return d - d
         x = _take(x, 1, length, ax) - _take(x, 0, length - 1, ax)
     return x
 
@@ -420,16 +459,15 @@ def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
     y = _arr(y)
     ax = _axis(axis, y.ndim, "trapezoid")
     n = y.shape[ax]
-    if n < 2:
-        raise ValueError("trapezoid: needs at least two samples along the axis")
-    mid = (_take(y, 1, n, ax) + _take(y, 0, n - 1, ax)) * 0.5
+    # (fewer than two samples: no intervals, so the sums below are over empty axes: 0, as NumPy)
+    mid = (_take(y, min(1, n), n, ax) + _take(y, 0, max(n - 1, 0), ax)) * 0.5
     if x is None:
         return _core.sum(mid, axis=ax) * dx
     x = _arr(x)
     d = diff(x, axis=-1 if x.ndim == 1 else ax)
     if x.ndim == 1:
         shape = [1] * y.ndim
-        shape[ax] = n - 1
+        shape[ax] = max(n - 1, 0)
         d = _core.reshape(d, tuple(shape))
     return _core.sum(mid * d, axis=ax)
 
@@ -463,8 +501,9 @@ def polyval(p, x):
     if not isinstance(p, (list, tuple)) and _arr(p).ndim != 1:
         raise ValueError(f"polyval: p must be a 1-D sequence of coefficients, got shape {tuple(_arr(p).shape)}")
     coeffs = list(p) if isinstance(p, (list, tuple)) else [p[i] for i in range(_arr(p).shape[0])]
-    if not coeffs:
-        raise ValueError("polyval: needs at least one coefficient")
+    if not coeffs:  # the empty polynomial is 0 (as NumPy), in p's and x's dtype
+        p0 = _arr(p) if not isinstance(p, (list, tuple)) else _core.zeros((0,), dtype=x.dtype)
+        return _core.zeros_like(x) * _core.zeros((), dtype=p0.dtype)
     acc = _core.zeros_like(x) + coeffs[0]
     for c in coeffs[1:]:
         acc = acc * x + c

@@ -60,7 +60,7 @@ header version are rejected.
 
 Robustness: ``load`` checks the magic, the header length against the file size and
 :data:`MAX_HEADER_BYTES`, the header CRC, then every field of every node (types, dtype
-names, shapes of at most :data:`MAX_NDIM` positive axes, ``nbytes == prod(shape) *
+names, shapes of at most :data:`MAX_NDIM` non-negative axes, ``nbytes == prod(shape) *
 itemsize``, ``offset + nbytes <= S``, arrays disjoint, ``D + S == file size``) before it
 allocates any array memory, so a forged header can never make it allocate more than the
 file holds; each array's CRC-32 is checked and bool bytes must be 0 or 1. Every failure is
@@ -95,6 +95,7 @@ MAGIC = b"QUABLA\x00" + bytes([FORMAT_VERSION])
 MAX_HEADER_BYTES = 64 * 1024 * 1024  # about half a million array leaves; bounds JSON parsing memory
 MAX_DEPTH = 128  # container nesting; keeps JSON parsing and rebuilding far from the recursion limit
 MAX_NDIM = 64  # the most dimensions a quabla array can have
+_MAX_EMPTY_EXTENT = 2 ** 48  # the largest product of the non-zero axes of a zero-size array load accepts
 ALIGN = 64
 
 _PREAMBLE = struct.Struct("<8sQII")  # magic, header length, header crc32, reserved
@@ -397,14 +398,18 @@ class _Decoder:
         shape = n.get("shape")
         if type(shape) is not list or len(shape) > MAX_NDIM:
             raise _bad(f"{_where(path)}: 'shape' must be a list of at most {MAX_NDIM} integers")
-        count = 1
+        count = extent = 1  # extent: the product of the non-zero axes (bounded for empty arrays too)
         for d in shape:
-            if type(d) is not int or d < 1:
-                raise _bad(f"{_where(path)}: array axes must be positive integers, got {_short(d)}")
+            if type(d) is not int or d < 0:
+                raise _bad(f"{_where(path)}: array axes must be non-negative integers, got {_short(d)}")
             count *= d
+            extent *= max(d, 1)
             if count > self.data_size:  # cannot fit: stop before the product grows absurd
                 raise _bad(f"{_where(path)}: a {dtype} array of shape {_short_shape(shape)} does not fit "
                            f"in the {self.data_size}-byte data section")
+            if extent > _MAX_EMPTY_EXTENT:
+                raise _bad(f"{_where(path)}: the zero-size array shape {_short_shape(shape)} has axes too large "
+                           f"to describe an array (their product exceeds 2**48)")
         nbytes = _int_field(n, "nbytes", path)
         offset = _int_field(n, "offset", path)
         crc = _int_field(n, "crc32", path)
@@ -565,6 +570,8 @@ def _load_from(f, start: int, size: int):
     end = 0
     for i in order:  # disjoint arrays: together they never claim more memory than the file holds
         offset, nbytes, *_, path = dec.arrays[i]
+        if nbytes == 0:  # a zero-size array claims no bytes
+            continue
         if offset < end:
             raise _bad(f"the array at {_where(path)} overlaps another array's bytes")
         end = offset + nbytes

@@ -444,6 +444,22 @@ def multi_dot(arrays: Sequence, *, precision=None):
     return out
 
 
+def _norm_max(a, axis, keepdims, ord):
+    """max over axis, 0 where the axis is empty (numpy.linalg.norm's convention: a norm of
+    nothing is 0)."""
+    if a.shape[axis] == 0:
+        return _core.sum(a, axis=axis, keepdims=keepdims)  # zeros of the reduced shape
+    return _core.max(a, axis=axis, keepdims=keepdims)
+
+
+def _norm_min(a, axis, keepdims, ord):
+    """min over axis; an empty axis raises ValueError (as NumPy: the minimum of nothing is undefined)."""
+    if a.shape[axis] == 0:
+        raise ValueError(f"norm: ord={ord!r} takes a minimum over an empty axis (the input has a zero-length "
+                         f"axis), which is undefined (NumPy raises too); use another ord or a non-empty input")
+    return _core.min(a, axis=axis, keepdims=keepdims)
+
+
 def norm(x, ord=None, axis=None, keepdims: bool = False):
     """Vector and matrix norms as numpy.linalg.norm: vector ord None/2, inf, -inf, 0, other
     p; matrix ord None/'fro', 1, -1, inf, -inf, 2, -2 and 'nuc' (the last three through the
@@ -467,9 +483,9 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         if ord is None or ord == 2:
             r = _core.sqrt(_core.sum(x * x, axis=ax, keepdims=keepdims))
         elif ord == float("inf"):
-            r = _core.max(a, axis=ax, keepdims=keepdims)
+            r = _norm_max(a, ax, keepdims, ord)
         elif ord == -float("inf"):
-            r = _core.min(a, axis=ax, keepdims=keepdims)
+            r = _norm_min(a, ax, keepdims, ord)
         elif ord == 0:
             r = _core.sum((x != 0).astype(x.dtype), axis=ax, keepdims=keepdims)
         elif isinstance(ord, str):
@@ -485,16 +501,19 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         return _core.sqrt(_core.sum(x * x, axis=axis, keepdims=keepdims))
     if ord in (1, -1):
         col = _core.sum(_core.abs(x), axis=r0, keepdims=True)
-        red = _core.max if ord == 1 else _core.min
-        r = red(col, axis=c0, keepdims=True)
+        red = _norm_max if ord == 1 else _norm_min
+        r = red(col, c0, True, ord)
     elif ord in (float("inf"), -float("inf")):
         row = _core.sum(_core.abs(x), axis=c0, keepdims=True)
-        red = _core.max if ord > 0 else _core.min
-        r = red(row, axis=r0, keepdims=True)
+        red = _norm_max if ord > 0 else _norm_min
+        r = red(row, r0, True, ord)
     elif ord in (2, -2, "nuc"):
         perm = [i for i in range(x.ndim) if i not in axis] + [r0, c0]
         sv = svdvals(_core.transpose(x, tuple(perm)))
-        r = _core.sum(sv, axis=-1) if ord == "nuc" else (sv[..., 0] if ord == 2 else sv[..., -1])
+        if ord == "nuc":
+            r = _core.sum(sv, axis=-1)
+        else:
+            r = _norm_max(sv, -1, False, ord) if ord == 2 else _norm_min(sv, -1, False, ord)
         if keepdims:
             for ax in sorted(axis):
                 r = _core.expand_dims(r, ax)

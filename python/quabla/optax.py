@@ -30,6 +30,12 @@ class GradientTransformation(NamedTuple):
     update: Callable[..., Any]
 
 
+class GradientTransformationExtraArgs(GradientTransformation):
+    """A GradientTransformation whose update takes extra keyword arguments
+    (update(updates, state, params=None, **extra_args)), as optax's: chain passes them on."""
+    __slots__ = ()
+
+
 class EmptyState(NamedTuple):
     pass
 
@@ -79,15 +85,20 @@ def chain(*transforms):
     def init(params):
         return tuple(t.init(params) for t in transforms)
 
-    def update(updates, state, params=None):
+    def update(updates, state, params=None, **extra_args):
         if len(state) != len(transforms):
             raise ValueError(f"optax.chain: the state has {len(state)} parts for {len(transforms)} transformations")
         new_state = []
         for t, s in zip(transforms, state):
-            updates, s = t.update(updates, s, params)
+            # as optax: extra arguments (value=, grad=, value_fn=, ...) reach the transformations
+            # that take them (GradientTransformationExtraArgs); the others never see them
+            if isinstance(t, GradientTransformationExtraArgs):
+                updates, s = t.update(updates, s, params, **extra_args)
+            else:
+                updates, s = t.update(updates, s, params)
             new_state.append(s)
         return updates, tuple(new_state)
-    return GradientTransformation(init, update)
+    return GradientTransformationExtraArgs(init, update)
 
 
 def identity():
@@ -487,7 +498,6 @@ Params = Any  # optax.Params
 Updates = Any  # optax.Updates
 Schedule = Callable[[Any], Any]  # optax.Schedule: step count -> value
 ScalarOrSchedule = Any  # optax.ScalarOrSchedule: a float or a Schedule
-GradientTransformationExtraArgs = GradientTransformation  # update(updates, state, params=None, **extra_args)
 
 
 def _bc(m, decay, count):
@@ -997,6 +1007,11 @@ class _Namespace:
         return f"<namespace {self.__name__}>"
 
 
+from ._optax_lbfgs import (  # noqa: E402
+    lbfgs, scale_by_lbfgs, ScaleByLBFGSState, scale_by_zoom_linesearch, ScaleByZoomLinesearchState,
+    ZoomLinesearchInfo, value_and_grad_from_state,
+)
+
 tree_utils = _Namespace(
     "quabla.optax.tree_utils",
     tree_zeros_like=_zeros_like, tree_full_like=_full_like,
@@ -1037,4 +1052,6 @@ __all__ += ["OptState", "Params", "Updates", "Schedule", "ScalarOrSchedule", "Gr
             "ScaleByNovogradState", "nadam", "radam", "adabelief", "yogi", "adamax", "adadelta", "lion", "lamb",
             "novograd", "ema", "EmaState", "apply_if_finite", "ApplyIfFiniteState", "MultiSteps", "MultiStepsState",
             "piecewise_interpolate_schedule", "linear_onecycle_schedule", "cosine_onecycle_schedule",
-            "warmup_exponential_decay_schedule", "sgdr_schedule", "tree_utils", "schedules"]
+            "warmup_exponential_decay_schedule", "sgdr_schedule", "tree_utils", "schedules", "lbfgs", "scale_by_lbfgs",
+            "ScaleByLBFGSState", "scale_by_zoom_linesearch", "ScaleByZoomLinesearchState", "ZoomLinesearchInfo",
+            "value_and_grad_from_state"]

@@ -1,12 +1,14 @@
 """Pytrees (API.md §6): nested containers of arrays that transforms flatten and rebuild.
 
-Containers: dict (keys sorted), list, tuple, None (no leaves), NamedTuple, and classes
+Containers: dict (keys sorted), OrderedDict (insertion order, as JAX), defaultdict (keys
+sorted, rebuilt with its default_factory), list, tuple, None (no leaves), NamedTuple, and classes
 registered with :func:`register` or :func:`register_dataclass`. Everything else is a leaf.
 A :class:`TreeDef` describes a structure; it is hashable and compares by structure, so it
 can be part of compilation cache keys.
 """
 from __future__ import annotations
 
+import collections as _collections
 import dataclasses
 from typing import Any, Callable, Hashable, Iterable, List, Optional, Sequence, Tuple
 
@@ -21,8 +23,11 @@ __all__ = [
 
 _registry: dict = {}  # type -> (flatten_fn, unflatten_fn)
 
-_LEAF, _NONE, _TUPLE, _LIST, _DICT, _NAMEDTUPLE, _CUSTOM = range(7)
-_KIND_NAMES = {_TUPLE: "tuple", _LIST: "list", _DICT: "dict", _NAMEDTUPLE: "namedtuple", _CUSTOM: "custom"}
+_LEAF, _NONE, _TUPLE, _LIST, _DICT, _NAMEDTUPLE, _CUSTOM, _ODICT, _DDICT = range(9)
+_KIND_NAMES = {_TUPLE: "tuple", _LIST: "list", _DICT: "dict", _NAMEDTUPLE: "namedtuple", _CUSTOM: "custom",
+               _ODICT: "OrderedDict", _DDICT: "defaultdict"}
+# _DICT's aux: the sorted keys; _ODICT's: the keys in insertion order (OrderedDicts with the
+# same keys in another order differ, as in JAX); _DDICT's: (default_factory, sorted keys).
 
 
 class TreeDef:
@@ -71,6 +76,11 @@ class TreeDef:
             return "[" + ", ".join(inner) + "]"
         if self._kind == _DICT:
             return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(self._aux, inner)) + "}"
+        if self._kind == _ODICT:
+            return "OrderedDict({" + ", ".join(f"{k!r}: {v}" for k, v in zip(self._aux, inner)) + "})"
+        if self._kind == _DDICT:
+            factory, keys = self._aux
+            return f"defaultdict[{factory!r}]({{" + ", ".join(f"{k!r}: {v}" for k, v in zip(keys, inner)) + "})"
         if self._kind == _NAMEDTUPLE:
             return f"{self._aux.__name__}(" + ", ".join(f"{f}={v}" for f, v in zip(self._aux._fields, inner)) + ")"
         cls, aux = self._aux
@@ -106,6 +116,10 @@ def _kind_of_type(t: type) -> int:
             kind = _CUSTOM
         elif t is type(None):
             kind = _NONE
+        elif issubclass(t, _collections.OrderedDict):
+            kind = _ODICT
+        elif issubclass(t, _collections.defaultdict):
+            kind = _DDICT
         elif issubclass(t, dict):
             kind = _DICT
         elif issubclass(t, tuple) and hasattr(t, "_fields"):
@@ -132,10 +146,13 @@ def _children(node):
         keys = getattr(flat, "_field_names", None) or tuple(range(len(children)))
         return _CUSTOM, (t, aux), children, tuple(keys)
     if t is dict or isinstance(node, dict):
-        try:
-            keys = tuple(sorted(node))
-        except TypeError as exc:
-            raise TypeError(f"qb.tree: dict keys must be sortable, got {list(node)!r}") from exc
+        kind = _kind_of_type(t)
+        if kind == _ODICT:
+            keys = tuple(node)
+            return _ODICT, keys, tuple(node[k] for k in keys), keys
+        keys = _sorted_keys(node)
+        if kind == _DDICT:
+            return _DDICT, (node.default_factory, keys), tuple(node[k] for k in keys), keys
         return _DICT, keys, tuple(node[k] for k in keys), keys
     if _is_namedtuple(node):
         return _NAMEDTUPLE, t, tuple(node), tuple(t._fields)
@@ -144,6 +161,13 @@ def _children(node):
     if t is list:
         return _LIST, None, tuple(node), tuple(range(len(node)))
     return None
+
+
+def _sorted_keys(node) -> tuple:
+    try:
+        return tuple(sorted(node))
+    except TypeError as exc:
+        raise TypeError(f"qb.tree: dict keys must be sortable, got {list(node)!r}") from exc
 
 
 def _flatten_fast(node, leaves: list) -> TreeDef:
@@ -155,11 +179,14 @@ def _flatten_fast(node, leaves: list) -> TreeDef:
     if kind == _NONE:
         return _NONE_DEF
     if kind == _DICT:
-        try:
-            keys = tuple(sorted(node))
-        except TypeError as exc:
-            raise TypeError(f"qb.tree: dict keys must be sortable, got {list(node)!r}") from exc
+        keys = _sorted_keys(node)
         return TreeDef(_DICT, keys, tuple(_flatten_fast(node[k], leaves) for k in keys))
+    if kind == _ODICT:
+        keys = tuple(node)
+        return TreeDef(_ODICT, keys, tuple(_flatten_fast(node[k], leaves) for k in keys))
+    if kind == _DDICT:
+        keys = _sorted_keys(node)
+        return TreeDef(_DDICT, (node.default_factory, keys), tuple(_flatten_fast(node[k], leaves) for k in keys))
     if kind == _TUPLE or kind == _LIST:
         return TreeDef(kind, None, tuple(_flatten_fast(c, leaves) for c in node))
     if kind == _NAMEDTUPLE:
@@ -190,7 +217,8 @@ def _flatten(node, is_leaf, leaves: list, paths: Optional[list], path: tuple) ->
 
 
 def flatten(tree: Any, is_leaf: Optional[Callable[[Any], bool]] = None) -> Tuple[List[Any], TreeDef]:
-    """(leaves in order, TreeDef). Dict leaves come in sorted-key order."""
+    """(leaves in order, TreeDef). Dict leaves come in sorted-key order (OrderedDict's in
+    insertion order)."""
     leaves: list = []
     return leaves, _flatten(tree, is_leaf, leaves, None, ())
 
@@ -241,6 +269,10 @@ def _build(d: TreeDef, it) -> Any:
         return children
     if d._kind == _DICT:
         return dict(zip(d._aux, children))
+    if d._kind == _ODICT:
+        return _collections.OrderedDict(zip(d._aux, children))
+    if d._kind == _DDICT:
+        return _collections.defaultdict(d._aux[0], zip(d._aux[1], children))
     if d._kind == _NAMEDTUPLE:
         return d._aux(*children)
     cls, aux = d._aux

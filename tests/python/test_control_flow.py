@@ -254,10 +254,17 @@ def test_scan_with_pytree_carry_and_xs_matches_the_unrolled_loop(T, reverse):
     close(h_scan, h_unr)
 
 
-def test_scan_without_xs_passes_the_index_and_stacks_ys():
-    c, ys = qb.scan(lambda c, i: (c + i, c * i), qb.array(1.0), length=5)
-    assert float(c) == 1.0 + 0 + 1 + 2 + 3 + 4
-    close(ys, [0.0, 1.0 * 1, 2.0 * 2, 4.0 * 3, 7.0 * 4])
+def test_scan_without_xs_passes_none_and_stacks_ys():
+    seen = []
+
+    def step(c, x):
+        seen.append(x)
+        return c * 2.0 + 1.0, c
+
+    c, ys = qb.scan(step, qb.array(1.0), length=5)
+    assert seen and all(x is None for x in seen)  # as jax.lax.scan: f(carry, None)
+    assert float(c) == 63.0
+    close(ys, [1.0, 3.0, 7.0, 15.0, 31.0])
     c, ys = qb.scan(lambda c, i: (c, None), 0.0, length=3)
     assert ys is None
 

@@ -749,3 +749,34 @@ def _fix_header_crc(raw: bytes) -> bytes:
     n = struct.unpack_from("<Q", raw, 8)[0]
     header = raw[24:24 + n]
     return raw[:16] + struct.pack("<I", zlib.crc32(header)) + raw[20:]
+
+
+EMPTY_SHAPES = [(0,), (0, 3), (2, 0), (2, 0, 4), (0, 0)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "bool_"])
+@pytest.mark.parametrize("shape", EMPTY_SHAPES)
+def test_zero_size_arrays_round_trip(tmp_path, dtype, shape):
+    x = qb.zeros(shape, dtype=getattr(qb, dtype))
+    tree = {"a": x, "b": [qb.ones(2), qb.zeros((0,))], "c": qb.arange(3.0)}
+    p = tmp_path / "e.qb"
+    qb.save(p, tree)
+    out = qb.load(p)
+    assert out["a"].shape == shape and out["a"].dtype == x.dtype
+    assert out["b"][1].shape == (0,)
+    np.testing.assert_array_equal(out["b"][0].numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(out["c"].numpy(), [0.0, 1.0, 2.0])
+    assert_same(loads(dumps(tree)), tree)
+
+
+def test_forged_zero_size_headers_still_checked():
+    def empty_node(shape, nbytes=0):
+        def fn(h, n):
+            n.update(shape=shape, nbytes=nbytes, crc32=zlib.crc32(b""))
+        return _forge_node(fn)
+    assert loads(empty_node([0, 3]))["x"].shape == (0, 3)  # a consistent empty array loads
+    _expect_value_error(empty_node([0, -1]), "non-negative")
+    _expect_value_error(empty_node([0, 2 ** 62, 2 ** 62]), "too large")
+    _expect_value_error(empty_node([0, 3], nbytes=4), "does not match")
+    _expect_value_error(empty_node([0, 1.5]), "non-negative integers")
+    _expect_value_error(empty_node([0, True]), "non-negative integers")

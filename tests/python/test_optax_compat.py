@@ -391,3 +391,170 @@ def test_type_aliases_and_namespaces():
                                np.asarray(optax.tree_utils.tree_add_scalar_mul(j, 2.0, j)["a"]))
     np.testing.assert_allclose(float(qopt.schedules.linear_schedule(1.0, 0.0, 4)(1)),
                                float(optax.schedules.linear_schedule(1.0, 0.0, 4)(1)))
+
+
+# ---- L-BFGS (optax 0.2.8's lbfgs: scale_by_lbfgs + scale_by_zoom_linesearch) -----------------
+
+_LB_A = np.array([[3.0, 0.5, 0.1], [0.5, 2.0, -0.3], [0.1, -0.3, 1.0]])
+_LB_B = np.array([1.0, -2.0, 0.5])
+
+
+def _lb_quadratic(m):
+    return lambda x: 0.5 * m.sum(x * (m.asarray(_LB_A) @ x)) - m.sum(m.asarray(_LB_B) * x)
+
+
+def _lb_rosenbrock(m):
+    return lambda x: (1.0 - x[0]) ** 2 + 100.0 * (x[1] - x[0] ** 2) ** 2
+
+
+def _lb_run(m, o, f, x0, steps, make, jit=False, extra=None):
+    extra = extra or {}
+    opt = make(o)
+    params = m.asarray(x0)
+    state = opt.init(params)
+    vg = o.value_and_grad_from_state(f)
+
+    def step(params, state):
+        value, grad = vg(params, state=state, **extra)
+        updates, state = opt.update(grad, state, params, value=value, grad=grad, value_fn=f, **extra)
+        return o.apply_updates(params, updates), state
+    if jit:
+        step = (qb.jit if m is qb else __import__("jax").jit)(step)
+    iterates, ls_steps = [], []
+    for _ in range(steps):
+        params, state = step(params, state)
+        iterates.append(np.asarray(params))
+        ls_steps.append(int(state[2].info.num_linesearch_steps))
+    return np.array(iterates), ls_steps
+
+
+_LB_REFERENCES = {}
+
+
+def _lb_reference(problem, make, fn, x0, maker):
+    """optax's iterates (jitted steps: computed once per problem and configuration)."""
+    if (problem, make) not in _LB_REFERENCES:
+        import jax
+        import optax
+        _LB_REFERENCES[problem, make] = _lb_run(jax.numpy, optax, fn(jax.numpy), np.array(x0), 20, maker, jit=True)
+    return _LB_REFERENCES[problem, make]
+
+
+@pytest.mark.parametrize("problem,x0,rtol", [("quadratic", [1.0, 1.0, 1.0], 1e-13),
+                                             ("rosenbrock", [-1.2, 1.0], 1e-7)])
+@pytest.mark.parametrize("make", ["default", "memory 2", "keep guess, max lr"])
+@pytest.mark.parametrize("jit", [False, True])
+def test_lbfgs_iterates_match_optax(problem, x0, rtol, make, jit):
+    pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    makers = {"default": lambda o: o.lbfgs(),
+              "memory 2": lambda o: o.lbfgs(memory_size=2),
+              "keep guess, max lr": lambda o: o.lbfgs(memory_size=3, scale_init_precond=False,
+                                                      linesearch=o.scale_by_zoom_linesearch(
+                                                          10, max_learning_rate=0.8, initial_guess_strategy="keep"))}
+    fn = {"quadratic": _lb_quadratic, "rosenbrock": _lb_rosenbrock}[problem]
+    ref, ref_ls = _lb_reference(problem, make, fn, x0, makers[make])
+    got, got_ls = _lb_run(qb, qopt, fn(qb), np.array(x0), 20, makers[make], jit=jit)
+    # the same line-search path at every step before convergence (after it, the line search's
+    # comparisons are between values equal to rounding, in either library)
+    moving = [k for k in range(20) if np.max(np.abs(ref[k] - (ref[k - 1] if k else np.array(x0)))) > 1e-9]
+    assert len(moving) >= 8
+    assert [got_ls[k] for k in moving] == [ref_ls[k] for k in moving]
+    if make == "keep guess, max lr" and problem == "rosenbrock":
+        assert 10 in ref_ls and max(ref_ls[1:]) > 3  # a failed search (safe step) and zooms are exercised
+    # float64 rounding differences (dot products' summation order) grow along Rosenbrock's valley
+    np.testing.assert_allclose(got, ref, rtol=rtol, atol=rtol)
+
+
+def test_lbfgs_pytrees_and_extra_arguments_reach_value_fn():
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((5, 5))
+    a, b = m @ m.T + np.eye(5), rng.standard_normal(5)
+
+    def make_f(mod):
+        def f(p, scale):
+            x = mod.concatenate([p["u"], p["v"]])
+            quadratic = 0.5 * mod.sum(x * (mod.asarray(a) @ x)) - mod.sum(mod.asarray(b) * x)
+            return scale * quadratic + 0.1 * mod.sum(x ** 4)
+        return f
+
+    def run(mod, o):
+        f, opt = make_f(mod), o.lbfgs(memory_size=2)
+        params = {"u": mod.asarray([1.0, -1.0]), "v": mod.asarray([0.5, 2.0, -0.3])}
+        state = opt.init(params)
+        vg = o.value_and_grad_from_state(f)
+
+        def step(params, state):
+            value, grad = vg(params, 2.0, state=state)
+            updates, state = opt.update(grad, state, params, value=value, grad=grad, value_fn=f, scale=2.0)
+            return o.apply_updates(params, updates), state
+        if o is optax:
+            step = jax.jit(step)
+        for _ in range(12):
+            params, state = step(params, state)
+        return params, state
+    ref, ref_state = run(jax.numpy, optax)
+    got, got_state = run(qb, qopt)
+    for k in ("u", "v"):
+        np.testing.assert_allclose(np.asarray(got[k]), np.asarray(ref[k]), rtol=1e-12, atol=1e-12)
+    assert type(got_state[0]).__name__ == type(ref_state[0]).__name__ == "ScaleByLBFGSState"
+    assert got_state[0]._fields == ref_state[0]._fields and got_state[2]._fields == ref_state[2]._fields
+    np.testing.assert_allclose(float(got_state[2].value), float(ref_state[2].value), rtol=1e-12)
+
+
+def test_lbfgs_errors_and_chain_extra_args():
+    opt = qopt.lbfgs()
+    params = qb.array([1.0, 2.0])
+    state = opt.init(params)
+    f = (lambda x: qb.sum(x ** 2))
+    g = qb.grad(f)(params)
+    with pytest.raises(TypeError, match="value="):
+        opt.update(g, state, params)
+    with pytest.raises(TypeError, match="not parameters of value_fn"):
+        opt.update(g, state, params, value=f(params), grad=g, value_fn=f, data=3.0)
+    with pytest.raises(ValueError, match="memory_size"):
+        qopt.scale_by_lbfgs(memory_size=0)
+    with pytest.raises(ValueError, match="initial_guess_strategy"):
+        qopt.scale_by_zoom_linesearch(10, initial_guess_strategy="two")
+    with pytest.raises(ValueError, match="not found in the state"):
+        qopt.value_and_grad_from_state(f)(params, state=qopt.adam(0.1).init(params))
+    # chain hands extra arguments only to transformations that take them (as optax)
+    seen = {}
+
+    def upd(updates, state, params=None, **extra):
+        seen.update(extra)
+        return updates, state
+    chained = qopt.chain(qopt.scale(2.0), qopt.GradientTransformationExtraArgs(lambda p: qopt.EmptyState(), upd))
+    out, _ = chained.update(qb.array([1.0]), chained.init(qb.array([0.0])), None, value=1.5)
+    assert seen == {"value": 1.5} and float(out[0]) == 2.0
+    assert isinstance(chained, qopt.GradientTransformation)
+    # one step decreases the objective
+    value, grad = qopt.value_and_grad_from_state(f)(params, state=state)
+    updates, state = opt.update(grad, state, params, value=value, grad=grad, value_fn=f)
+    assert float(f(qopt.apply_updates(params, updates))) < float(value)
+
+
+def test_lbfgs_float32_parameters_keep_their_dtype_eager_and_jitted():
+    f = _lb_rosenbrock(qb)
+    results = []
+    for jit in (False, True):
+        opt = qopt.lbfgs()
+        p = qb.array([-1.2, 1.0], dtype=qb.float32)
+        state = opt.init(p)
+        vg = qopt.value_and_grad_from_state(f)
+
+        def step(p, state):
+            value, grad = vg(p, state=state)
+            updates, state = opt.update(grad, state, p, value=value, grad=grad, value_fn=f)
+            return qopt.apply_updates(p, updates), state
+        step = qb.jit(step) if jit else step
+        for _ in range(25):
+            p, state = step(p, state)
+        assert p.dtype == qb.float32 and state[0].updates.dtype == qb.float32 and state[2].value.dtype == qb.float32
+        results.append(p.numpy())
+    np.testing.assert_array_equal(results[0], results[1])
+    assert float(f(qb.asarray(results[0]))) < 0.2  # from 24.2 at the start (float64: 0.17 after 20 steps)
