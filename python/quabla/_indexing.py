@@ -576,6 +576,10 @@ def _check_size(size, fname):
     return operator.index(size)
 
 
+def _default_int():
+    return _core.asarray(0).dtype
+
+
 def nonzero(a, *, size=None, fill_value=None):
     """jnp.nonzero with a static `size`: the first `size` indices of the nonzero entries,
     one array per axis, padded with fill_value (default 0)."""
@@ -585,7 +589,7 @@ def nonzero(a, *, size=None, fill_value=None):
     if size is None and not a._is_tracer:
         import numpy as np
 
-        return tuple(_core.asarray(i) for i in np.nonzero(np.asarray(a)))
+        return tuple(_core.asarray(i, dtype=_default_int()) for i in np.nonzero(np.asarray(a)))
     size = _check_size(size, "nonzero")
     flat = flatnonzero(a, size=size, fill_value=-1)
     out = []
@@ -613,16 +617,17 @@ def flatnonzero(a, *, size=None, fill_value=None):
     if size is None and not a._is_tracer:
         import numpy as np
 
-        return _core.asarray(np.flatnonzero(np.asarray(mask)))
+        return _core.asarray(np.flatnonzero(np.asarray(mask)), dtype=_default_int())
     size = _check_size(size, "flatnonzero")
     # The k-th nonzero entry goes to slot k: its running count minus one; the rest drop.
     slot = _core.cumsum(_core.astype(mask, _core.int64)) - 1
     slot = _core.where(mask & (slot < size), slot, size)
     fill = 0 if fill_value is None else fill_value
-    out = _core.full((size,), fill, dtype=_core.int64) if size else _core.zeros((0,), dtype=_core.int64)
+    d = _default_int()  # int32 with x64 off, as JAX's
+    out = _core.full((size,), fill, dtype=d) if size else _core.zeros((0,), dtype=d)
     if size == 0:
         return out
-    return _core._scatter(out, slot, _core.arange(n), 0, 1, True)
+    return _core._scatter(out, slot, _core.arange(n, dtype=d), 0, 1, True)
 
 
 def argwhere(a, *, size=None, fill_value=None):

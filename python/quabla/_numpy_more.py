@@ -732,8 +732,13 @@ def tri(N: int, M: Optional[int] = None, k: int = 0, dtype=None):
     return _qb.tril(_qb.ones((N, M), dtype=dtype or _qb.float64), k)
 
 
+def _default_int():
+    """The default integer dtype (int32 with x64 off, as JAX's index results)."""
+    return _qb.asarray(0).dtype
+
+
 def _index_arrays(pair):
-    return tuple(_qb.asarray(p.astype("int64")) for p in pair)
+    return tuple(_qb.asarray(p.astype("int64"), dtype=_default_int()) for p in pair)
 
 
 def tril_indices(n: int, k: int = 0, m: Optional[int] = None):
@@ -758,6 +763,7 @@ def indices(dimensions: Sequence[int], dtype=None, sparse: bool = False):
     """An array (or, with sparse=True, a tuple) of grid indices (NumPy's indices)."""
     import numpy as np
     grids = np.indices(tuple(dimensions), sparse=sparse)
+    dtype = _default_int() if dtype is None else dtype
     if sparse:
         return tuple(_qb.asarray(g.astype("int64"), dtype=dtype) for g in grids)
     return _qb.asarray(grids.astype("int64"), dtype=dtype)
@@ -1129,7 +1135,7 @@ def bincount(x, weights=None, minlength: int = 0, *, length: Optional[int] = Non
         length = max(int(minlength), int(v.max()) + 1 if v.size else 0)
     length = _int(length, "bincount", "length")
     flat = x.reshape(-1)
-    w = _qb.ones(tuple(flat.shape), dtype=_qb.int64) if weights is None else _arr(weights).reshape(-1)
+    w = _qb.ones(tuple(flat.shape), dtype=_default_int()) if weights is None else _arr(weights).reshape(-1)
     keep = (flat >= 0) & (flat < length)
     w = _qb.where(keep, w, _qb.zeros_like(w))
     idx = _qb.where(keep, flat, _qb.zeros_like(flat))

@@ -96,3 +96,18 @@ def test_python_ints_only_give_the_default_integer():
         assert qb.lax.scan(lambda c, x: (c + 1, c), 0, qb.ones(3))[0].dtype == qb.int32
         assert qb.lax.fori_loop(0, 3, lambda i, c: c + i, 0).dtype == qb.int32
     assert (qb.ones(2, dtype=qb.int32) + qb.ones(2, dtype=qb.int64)).dtype == qb.int64
+
+
+def test_index_results_are_the_default_integer():
+    m = qb.array([True, False, True])
+    makes = [lambda: qb.triu_indices(3)[0], lambda: qb.tril_indices(3)[1], lambda: qb.nonzero(m)[0],
+             lambda: qb.nonzero(m, size=3)[0], lambda: qb.flatnonzero(m), lambda: qb.argwhere(m, size=2),
+             lambda: qb.bincount(qb.array([0, 1, 1])), lambda: qb.indices((2, 2)),
+             lambda: qb.jit(lambda a: qb.nonzero(a, size=2)[0])(m)]
+    for make in makes:
+        assert make().dtype == qb.int64
+    with qb.set_default_dtype(qb.float32):  # x64 off: int32, as JAX's
+        for make in makes:
+            assert make().dtype == qb.int32
+        np.testing.assert_array_equal(qb.nonzero(m, size=3)[0].numpy(), [0, 2, 0])
+        np.testing.assert_array_equal(qb.bincount(qb.array([0, 1, 1])).numpy(), [1, 2])
