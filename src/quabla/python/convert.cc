@@ -341,10 +341,11 @@ namespace {
 // Python number it holds, so every NumPy scalar is weak (numpy.float64 is a float subclass
 // and was weak already; the others were strong, so float32 and float64 scalars disagreed).
 bool is_numpy_scalar(nb::handle obj) {
-  const char* name = Py_TYPE(obj.ptr())->tp_name;
-  return std::string_view(name).starts_with("numpy.") && !nb::isinstance<Array>(obj) &&
-         nb::hasattr(obj, "item") && nb::hasattr(obj, "ndim") && nb::cast<int>(obj.attr("ndim")) == 0 &&
-         !std::string_view(name).starts_with("numpy.ndarray");
+  // NumPy's scalar types are numpy.float32, numpy.int64, ...: a name test, before any
+  // attribute lookup, keeps this off the path of arrays (an ndarray, even 0-d, stays strong).
+  const std::string_view name = Py_TYPE(obj.ptr())->tp_name;
+  return name.starts_with("numpy.") && !name.starts_with("numpy.ndarray") && nb::hasattr(obj, "item") &&
+         nb::hasattr(obj, "ndim") && nb::cast<int>(obj.attr("ndim")) == 0;
 }
 }  // namespace
 

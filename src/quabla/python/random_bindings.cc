@@ -35,10 +35,6 @@ void bind_random(nb::module_& m) {
   m.def("threefry2x32", [](std::uint32_t k0, std::uint32_t k1, std::uint32_t c0, std::uint32_t c1) {
     return random::threefry2x32(to_key(k0, k1), {c0, c1});
   });
-  m.def("random_key", [](std::uint64_t seed) { return random::key_from_seed(seed); });
-  m.def("random_fold_in", [](std::uint32_t k0, std::uint32_t k1, std::uint32_t data) {
-    return random::fold_in(to_key(k0, k1), data);
-  });
   // Both words of every block, as int32 arrays holding the same bits (there is no uint32).
   m.def("random_blocks", [](std::uint32_t k0, std::uint32_t k1, nb::handle shape) {
     const Shape s = sample_shape(shape, "bits");
