@@ -27,13 +27,16 @@ _ids = itertools.count(1)
 _lock = threading.Lock()
 
 
-def register(fn: Callable, name: str = "pure_callback", effect: bool = False) -> int:
+def register(fn: Callable, name: str = "pure_callback", effect: bool = False,
+             submit: Optional[Callable] = None) -> int:
     """An id for fn in the host-call registry (name: what messages call it; effect: fn runs
-    for its effect, what it returns is ignored). Entries stay for the life of the process,
-    as long as compiled programs may call them."""
+    for its effect, what it returns is ignored; submit: runs a job elsewhere and returns a
+    concurrent.futures.Future of its result, so the program goes on while fn runs and waits
+    where it first reads the result, as qb.distributed's collectives do on their thread).
+    Entries stay for the life of the process, as long as compiled programs may call them."""
     with _lock:
         i = next(_ids)
-        _registry[i] = (fn, name, effect)
+        _registry[i] = (fn, name, effect, submit)
     return i
 
 
@@ -67,27 +70,36 @@ def _result(value, shape: tuple, dtype, where: str):
 
 def dispatch(callback: int, vmap_method: int, batch_axes: int, operands: list, out_dtype: str, out_shape: tuple):
     """Runs registered function `callback` for a host_call node: operands are (bytes, dtype,
-    shape) triples; returns the result's bytes. A call vmapped with 'sequential' runs the
+    shape) triples; returns the result as a contiguous array (or, for an entry with ``submit``,
+    a future of it, which the program waits for where it first reads the result). A call vmapped with 'sequential' runs the
     function once per example over its leading batch_axes axes."""
     import numpy as np
     entry = _registry.get(callback)
     if entry is None:
         raise RuntimeError(f"host_call: callback {callback} is not registered in this process (a program "
                            f"compiled in another process cannot call back into this one)")
-    fn, name, effect = entry
-    arrays = [np.frombuffer(data, _np_dtype(dt)).reshape(shape).copy() for data, dt, shape in operands]
+    fn, name, effect, submit = entry
+    # Writable copies for user functions; a job for elsewhere (qb.distributed's, which only
+    # reads them) takes the operands' bytes as they are: already a copy of the program's.
+    arrays = [np.frombuffer(data, _np_dtype(dt)).reshape(shape) for data, dt, shape in operands]
+    if submit is None:
+        arrays = [a.copy() for a in arrays]
     dtype = _np_dtype(out_dtype)
     if effect:  # qb.debug: the result is a placeholder nothing reads
         fn(*arrays)
-        return np.zeros(tuple(out_shape), dtype).tobytes()
-    if vmap_method == 1 and batch_axes > 0:
-        lead = tuple(out_shape[:batch_axes])
-        out = np.empty(tuple(out_shape), dtype)
-        for idx in np.ndindex(*lead):
-            out[idx] = _result(fn(*[a[idx] for a in arrays]), out_shape[batch_axes:], dtype, name)
-    else:
-        out = _result(fn(*arrays), out_shape, dtype, name)
-    return np.ascontiguousarray(out).tobytes()
+        return np.zeros(tuple(out_shape), dtype)
+
+    def run():
+        if vmap_method == 1 and batch_axes > 0:
+            lead = tuple(out_shape[:batch_axes])
+            out = np.empty(tuple(out_shape), dtype)
+            for idx in np.ndindex(*lead):
+                out[idx] = _result(fn(*[a[idx] for a in arrays]), out_shape[batch_axes:], dtype, name)
+        else:
+            out = _result(fn(*arrays), out_shape, dtype, name)
+        return np.ascontiguousarray(out)  # the core copies it out through the buffer protocol
+    # The operands are copies: the job reads nothing of the running program's.
+    return submit(run) if submit is not None else run()
 
 
 def _spec_of(s, where: str):

@@ -8,7 +8,9 @@ environment, which a home-made dlopen of libmpi would have to restate.
 
 Collectives take arrays or pytrees of arrays and return host arrays; inside jit they are part
 of the compiled program (host_call nodes, run when it runs; sum, mean, broadcast, gather and
-scatter are differentiable, as JAX's psum and friends). Reductions are
+scatter are differentiable, as JAX's psum and friends; a program's collective runs on a
+communication thread while the program computes what does not need it, such as the rest of a
+backward pass). Reductions are
 deterministic and bitwise identical on every rank: each rank's values are gathered to all
 ranks and combined there in rank order, whatever MPI's own algorithms and timing do. Every
 collective waits at most ``timeout`` seconds (``initialize(timeout=...)``, default 300): a
@@ -19,9 +21,13 @@ and a rank whose arrays disagree in structure, shape or dtype makes every rank r
 """
 from __future__ import annotations
 
+import atexit
 import os
+import queue
+import threading
 import time
-from typing import Any, Optional
+from concurrent.futures import Future
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -37,7 +43,7 @@ class DistributedTimeoutError(QuablaError, TimeoutError):
     """A collective did not complete in time: some rank died, hung or left the job."""
 
 
-_state: dict = {"comm": None, "timeout": 300.0, "seq": 0}
+_state: dict = {"comm": None, "timeout": 300.0, "seq": 0, "worker": None, "overlap": True}
 _ENV_RANK = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "RANK")
 _ENV_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE")
 _TAG_ARRIVE = 7301
@@ -83,7 +89,92 @@ def initialize(rank: Optional[int] = None, world_size: Optional[int] = None, coo
                              f"(the launcher's environment says {env}); drop the argument or launch accordingly")
     del coordinator
     _state["comm"] = comm
+    _state["overlap"] = os.environ.get("QUABLA_DISTRIBUTED_OVERLAP", "1") != "0"
+    _state["worker"] = _CommThread()
     _abort_on_uncaught(comm)
+
+
+class _CommThread:
+    """Runs this process's MPI exchanges one at a time, in the order they were asked for, so
+    every rank issues its collectives in one order (as MPI requires) whichever thread asked.
+    One that a compiled program starts (a host call with ``submit``, _callback.py) runs on
+    this thread while the program computes on, and the program waits where it first reads
+    the result (the CPU executor starts each host call right after its operands are ready
+    and runs without the GIL). An eager collective runs on the caller's thread when nothing
+    is queued (no thread switch), else after the queued ones."""
+
+    def __init__(self):
+        self._jobs: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._pending = 0                  # submitted or running, under _count
+        self._count = threading.Lock()
+        self._exchanging = threading.Lock()  # held while an exchange runs, on either thread
+        self._thread = threading.Thread(target=self._serve, name="quabla-collectives", daemon=True)
+        self._thread.start()
+        atexit.register(self.stop)  # before mpi4py finalizes MPI
+
+    def _serve(self):
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            future, fn = job
+            if future.set_running_or_notify_cancel():
+                with self._exchanging:
+                    try:
+                        future.set_result(fn())
+                    except BaseException as e:  # noqa: BLE001 - re-raised where the result is read
+                        future.set_exception(e)
+            with self._count:
+                self._pending -= 1
+
+    def here(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def submit(self, fn: Callable) -> Future:
+        future: Future = Future()
+        with self._count:
+            self._pending += 1
+            self._jobs.put((future, fn))
+        return future
+
+    def run(self, fn: Callable):
+        """fn() after the exchanges asked for before it."""
+        with self._count:
+            idle = self._pending == 0
+            if idle:
+                self._pending += 1  # later submissions queue behind this one
+        if not idle:
+            return self.submit(fn).result()
+        try:
+            with self._exchanging:
+                return fn()
+        finally:
+            with self._count:
+                self._pending -= 1
+
+    def stop(self):
+        if self._thread.is_alive() and not self.here():
+            self._jobs.put(None)
+            self._thread.join(timeout=_state["timeout"])
+        atexit.unregister(self.stop)
+
+
+def _serially(fn: Callable):
+    """fn() in the process's order of exchanges (_CommThread.run)."""
+    worker = _state["worker"]
+    if worker is None or worker.here():
+        return fn()
+    return worker.run(fn)
+
+
+def _start(job: Callable):
+    """A compiled program's collective: started on the communication thread (a future of the
+    result's bytes, waited for where the program reads it), or run now when overlapping is
+    off (QUABLA_DISTRIBUTED_OVERLAP=0) or the job has left."""
+    worker = _state["worker"]
+    if worker is None or not _state["overlap"] or worker.here():
+        return job()
+    return worker.submit(job)
 
 
 def _abort_on_uncaught(comm) -> None:
@@ -140,8 +231,10 @@ def nccl_info() -> dict:
 
 def shutdown() -> None:
     """Leaves the job: later collectives raise until initialize() is called again."""
-    if _state["comm"] is not None:
-        _state["comm"] = None
+    worker, _state["worker"] = _state["worker"], None
+    if worker is not None:
+        worker.stop()  # after the exchanges already submitted
+    _state["comm"] = None
 
 
 def _wait(requests, what: str, arrivals=None) -> None:
@@ -180,20 +273,25 @@ def _arrive(what: str):
 
 
 def _allgather_bytes(payload: bytes, what: str) -> list:
-    """Every rank's payload (any length), in rank order."""
+    """Every rank's payload (any length), in rank order (exchanged on the communication thread)."""
+    _comm()  # raises before initialize()
+    return _serially(lambda: _allgather_now(payload, what))
+
+
+def _allgather_now(payload, what: str) -> list:
     comm = _comm()
     sends, recvs = _arrive(what)
     _wait(list(recvs.values()), what, recvs)
     n = comm.Get_size()
-    size = np.array([len(payload)], np.int64)
+    data = np.frombuffer(payload, np.uint8) if len(payload) else np.zeros(0, np.uint8)
+    size = np.array([data.size], np.int64)
     sizes = np.zeros(n, np.int64)
     _wait([comm.Iallgather(size, sizes)], what)
-    data = np.frombuffer(payload, np.uint8) if payload else np.zeros(0, np.uint8)
-    out = np.zeros(int(sizes.sum()), np.uint8)
+    out = np.empty(int(sizes.sum()), np.uint8)
     displs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     _wait([comm.Iallgatherv(data, [out, sizes, displs, _mpi().BYTE])], what)
     _wait(sends, what)
-    return [out[displs[r]:displs[r] + sizes[r]].tobytes() for r in range(n)]
+    return [out[displs[r]:displs[r] + sizes[r]] for r in range(n)]  # views: no copy per rank
 
 
 def _leaves(tree, what):
@@ -205,7 +303,7 @@ def _leaves(tree, what):
         a = np.asarray(x)
         if a.dtype == object:
             raise TypeError(f"qb.distributed.{what}: leaves must be arrays or numbers, got {type(x).__name__}")
-        arrays.append(np.array(a, order="C"))  # a copy; 0-d stays 0-d (ascontiguousarray makes it 1-d)
+        arrays.append(np.asarray(a, order="C"))  # 0-d stays 0-d (ascontiguousarray makes it 1-d)
     return arrays, treedef
 
 
@@ -213,24 +311,48 @@ def _signature(arrays, treedef) -> str:
     return repr(treedef) + "|" + ";".join(f"{a.dtype.str}{list(a.shape)}" for a in arrays)
 
 
+# Which collective of a compiled program the communication thread is running ("all_reduce of
+# leaf 3"): exchanged with the data, so ranks whose programs started their collectives in
+# different orders get an error instead of each other's gradients.
+_running = threading.local()
+
+
+def _aligned(n: int) -> int:
+    return (n + 15) // 16 * 16
+
+
 def _exchange(tree, what: str):
     """(every rank's leaves as NumPy arrays, in rank order; treedef), after checking that all
     ranks passed the same structure, shapes and dtypes."""
     arrays, treedef = _leaves(tree, what)
     sig = _signature(arrays, treedef)
-    payload = sig.encode() + b"\0" + b"".join(a.tobytes() for a in arrays)
+    tag = getattr(_running, "tag", "an eager collective")
+    # One buffer per rank: the header's length, the header (which collective, the types),
+    # then the leaves' bytes; what comes back is read in place.
+    # Each part starts at a multiple of 16 bytes, so the leaves read back are aligned arrays.
+    header = tag.encode() + b"\0" + sig.encode()
+    offsets, end = [], _aligned(8 + len(header))
+    for a in arrays:
+        offsets.append(end)
+        end = _aligned(end + a.nbytes)
+    payload = np.zeros(end, np.uint8)
+    payload[:8] = np.frombuffer(np.int64(len(header)).tobytes(), np.uint8)
+    payload[8:8 + len(header)] = np.frombuffer(header, np.uint8)
+    for a, off in zip(arrays, offsets):
+        payload[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
     got = _allgather_bytes(payload, what)
     per_rank = []
     for r, blob in enumerate(got):
-        other, data = blob.split(b"\0", 1)
-        if other.decode() != sig:
-            raise ValueError(f"qb.distributed.{what}: rank {r} passed {other.decode()!r} but rank {rank()} passed "
+        length = int(np.frombuffer(blob[:8].tobytes(), np.int64)[0])
+        other_tag, other = bytes(blob[8:8 + length]).decode().split("\0", 1)
+        if other_tag != tag:
+            raise ValueError(f"qb.distributed.{what}: rank {r} ran {other_tag} while rank {rank()} ran {tag}; "
+                             f"every rank must run the same program (the same jitted function on arrays of the same "
+                             f"shapes), so that their collectives pair up")
+        if other != sig:
+            raise ValueError(f"qb.distributed.{what}: rank {r} passed {other!r} but rank {rank()} passed "
                              f"{sig!r}; every rank must pass arrays of the same structure, shapes and dtypes")
-        leaves, off = [], 0
-        for a in arrays:
-            leaves.append(np.frombuffer(data, a.dtype, a.size, off).reshape(a.shape))
-            off += a.nbytes
-        per_rank.append(leaves)
+        per_rank.append([blob[off:off + a.nbytes].view(a.dtype).reshape(a.shape) for a, off in zip(arrays, offsets)])
     return per_rank, treedef
 
 
@@ -244,11 +366,12 @@ def _reduce_np(tree, op: str, what: str = "all_reduce"):
     per_rank, treedef = _exchange(tree, what)
     out = []
     for k in range(len(per_rank[0])):
-        acc = per_rank[0][k].copy()
-        for r in range(1, len(per_rank)):
-            acc = np.maximum(acc, per_rank[r][k]) if op == "max" else acc + per_rank[r][k]
+        acc = per_rank[0][k].copy() if len(per_rank) == 1 else None
+        for r in range(1, len(per_rank)):  # in rank order; the first step writes a new array
+            a = per_rank[0][k] if acc is None else acc
+            acc = np.maximum(a, per_rank[r][k]) if op == "max" else a + per_rank[r][k]
         if op == "mean":
-            acc = (acc / len(per_rank)).astype(acc.dtype) if acc.dtype.kind == "f" else acc / len(per_rank)
+            acc = (acc / len(per_rank)).astype(acc.dtype, copy=False) if acc.dtype.kind == "f" else acc / len(per_rank)
         out.append(acc)
     return out, treedef
 
@@ -288,15 +411,26 @@ def _in_jit(name, tree, per_leaf):
     from . import _callback
     leaves, treedef = _tree.flatten(tree)
     outs = []
-    for x in leaves:
+    for k, x in enumerate(leaves):
         x = x if isinstance(x, _core.Array) else _core.asarray(x)
         fn, transpose, shape, dtype, vmap_method = per_leaf(x)
-        fid = _callback.register(fn, f"qb.distributed.{name}")
+        fid = _callback.register(_tagged(fn, f"{name} of leaf {k}"), f"qb.distributed.{name}", submit=_start)
         tid = -1
         if transpose is not None:
-            tid = _callback.register(transpose, f"the transpose of qb.distributed.{name}")
+            tid = _callback.register(_tagged(transpose, f"the transpose of {name} of leaf {k}"),
+                                     f"the transpose of qb.distributed.{name}", submit=_start)
         outs.append(_core.host_call(fid, [x], list(shape), dtype, tid, vmap_method))
     return _tree.unflatten(treedef, outs)
+
+
+def _tagged(fn, tag):
+    def run(*arrays):
+        _running.tag = tag
+        try:
+            return fn(*arrays)
+        finally:
+            del _running.tag
+    return run
 
 
 _BROADCAST_ALL, _SEQUENTIAL = 2, 1  # host_call vmap methods (ops.def)

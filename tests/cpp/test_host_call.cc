@@ -1,11 +1,15 @@
 // The host_call op (ops.def, runtime/host_call.h) below the Python layer: the CPU executor
 // hands the handler the operands and their types, the simplifier neither folds nor merges
 // calls, a linear call is its own JVP and transposes to its transpose's id, and running one
-// without a handler raises.
+// without a handler raises. A call the handler only starts is finished where its result is
+// first read, and calls start right after their operands are ready (effects in program order).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
 #include <vector>
 
+#include "quabla/backends/cpu/executable.h"
 #include "quabla/ir/errors.h"
 #include "quabla/runtime/host_call.h"
 #include "quabla/transforms/jvp.h"
@@ -58,7 +62,10 @@ class HostCall : public ::testing::Test {
 
 TEST_F(HostCall, RunsItsHandlerWithTheOperands) {
   ScaledSum h;
-  set_host_call_handler([&h](const HostCallArgs& a) { h(a); });
+  set_host_call_handler([&h](const HostCallArgs& a) {
+    h(a);
+    return HostCallFinish{};
+  });
   Program p;
   ValueId x = p.b.param(vt(DType::f64, {3}));
   ValueId y = p.b.param(vt(DType::f64, {3}));
@@ -141,6 +148,111 @@ TEST_F(HostCall, LinearCallsAreTheirOwnJvpAndTransposeToTheirPair) {
   const ValueId z = hb.param(vt(DType::f64, {2}));
   hb.set_results({hb.emit1(Op::HostCall, {z}, call_attrs(9, {2}))});
   EXPECT_THROW(jvp(h, wrt), ValueError);
+}
+
+
+// A handler that starts calls with even ids (finishing them later: an event "finish <id>")
+// and runs odd ones at once ("run <id>"); both write id * the first operand (f64 results).
+struct Deferring {
+  std::vector<std::string> events;
+  HostCallFinish operator()(const HostCallArgs& a) {
+    const auto n = static_cast<std::size_t>(num_elements(a.out_type->shape));
+    std::vector<double> x(reinterpret_cast<const double*>(a.ins[0]), reinterpret_cast<const double*>(a.ins[0]) + n);
+    const bool effect = a.out_type->dtype != DType::f64;  // a placeholder result: nothing to write
+    auto write = [this, id = a.callback, x, effect, out = reinterpret_cast<double*>(a.out)](const char* what) {
+      for (std::size_t e = 0; !effect && e < x.size(); ++e) out[e] = static_cast<double>(id) * x[e];
+      events.push_back(std::string(what) + " " + std::to_string(id));
+    };
+    if (a.callback % 2 != 0) {
+      write("run");
+      return {};
+    }
+    events.push_back("start " + std::to_string(a.callback));
+    return [write] { write("finish"); };
+  }
+};
+
+TEST_F(HostCall, AStartedCallIsFinishedWhereItsResultIsFirstRead) {
+  Deferring h;
+  set_host_call_handler([&h](const HostCallArgs& a) { return h(a); });
+  Program p;
+  ValueId x = p.b.param(vt(DType::f64, {2}));
+  ValueId y = p.b.param(vt(DType::f64, {2}));
+  ValueId a = p.b.emit1(Op::HostCall, {x}, call_attrs(2, {2}));  // started
+  ValueId c = p.b.emit1(Op::HostCall, {p.b.emit1(Op::Exp, {y})}, call_attrs(3, {2}));  // runs meanwhile
+  ValueId r = p.b.emit1(Op::Add, {a, c});
+  ValueId z = p.b.emit1(Op::HostCall, {y}, call_attrs(4, {2}));  // a result nothing reads: finished at the end
+  auto out = p.run({r, z}, {make_buffer<double>({1, 2}), make_buffer<double>({0, 1})});
+  // Call 4 reads a parameter: it starts at once; nothing reads it, so the run's end waits for it.
+  EXPECT_EQ(h.events, (std::vector<std::string>{"start 2", "start 4", "run 3", "finish 2", "finish 4"}));
+  const auto r0 = read_buffer<double>(out[0], 2);
+  EXPECT_EQ(r0[0], 2 + 3);
+  EXPECT_NEAR(r0[1], 4 + 3 * std::exp(1.0), 1e-14);
+  EXPECT_EQ(read_buffer<double>(out[1], 2), (std::vector<double>{0, 4}));
+}
+
+TEST_F(HostCall, AFailingStepLeavesStartedCallsUnfinished) {
+  Deferring h;
+  set_host_call_handler([&h](const HostCallArgs& a) -> HostCallFinish {
+    if (a.callback == 5) throw ValueError("callback 5 failed");
+    return h(a);
+  });
+  Program p;
+  ValueId x = p.b.param(vt(DType::f64, {2}));
+  ValueId a = p.b.emit1(Op::HostCall, {x}, call_attrs(2, {2}));
+  ValueId b = p.b.emit1(Op::HostCall, {x}, call_attrs(5, {2}));
+  EXPECT_THROW(p.run({p.b.emit1(Op::Add, {a, b})}, {make_buffer<double>({1, 2})}), ValueError);
+  EXPECT_EQ(h.events, (std::vector<std::string>{"start 2"}));  // never finished into freed buffers
+}
+
+// Where the plan puts each host call: its line's position in plan_text.
+std::size_t line_of(const std::string& plan, const std::string& needle) {
+  const auto at = plan.find(needle);
+  EXPECT_NE(at, std::string::npos) << needle << " not in\n" << plan;
+  return at;
+}
+
+TEST_F(HostCall, CallsStartRightAfterTheirOperandsEffectsInProgramOrder) {
+  // A gradient-like program: w is ready early, the long chain on v comes later; the calls
+  // were recorded at the end (as an all-reduce of the gradients is).
+  Program p;
+  ValueId v = p.b.param(vt(DType::f64, {64, 64}));
+  ValueId w = p.b.param(vt(DType::f64, {64, 64}));
+  ValueId gw = p.b.emit1(Op::MatMul, {w, w});
+  ValueId gv = p.b.emit1(Op::MatMul, {v, v});
+  ValueId t = p.b.emit1(Op::Tanh, {gv});
+  ValueId gv2 = p.b.emit1(Op::MatMul, {t, v});
+  ValueId cv = p.b.emit1(Op::HostCall, {gv2}, call_attrs(4, {64, 64}));
+  ValueId cw = p.b.emit1(Op::HostCall, {gw}, call_attrs(2, {64, 64}));  // recorded later, ready sooner
+  ValueId cp = p.b.emit1(Op::HostCall, {w}, call_attrs(6, {64, 64}));   // ready at once
+  Attrs effect = call_attrs(7, {});
+  effect.dtype = DType::bool_;
+  effect.num_carry = kHostCallEffect;
+  p.b.emit1(Op::HostCall, {gv2}, effect);  // a print of gv2, then one of w: kept in that order
+  effect.mode = 9;
+  p.b.emit1(Op::HostCall, {w}, effect);
+  p.b.set_results({p.b.emit1(Op::Add, {cw, cv}), cp});
+  verify(*p.graph);
+  const cpu::Executable exe(p.graph);
+  EXPECT_TRUE(exe.has_host_calls());
+  const std::string plan = exe.plan_text();
+  const auto call_v = line_of(plan, "callback=4"), call_w = line_of(plan, "callback=2");
+  const auto call_p = line_of(plan, "callback=6"), print_v = line_of(plan, "callback=7"), print_w = line_of(plan, "callback=9");
+  const auto first_matmul = line_of(plan, "%" + std::to_string(gw) + " = matmul");
+  const auto second_matmul = line_of(plan, "%" + std::to_string(gv) + " = matmul");
+  const auto tanh = line_of(plan, "tanh");
+  EXPECT_LT(call_p, first_matmul);
+  EXPECT_LT(call_w, second_matmul);  // overlaps with the rest of the chain
+  EXPECT_LT(tanh, call_v);
+  EXPECT_LT(call_v, print_v);
+  EXPECT_LT(print_v, print_w);
+  Deferring h;
+  set_host_call_handler([&h](const HostCallArgs& a) { return h(a); });
+  std::vector<double> ones(64 * 64, 0.01);
+  auto out = exe.run(std::vector<BufferPtr>{make_buffer<double>(ones), make_buffer<double>(ones)});
+  EXPECT_EQ(h.events, (std::vector<std::string>{"start 6", "start 2", "start 4", "run 7", "run 9", "finish 2", "finish 4",
+                                                "finish 6"}));
+  EXPECT_NEAR(read_buffer<double>(out[1], 1)[0], 0.06, 1e-15);
 }
 
 }  // namespace

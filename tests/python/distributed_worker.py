@@ -62,9 +62,46 @@ def jit_collectives(out):
     def loss(p, xs):
         return qb.sum((p[0] * qb.sin(p[1] * xs) - xs ** 2) ** 2) / 16.0
     dp = qb.jit(lambda p, xs: d.all_reduce(qb.grad(loss)(p, xs), "sum"))(qb.array([0.7, 1.3]), mine)
+    # Ranks running different programs: their collectives do not pair up, and both raise.
+    mismatch = (lambda v: d.all_reduce(v)) if r == 0 else (lambda v: d.all_reduce([v * 2.0, v])[1])
+    try:
+        qb.jit(mismatch)(qb.ones(3))
+    except ValueError as e:
+        open(os.path.join(out, f"programs{r}.txt"), "w").write(str(e))
     np.savez(os.path.join(out, f"rank{r}.npz"), s=np.asarray(s), m=np.asarray(m), mx=np.asarray(mx), b=np.asarray(b),
              g=np.asarray(g), rs=np.asarray(rs), gp=np.asarray(gp), tangent=np.asarray(tangent), vm=np.asarray(vm),
              dp=np.asarray(dp), const_calls=const_calls, const_runs=const_runs, full=np.asarray(qb.grad(loss)(qb.array([0.7, 1.3]), qb.array(pts))), n=n)
+
+
+def overlap(out):
+    """A jitted data-parallel step holding its all-reduce (one collective per gradient leaf),
+    five steps of it; the plan shows where the collectives start."""
+    d = qb.distributed
+    r = d.rank()
+    rng = np.random.default_rng(7)
+    sizes = [(1, 32), (32, 32), (32, 32), (32, 1)]
+    params = [{"w": qb.array(rng.normal(size=s) / np.sqrt(s[0])), "b": qb.array(np.zeros(s[1]))} for s in sizes]
+    pts = np.linspace(-1.0, 1.0, 64).reshape(64, 1)
+    mine = qb.array(pts[r * 32:(r + 1) * 32])
+
+    def loss(p, x):
+        h = x
+        for k, layer in enumerate(p):
+            h = h @ layer["w"] + layer["b"]
+            if k < len(p) - 1:
+                h = qb.tanh(h)
+        return qb.sum((h - qb.sin(3.0 * x)) ** 2) / 64.0
+
+    def step(p, x):
+        g = d.all_reduce(qb.grad(loss)(p, x), "sum")
+        return qb.tree.map(lambda a, b: a - 0.1 * b, p, g)
+    f = qb.jit(step)
+    for _ in range(5):
+        params = f(params, mine)
+    flat = np.concatenate([np.asarray(v).ravel() for v in qb.tree.leaves(params)])
+    np.savez(os.path.join(out, f"rank{r}.npz"), params=flat)
+    if r == 0:
+        open(os.path.join(out, "plan.txt"), "w").write(f.lower(params, mine).compile().plan_text())
 
 
 def train(out):
@@ -105,5 +142,5 @@ def hang(out):
 if __name__ == "__main__":
     mode, out = sys.argv[1], sys.argv[2]
     qb.distributed.initialize(timeout=float(os.environ.get("QB_TEST_TIMEOUT", "60")))
-    {"collectives": collectives, "jit_collectives": jit_collectives, "train": train, "die": die, "hang": hang}[mode](out)
+    {"collectives": collectives, "jit_collectives": jit_collectives, "train": train, "overlap": overlap, "die": die, "hang": hang}[mode](out)
     qb.distributed.shutdown()

@@ -103,6 +103,49 @@ def test_collectives_inside_jit_their_derivatives_and_vmap(tmp_path):
         np.testing.assert_allclose(got["dp"], got["full"], rtol=1e-12, atol=1e-15)
         np.testing.assert_array_equal(got["const_calls"], [[3.0, 3.0], [4.0, 4.0]])
         assert int(got["const_runs"]) == 2  # at each call, not once while tracing
+        msg = (tmp_path / f"programs{r}.txt").read_text()
+        assert "all_reduce of leaf 0" in msg and "all_reduce of leaf 1" in msg and "the same program" in msg
+
+
+def test_collectives_in_a_jitted_step_overlap_with_its_backward_pass(tmp_path):
+    """The step's collectives start while its backward pass still runs (each right after its
+    gradient is computed) and give the same bits as when each runs where
+    it stands (QUABLA_DISTRIBUTED_OVERLAP=0), equal to one process on the whole batch."""
+    runs = {}
+    for flag in ("1", "0"):
+        out = tmp_path / flag
+        out.mkdir()
+        p = subprocess.run(["mpirun", "-np", "2", sys.executable, str(WORKER), "overlap", str(out)], capture_output=True,
+                           text=True, timeout=120, env=_env(QB_TEST_TIMEOUT=60, QUABLA_DISTRIBUTED_OVERLAP=flag))
+        assert p.returncode == 0, p.stdout + p.stderr
+        runs[flag] = [np.load(out / f"rank{r}.npz")["params"] for r in range(2)]
+        np.testing.assert_array_equal(runs[flag][0], runs[flag][1])
+    np.testing.assert_array_equal(runs["1"][0], runs["0"][0])
+    plan = (tmp_path / "1" / "plan.txt").read_text().splitlines()
+    calls = [i for i, line in enumerate(plan) if "host_call" in line]
+    matmuls = [i for i, line in enumerate(plan) if "matmul" in line]
+    # 4 forward and 7 backward products; the output layer's bias gradient is ready before the
+    # first backward product, and all but the input layer's weights before the last one.
+    assert len(calls) == 8 and len(matmuls) == 11, "\n".join(plan)
+    assert calls[0] < matmuls[4] and sum(c < matmuls[-1] for c in calls) == 7, "\n".join(plan)
+    # One process, the whole batch, the same five steps.
+    rng = np.random.default_rng(7)
+    sizes = [(1, 32), (32, 32), (32, 32), (32, 1)]
+    params = [{"w": rng.normal(size=s) / np.sqrt(s[0]), "b": np.zeros(s[1])} for s in sizes]
+    x = np.linspace(-1.0, 1.0, 64).reshape(64, 1)
+
+    def loss(p, x):
+        h = x
+        for k, layer in enumerate(p):
+            h = h @ layer["w"] + layer["b"]
+            if k < len(p) - 1:
+                h = qb.tanh(h)
+        return qb.sum((h - qb.sin(3.0 * x)) ** 2) / 64.0
+    p = qb.tree.map(qb.array, params)
+    for _ in range(5):
+        p = qb.tree.map(lambda a, b: a - 0.1 * b, p, qb.grad(loss)(p, qb.array(x)))
+    flat = np.concatenate([np.asarray(v).ravel() for v in qb.tree.leaves(p)])
+    np.testing.assert_allclose(runs["1"][0], flat, rtol=1e-12, atol=1e-14)
 
 
 def check_training(tmp_path):

@@ -150,3 +150,56 @@ def test_inside_loops_on_both_tiers(tier, monkeypatch):
     with pytest.raises(RuntimeError, match="late step failed"):
         qb.jit(lambda s: qb.fori_loop(0, 10, lambda i, s: qb.pure_callback(late, spec((3,)), s) + 1.0, s))(
             qb.zeros(3))
+
+
+def _started_call(fn, shape, x, submit):
+    """A host call whose job runs through `submit` (what qb.distributed's collectives use)."""
+    from quabla import _callback, _core
+    return _core.host_call(_callback.register(fn, "started", submit=submit), [x], list(shape), "float64", -1, 0)
+
+
+def test_a_started_call_overlaps_with_the_rest_of_the_program():
+    """A call started on another thread runs while the program computes on: its function
+    waits for an event that only a later step of the same program sets, which would hang a
+    program that ran the call where it stands (the wait is bounded, so that fails instead)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(1)
+    reached = threading.Event()
+    log = []
+
+    def slow(a):
+        log.append(("started", reached.is_set()))
+        assert reached.wait(20), "the rest of the program never ran while the call was pending"
+        return a * 10.0
+
+    def later(b):
+        reached.set()
+        return b
+
+    def step(x, y):
+        early = _started_call(slow, (3,), x * 2.0, pool.submit)  # as an all-reduce of one gradient
+        rest = qb.pure_callback(later, spec((3,)), qb.tanh(y) @ qb.ones((3, 3)))  # the rest of the work
+        return early + rest, early
+
+    f = qb.jit(step)
+    x, y = qb.array([1.0, 2.0, 3.0]), qb.array([0.5, 0.0, -0.5])
+    out, early = f(x, y)
+    np.testing.assert_allclose(np.asarray(early), 20.0 * np.array([1.0, 2.0, 3.0]), rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(out), 20.0 * np.array([1.0, 2.0, 3.0]) + np.tanh([0.5, 0.0, -0.5]).sum(),
+                               rtol=1e-15)
+    assert log == [("started", False)]
+    # Recorded after a chain that does not need it, it still starts before the chain.
+    late = qb.jit(lambda x, y: (qb.tanh(y) @ qb.ones((3, 3)), _started_call(slow, (3,), x * 2.0, pool.submit)))
+    plan = late.lower(x, y).compile().plan_text()
+    assert plan.index("host_call") < plan.index("matmul"), plan
+    # Errors of the job surface when the program reads the result; the program ends cleanly.
+    def failing(a):
+        raise ValueError("the started job failed")
+    g = qb.jit(lambda x: _started_call(failing, (3,), x, pool.submit) + 1.0)
+    with pytest.raises(ValueError, match="the started job failed"):
+        g(x)
+    # grad and vmap through a program holding started calls run without the GIL as well.
+    h = qb.jit(qb.vmap(lambda v: qb.pure_callback(lambda a: a + 1.0, spec((3,)), v, vmap_method="sequential")))
+    np.testing.assert_array_equal(np.asarray(h(qb.ones((2, 3)))), np.full((2, 3), 2.0))
+    pool.shutdown()

@@ -3,12 +3,17 @@
 #include <nanobind/nanobind.h>
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "quabla/api/array.h"
 #include "quabla/api/functions.h"
 #include "quabla/ir/errors.h"
+
+namespace qb::cpu {
+class Executable;
+}
 
 namespace qb::py {
 
@@ -49,6 +54,10 @@ nb::object run_on_device(const char* name, nb::tuple args);
 
 nb::object to_list(const Array& a);
 nb::object item(const Array& a);
+
+// api::run_program, without the GIL when the program has host calls (host_call_bindings.cc):
+// a collective it starts then runs on qb.distributed's communication thread meanwhile.
+std::vector<Array> run_cpu_program(const cpu::Executable& exe, std::span<const Array> args);
 
 void bind_dtypes(nb::module_& m);
 nb::class_<Array> bind_array(nb::module_& m);

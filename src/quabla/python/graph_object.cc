@@ -59,7 +59,7 @@ struct GraphObject {
       if (!exe) exe = std::make_shared<cpu::Executable>(graph);
       e = exe;
     }
-    return run_program(*e, args);
+    return run_cpu_program(*e, args);
   }
 
   // An eager transform of device arrays: the graph is compiled once per device and runs
@@ -227,7 +227,7 @@ void bind_graph(nb::module_& m) {
     verify(*g);
     cpu::Executable exe(std::make_shared<const Graph>(simplify(*g)));
     std::vector<Array> strong = inputs;
-    return run_program(exe, strong);
+    return run_cpu_program(exe, strong);
   }, nb::arg("kind"), nb::arg("regions"), nb::arg("inputs"), nb::arg("length") = 0, nb::arg("start") = 0,
      nb::arg("reverse") = false, nb::arg("num_consts") = 0, nb::arg("num_carry") = 0, nb::arg("mode") = 0);
 

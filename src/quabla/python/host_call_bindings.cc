@@ -1,15 +1,19 @@
 // The host_call op from Python (qb.pure_callback, qb.distributed inside jit): emitting it into
 // a trace, and the handler that runs it (runtime/host_call.h). The handler calls
-// quabla._callback.dispatch with the operands as bytes and gets the result's bytes back;
-// the Python side finds the function, builds the NumPy arrays and checks what it returned.
+// quabla._callback.dispatch with the operands as bytes and gets the result back as an array,
+// or a future of it when the call runs on another thread (qb.distributed's collectives); the
+// Python side finds the function, builds the NumPy arrays and checks what it returned.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 
+#include "quabla/api/eager.h"
 #include "quabla/api/trace.h"
+#include "quabla/backends/cpu/executable.h"
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
 #include "quabla/runtime/host_call.h"
@@ -26,8 +30,37 @@ nb::tuple shape_tuple(const Shape& s) {
 
 std::size_t bytes_of(const ValueType& t) { return static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype); }
 
-void run_in_python(const HostCallArgs& a) {
-  nb::gil_scoped_acquire gil;  // programs run holding it; re-entrant when they do
+// The result dispatch returned (a contiguous NumPy array, or anything with the buffer
+// protocol) copied to the program's buffer.
+void copy_result(const nb::handle result, const ValueType& type, std::byte* out) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(result.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+  const auto size = static_cast<std::size_t>(view.len);
+  if (size == bytes_of(type)) std::memcpy(out, view.buf, size);
+  PyBuffer_Release(&view);
+  if (size != bytes_of(type)) {
+    throw InternalError("host_call: the result has " + std::to_string(size) + " bytes, expected " +
+                        std::to_string(bytes_of(type)));
+  }
+}
+
+// A call dispatch started on another thread: a concurrent.futures.Future of the result's
+// bytes. Finishing it waits for the future (letting go of the GIL meanwhile, in Python's
+// wait); the future is released under the GIL however the run ends.
+HostCallFinish finish_later(nb::object future, const HostCallArgs& a) {
+  auto held = std::shared_ptr<nb::object>(new nb::object(std::move(future)), [](nb::object* p) {
+    if (!Py_IsInitialized()) return;  // at exit: leave it to the process
+    nb::gil_scoped_acquire gil;
+    delete p;
+  });
+  return [held, type = a.out_type, out = a.out]() {
+    nb::gil_scoped_acquire gil;
+    copy_result(held->attr("result")(), *type, out);
+  };
+}
+
+HostCallFinish run_in_python(const HostCallArgs& a) {
+  nb::gil_scoped_acquire gil;  // programs with host calls run without it (Executable::has_host_calls)
   nb::list operands;
   for (std::size_t i = 0; i < a.ins.size(); ++i) {
     const ValueType& t = a.in_types[i];
@@ -37,15 +70,20 @@ void run_in_python(const HostCallArgs& a) {
   nb::object dispatch = nb::module_::import_("quabla._callback").attr("dispatch");
   nb::object result = dispatch(a.callback, a.vmap_method, a.batch_axes, operands,
                                std::string(dtype_name(a.out_type->dtype)), shape_tuple(a.out_type->shape));
-  nb::bytes data = nb::cast<nb::bytes>(result);
-  if (data.size() != bytes_of(*a.out_type)) {
-    throw InternalError("host_call: the result has " + std::to_string(data.size()) + " bytes, expected " +
-                        std::to_string(bytes_of(*a.out_type)));
+  if (PyObject_CheckBuffer(result.ptr())) {
+    copy_result(result, *a.out_type, a.out);
+    return {};
   }
-  std::memcpy(a.out, data.c_str(), data.size());
+  return finish_later(std::move(result), a);
 }
 
 }  // namespace
+
+std::vector<Array> run_cpu_program(const cpu::Executable& exe, std::span<const Array> args) {
+  if (!exe.has_host_calls()) return run_program(exe, args);
+  nb::gil_scoped_release unlocked;  // host calls take it back; collectives run on their thread meanwhile
+  return run_program(exe, args);
+}
 
 void bind_host_call(nb::module_& m) {
   set_host_call_handler(run_in_python);

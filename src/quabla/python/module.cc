@@ -72,10 +72,12 @@ NB_MODULE(_core, m) {
     }
   });
 
-  // Programs run holding the GIL, so Python's signal check is safe between loop steps. What
-  // a signal handler raised (KeyboardInterrupt for Ctrl-C, or a handler's own exception:
-  // SystemExit, a timeout) unwinds the loop as nb::python_error and is raised unchanged.
+  // Python's signal check between loop steps, under the GIL (programs with host calls run
+  // without it; the others hold it, and taking it again is cheap). What a signal handler
+  // raised (KeyboardInterrupt for Ctrl-C, or a handler's own exception: SystemExit, a
+  // timeout) unwinds the loop as nb::python_error and is raised unchanged.
   qb::set_interrupt_check([]() -> bool {
+    nb::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw nb::python_error();
     return false;
   });

@@ -55,7 +55,7 @@ struct Program {
     }
     if (cuda) return run_cuda(args);
     if (mlx) return run_mlx(args);
-    return run_program(*exe, args);
+    return run_cpu_program(*exe, args);
   }
 
   // Arguments of any kind: all host arrays run as run() does; device arrays (all on this

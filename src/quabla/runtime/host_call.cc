@@ -20,7 +20,7 @@ void set_host_call_handler(HostCallHandler handler) {
   g_handler = std::move(handler);
 }
 
-void run_host_call(const Graph& g, const Node& n, std::span<const std::byte* const> ins, std::byte* out) {
+HostCallFinish run_host_call(const Graph& g, const Node& n, std::span<const std::byte* const> ins, std::byte* out) {
   HostCallHandler handler;
   {
     const std::lock_guard<std::mutex> lock(g_mutex);
@@ -38,7 +38,7 @@ void run_host_call(const Graph& g, const Node& n, std::span<const std::byte* con
   args.ins = ins;
   args.out_type = &g.type(n.outputs[0]);
   args.out = out;
-  handler(args);
+  return handler(args);
 }
 
 }  // namespace qb

@@ -3,6 +3,10 @@
 // install the handler that finds the function, gives it the operands as NumPy arrays and
 // checks what it returns (python/quabla/_callback.py). Without a handler (C++ tests, a
 // program loaded without the Python package) running one raises.
+//
+// A handler may start a call and return before its result is written (qb.distributed's
+// collectives run on a communication thread, so they overlap with the rest of the program):
+// it then returns what finishes the call, which blocks until the result is at `out`.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,11 +27,15 @@ struct HostCallArgs {
   std::byte* out = nullptr;               // the result, written by the handler
 };
 
-using HostCallHandler = std::function<void(const HostCallArgs&)>;
+// Completes a started host call (writes its result); empty when the handler finished it.
+using HostCallFinish = std::function<void()>;
+using HostCallHandler = std::function<HostCallFinish(const HostCallArgs&)>;
 
 void set_host_call_handler(HostCallHandler handler);
 
-// Runs host_call node n of g with its operands at ins and its result at out.
-void run_host_call(const Graph& g, const Node& n, std::span<const std::byte* const> ins, std::byte* out);
+// Starts host_call node n of g with its operands at ins (read before it returns) and its
+// result at out; what it returns finishes the call (empty: already finished). `out` must stay
+// valid until then.
+[[nodiscard]] HostCallFinish run_host_call(const Graph& g, const Node& n, std::span<const std::byte* const> ins, std::byte* out);
 
 }  // namespace qb

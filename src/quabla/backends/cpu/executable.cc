@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/backends/cpu/scalar_loop.h"
@@ -68,6 +69,7 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(fold_symmetr
     }
     steps_.push_back(std::move(s));
   }
+  schedule_host_calls();
 
   // Liveness: release each buffer after the last step that reads it (results are kept).
   std::vector<int> last_use(g.values.size(), -1);
@@ -81,6 +83,100 @@ Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(fold_symmetr
     if (last_use[v] >= 0) steps_[last_use[v]].release.push_back(static_cast<ValueId>(v));
   compute_stats();
   plan_small(users);
+}
+
+// Host calls a run started and has not finished yet, by result (host_call.h).
+struct StartedHostCalls {
+  std::vector<std::pair<ValueId, HostCallFinish>> calls;
+
+  void add(ValueId v, HostCallFinish finish) {
+    if (finish) calls.emplace_back(v, std::move(finish));
+  }
+  void finish(ValueId v) {
+    for (auto it = calls.begin(); it != calls.end(); ++it) {
+      if (it->first != v) continue;
+      HostCallFinish f = std::move(it->second);
+      calls.erase(it);
+      f();
+      return;
+    }
+  }
+  void finish_all() {
+    while (!calls.empty()) finish(calls.front().first);
+  }
+};
+
+namespace {
+
+// The values a step writes to buffers (a fused kernel's materialised members and sum).
+std::vector<ValueId> written_by(const FusedKernel* fused, const Node& n) {
+  if (!fused) return n.outputs;
+  std::vector<ValueId> out = fused->outputs;
+  if (fused->epilogue) out.push_back(fused->epilogue->out);
+  return out;
+}
+
+}  // namespace
+
+// Host calls start as early as their operands allow: each right after the step that writes
+// its last operand, those after one step in program order, and calls run for their effect
+// (qb.debug) in program order among themselves. Each is waited for by the first step that
+// reads its result. A collective that the handler runs on the communication thread
+// (qb.distributed) then overlaps with what the program computes meanwhile: the all-reduce of
+// one layer's gradient with the backward pass through the layers below it. The order depends
+// on the graph only, so every rank of a job running one program issues its collectives in
+// one order, as MPI requires.
+void Executable::schedule_host_calls() {
+  const Graph& g = *graph_;
+  std::vector<int> writer(g.values.size(), -1);  // original step index writing each value
+  std::vector<int> anchor(steps_.size(), -2);    // host calls: the step they follow (-1: the start)
+  int effect_anchor = -1;
+  bool any = false;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    const Node& n = g.nodes[s.node];
+    if (!s.fused && n.op == Op::HostCall) {
+      const bool effect = has_effect(n);
+      int a = effect ? effect_anchor : -1;
+      for (ValueId v : n.inputs) {
+        const int w = writer[v];
+        if (w >= 0) a = std::max(a, anchor[w] >= -1 ? anchor[w] : w);
+      }
+      anchor[i] = a;
+      if (effect) effect_anchor = a;
+      any = true;
+    }
+    for (ValueId v : written_by(s.fused.get(), n)) writer[v] = static_cast<int>(i);
+    for (const auto& r : s.regions) has_host_calls_ = has_host_calls_ || r->has_host_calls();
+  }
+  has_host_calls_ = has_host_calls_ || any;
+  if (!any) return;
+  std::vector<std::vector<std::size_t>> calls_after(steps_.size() + 1);  // by anchor + 1, in program order
+  for (std::size_t j = 0; j < steps_.size(); ++j)
+    if (anchor[j] >= -1) calls_after[static_cast<std::size_t>(anchor[j] + 1)].push_back(j);
+  std::vector<Step> order;
+  order.reserve(steps_.size());
+  for (std::size_t j : calls_after[0]) order.push_back(std::move(steps_[j]));
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    if (anchor[i] >= -1) continue;
+    order.push_back(std::move(steps_[i]));
+    for (std::size_t j : calls_after[i + 1]) order.push_back(std::move(steps_[j]));
+  }
+  steps_ = std::move(order);
+  // Waits: the first reader of each host call's result (a result nothing reads is finished
+  // when the run ends).
+  std::vector<bool> started(g.values.size(), false);
+  for (Step& s : steps_) {
+    const Node& n = g.nodes[s.node];
+    const auto& reads = s.fused ? s.fused->inputs : n.inputs;
+    for (ValueId v : reads) {
+      if (started[v]) {
+        s.waits.push_back(v);
+        started[v] = false;
+      }
+    }
+    if (!s.fused && n.op == Op::HostCall) started[n.outputs[0]] = true;
+  }
 }
 
 const std::byte* Executable::locate(const Location& l, std::span<const std::byte* const> params, const std::byte* arena) {
@@ -285,11 +381,14 @@ std::vector<BufferPtr> Executable::run_owned(std::vector<BufferPtr> args) const 
   }
   std::vector<BufferPtr> env(g.values.size());
   for (std::size_t i = 0; i < args.size(); ++i) env[g.params[i]] = std::move(args[i]);
+  StartedHostCalls started;
   for (const Step& s : steps_) {
+    for (ValueId v : s.waits) started.finish(v);
     if (s.fused) s.fused->run(env, g);
-    else run_step(s, env);
+    else run_step(s, env, &started);
     for (auto v : s.release) env[v].reset();
   }
+  started.finish_all();
   std::vector<BufferPtr> out;
   out.reserve(g.results.size());
   for (auto v : g.results) out.push_back(env[v]);
@@ -306,6 +405,7 @@ struct EnvFrame {
   std::vector<BufferPtr>& env;
   const std::vector<ValueId>& release;
   const RunRegion& run_region;  // a lambda: no std::function (and no allocation) per step
+  StartedHostCalls* started;
 
   const std::byte* in(ValueId v) const { return env[v]->data(); }
   std::byte* out(ValueId v, std::size_t nbytes) {
@@ -316,6 +416,7 @@ struct EnvFrame {
   void constant(ValueId v, const BufferPtr& data) { env[v] = data; }
   void alias(ValueId out, ValueId in) { env[out] = env[in]; }
   void region() { run_region(); }
+  void host_call_started(ValueId v, HostCallFinish finish) { started->add(v, std::move(finish)); }
   // An operand of the output's size that dies here and that nothing else holds (no array,
   // view or constant) becomes the output; each element is read before it is written, so
   // the kernel may overwrite it.
@@ -345,6 +446,9 @@ struct ArenaFrame {
   void constant(ValueId, const BufferPtr&) {}
   void alias(ValueId, ValueId) {}  // locations were resolved when the plan was built
   void region() { throw InternalError("cpu::Executable: a small plan holds no regions"); }
+  void host_call_started(ValueId, const HostCallFinish& finish) {
+    if (finish) finish();
+  }
   std::byte* in_place(const Node&, const std::vector<bool>&, std::size_t) { return nullptr; }
 };
 
@@ -447,7 +551,7 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     case Op::HostCall: {  // a Python function on the host (runtime/host_call.h)
       std::vector<const std::byte*> ins;
       for (std::size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(in(i));
-      run_host_call(g, n, ins, alloc());
+      f.host_call_started(n.outputs[0], run_host_call(g, n, ins, alloc()));
       return;
     }
 
@@ -622,6 +726,9 @@ struct PackedFrame {
   void constant(ValueId, const BufferPtr&) { throw InternalError("run_node_packed: a constant"); }
   void alias(ValueId, ValueId) { throw InternalError("run_node_packed: a view"); }
   void region() { throw InternalError("run_node_packed: a region op"); }
+  void host_call_started(ValueId, const HostCallFinish& finish) {
+    if (finish) finish();
+  }
   std::byte* in_place(const Node&, const std::vector<bool>&, std::size_t) { return nullptr; }
 };
 
@@ -634,10 +741,10 @@ void run_node_packed(const Graph& g, const Node& n, std::span<const std::byte* c
   run_node(g, n, NodeFlags{kNoScalars, false, false, false}, f);
 }
 
-void Executable::run_step(const Step& s, std::vector<BufferPtr>& env) const {
+void Executable::run_step(const Step& s, std::vector<BufferPtr>& env, StartedHostCalls* started) const {
   const Graph& g = *graph_;
   const auto region = [&] { run_region(s, env); };
-  EnvFrame<decltype(region)> f{g, env, s.release, region};
+  EnvFrame<decltype(region)> f{g, env, s.release, region, started};
   run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose, s.trans_a, s.trans_b}, f);
 }
 

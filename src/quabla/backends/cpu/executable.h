@@ -11,7 +11,8 @@
 
 namespace qb::cpu {
 
-class ScalarBody;  // scalar_loop.h
+class ScalarBody;        // scalar_loop.h
+struct StartedHostCalls;  // executable.cc: the host calls a run has started
 
 // What a compiled plan does, for tests and users (`jit(f).lower(...).compile().stats()`).
 struct PlanStats {
@@ -53,6 +54,10 @@ class Executable {
 
   const Graph& graph() const { return *graph_; }
   const PlanStats& stats() const { return stats_; }
+  // Whether running the program may call into Python (host_call nodes, regions included):
+  // the bindings then let go of the GIL while it runs, so a communication thread can run
+  // the collectives the program started while the rest of it computes.
+  bool has_host_calls() const { return has_host_calls_; }
   // The plan as text: one line per kernel, fused kernels with their member nodes.
   std::string plan_text() const;
 
@@ -75,13 +80,17 @@ class Executable {
     bool trans_a = false, trans_b = false;
     // Scan and while: per region, its scalar form when it has one (null otherwise).
     std::vector<std::shared_ptr<const ScalarBody>> scalar{};
+    // Results of host calls started earlier that this step is the first to read: they are
+    // finished (waited for) before it runs.
+    std::vector<ValueId> waits{};
   };
   using Users = std::vector<std::vector<std::uint32_t>>;
   // The step of node i outside fused kernels (views, scalar operands, transposed operands).
   static Step plain_step(const Graph& g, const Users& users, std::uint32_t i, std::vector<bool>& is_scalar_value,
                          std::vector<bool>& is_trans_view);
 
-  void run_step(const Step& s, std::vector<BufferPtr>& env) const;
+  void run_step(const Step& s, std::vector<BufferPtr>& env, StartedHostCalls* started) const;
+  void schedule_host_calls();
   void plan_small(const Users& users);
   void run_region(const Step& s, std::vector<BufferPtr>& env) const;  // control_flow.cc
   void compute_stats();
@@ -90,6 +99,7 @@ class Executable {
   std::vector<Step> steps_;
   PlanStats stats_;
   bool small_ = false;
+  bool has_host_calls_ = false;
   std::vector<Location> loc_;
   std::vector<Step> small_steps_;
   // Per small step: an elementwise op resolved ahead (operand locations, sizes, dtypes), so
