@@ -73,6 +73,23 @@ from . import nn  # noqa: E402,F401
 from . import tree_util  # noqa: E402,F401  (jax.tree_util: quabla.tree's objects as a module)
 from ._jit import ShapeDtype as ShapeDtypeStruct  # noqa: E402,F401  (jax.ShapeDtypeStruct's name)
 from ._numpy_more import block_until_ready, device_get, linearize, eval_shape, bincount, histogram  # noqa: E402,F401
+from . import _numpy_breadth  # noqa: E402
+from ._numpy_breadth import (  # noqa: E402,F401
+    angle, choose, compress, extract, place, put, put_along_axis, diag_indices_from, tril_indices_from,
+    triu_indices_from, fromfunction, histogram_bin_edges, histogram2d, histogramdd, bartlett, blackman, hamming,
+    hanning, kaiser, poly, polyadd, polysub, polymul, polyder, polyint, polydiv, resize, rollaxis, trim_zeros, unwrap,
+    unique_all, unique_counts, unique_inverse, unique_values, matrix_transpose, mask_indices, s_, index_exp, iterable,
+    iscomplex, isreal, iscomplexobj, isrealobj, bitwise_invert, bitwise_left_shift, bitwise_right_shift, printoptions,
+    get_printoptions, set_printoptions, array_repr, array_str, frombuffer, fromiter, fromstring, einsum_path, float_,
+    double, single, int_,
+)
+from ._jax_api import (  # noqa: E402,F401
+    clear_caches, custom_gradient, linear_transpose, closure_convert, default_backend, device_count,
+    local_device_count, local_devices, process_count, process_index, host_count, host_id, named_call, named_scope,
+    ensure_compile_time_eval, typeof, print_environment_info,
+)
+from . import dtypes  # noqa: E402,F401  (jax.dtypes)
+from ._named_axes import pmap  # noqa: E402,F401  (jax.pmap: a jitted vmap with a named axis)
 from .optim import Trainer  # noqa: E402,F401
 from ._config import config, disable_jit  # noqa: E402,F401  (jax.config, jax.disable_jit)
 from . import flatten_util  # noqa: E402,F401
@@ -287,6 +304,12 @@ _NUMPY_ABSTRACT_TYPES = _numpy_more._ABSTRACT
 def __getattr__(name):
     if name in _NUMPY_ABSTRACT_TYPES:  # NumPy's scalar type hierarchy, for qb.issubdtype(d, qb.floating)
         return getattr(_numpy_more, name)
+    # jnp.bool (a global of that name would shadow the builtin in this module's own code) and
+    # jax.float0 (a NumPy dtype: made on first use, so that importing quabla needs no NumPy).
+    if name == "bool":
+        return bool_
+    if name == "float0":
+        return _numpy_breadth._float0()
     if name in ("distributed", "numpy", "scipy"):  # imported on first use (distributed needs NumPy and mpi4py)
         import importlib
         return importlib.import_module("." + name, __name__)

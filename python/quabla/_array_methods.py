@@ -67,10 +67,9 @@ def __str__(self):
 
 
 def __iter__(self):
-    if self.ndim == 0:
+    if self.ndim == 0:  # raised by iter() itself, as NumPy and JAX do (not at the first next())
         raise TypeError("iteration over a zero-dimensional array")
-    for i in range(self.shape[0]):
-        yield self[i]
+    return (self[i] for i in range(self.shape[0]))
 
 
 def install() -> None:

@@ -248,6 +248,10 @@ def _scatter(x, index, updates, how, unique=False, mode=None):
     if mode not in (None, "drop", "promise_in_bounds", "clip"):
         raise ValueError(f"unknown scatter mode {mode!r}; use 'drop' (the default), 'clip' or 'promise_in_bounds'")
     idx_mode = "clip" if mode == "clip" else "drop"
+    if not isinstance(updates, (Array, int, float)):  # Python numbers stay weak (and range-checked)
+        updates = _core.asarray(updates)
+    if isinstance(updates, Array) and updates.dtype != x.dtype:  # as jax.numpy's .at[]: the array's dtype
+        updates = _core.astype(updates, x.dtype)
     plan = _resolve(x, _ints_as_arrays(index))
     if plan is None:
         # Static index: scatter through the positions x[index] selects.

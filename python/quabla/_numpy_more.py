@@ -815,8 +815,15 @@ def select(condlist, choicelist, default=0):
 
 
 def unravel_index(indices, shape):
-    """Flat indices into arrays of shape as a tuple of coordinate arrays."""
+    """Flat indices into arrays of shape as a tuple of coordinate arrays. Out-of-range
+    indices as jax.numpy's: a negative one counts from the end once, then every index is
+    clipped into [0, size)."""
     idx = _arr(indices)
+    size = 1
+    for d in tuple(shape):
+        size *= int(d)
+    if size > 0:
+        idx = _qb.clip(_qb.where(idx < 0, idx + size, idx), 0, size - 1)
     out = []
     for d in reversed(tuple(shape)):
         out.append(idx % d)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import _core
+from . import _named_axes
 from . import tree as _tree
 from ._ad import ExampleOf, _Staged, _is_array_like, _to_array
 
@@ -71,7 +72,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None, axi
          spmd_axis_name=None) -> Callable:
     """vmap(f, in_axes, out_axes)(*args): f mapped over the in_axes of its arguments.
     Keyword arguments are mapped over their leading axis (as in JAX); axis_size gives the
-    batch size when no argument is mapped (the outputs are then broadcast to it)."""
+    batch size when no argument is mapped (the outputs are then broadcast to it). axis_name
+    names the mapped axis for the collectives of qb.lax (psum, pmean, all_gather,
+    axis_index, ...) inside f; spmd_axis_name is accepted and ignored (one device)."""
     if axis_size is not None and (isinstance(axis_size, bool) or not isinstance(axis_size, int) or axis_size < 1):
         raise ValueError(f"vmap: axis_size must be a positive int, got {axis_size!r}")
     if not callable(fun):
@@ -91,7 +94,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None, axi
             def positional(*a):
                 return fun(*a[:n], **dict(zip(names, a[n:])))
             positional.__name__ = name
-            return vmap(positional, spec + (0,) * len(names), out_axes, axis_size=axis_size)(
+            return vmap(positional, spec + (0,) * len(names), out_axes, axis_name=axis_name, axis_size=axis_size)(
                 *args, *(kwargs[k] for k in names))
         spec = in_axes
         if isinstance(spec, list):
@@ -127,9 +130,18 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None, axi
         if batch is None:
             if axis_size is None:
                 raise ValueError(f"vmap({name}): in_axes maps no argument; map one, or give axis_size to broadcast")
-            return _broadcast_outputs(fun(*args), out_axes, axis_size, name)
+            if axis_name is None:
+                return _broadcast_outputs(fun(*args), out_axes, axis_size, name)
+            # Collectives over the name still see axis_size examples: map a placeholder.
+            return vmap(lambda _, *a: fun(*a), (0,) + (None,) * len(args), out_axes, axis_name=axis_name)(
+                _core.zeros(axis_size), *args)
         ex_args, _ = _tree.unflatten(treedef, example_leaves)
-        staged = _Staged(fun, tuple(ex_args), {}, set(), "vmap")
+        axis = _named_axes.bound_axis(axis_name, batch) if axis_name is not None else None
+        if axis is None:
+            staged = _Staged(fun, tuple(ex_args), {}, set(), "vmap")
+        else:
+            with axis:
+                staged = _Staged(fun, tuple(ex_args), {}, set(), "vmap")
         out_leaves, out_def = _tree.flatten(staged.out)
         for k, o in enumerate(out_leaves):
             if isinstance(o, (bool, int, float)):
@@ -149,7 +161,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None, axi
             if ax is None and mapped_outputs[j]:
                 raise ValueError(f"vmap({name}): out_axes=None for output {j}, which depends on the mapped axis; "
                                  f"use an integer out_axes for it")
-        outs = graph.vmap(graph_axes, batch).call(staged.inputs + captured)
+        outs = graph.vmap(graph_axes, batch, axis.id if axis is not None else -1).call(staged.inputs + captured)
         result = []
         for o, ax in zip(outs, o_axes):
             if ax is None:  # the same for every example: one copy

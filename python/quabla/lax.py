@@ -8,6 +8,8 @@ from ._indexing import dynamic_slice, dynamic_update_slice, dynamic_index_in_dim
 from ._custom import stop_gradient  # noqa: F401
 from ._implicit import custom_linear_solve, custom_root  # noqa: F401
 from ._control import cond, fori_loop, scan, while_loop  # noqa: F401
+from ._named_axes import (  # noqa: F401
+    all_gather, axis_index, axis_size, pmax, pmean, pmin, ppermute, pshuffle, psum, psum_scatter)
 from ._package import qb as _qb
 
 import enum as _enum

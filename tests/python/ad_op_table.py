@@ -246,6 +246,11 @@ CASES = [
     Case("linear_solve", _linear_solve_case, [((3, 3), -1, 1), ((3, 2), -2, 2)]),
     Case("checkpoint", lambda x: qb.checkpoint(lambda z: qb.sin(z) * z)(x) * x + x, [(S, -2, 2)]),
     Case("host_call", lambda x: _sin_on_host(x * x) * x, [(S, -2, 2)], cpu_only=True),
+    # Collectives over a named vmap axis: the vmap of the axis computes them, so the traced
+    # program holds reductions, transposes and iotas instead (ops=()).
+    Case("named_axis", lambda x: qb.vmap(lambda r: r * qb.lax.psum(qb.sin(r), "i") + qb.lax.all_gather(r * r, "i")[0]
+                                         * qb.lax.axis_index("i") + qb.lax.ppermute(r, "i", [(0, 2), (2, 1), (1, 0)])
+                                         + qb.lax.pmax(r, "i"), axis_name="i")(x), [(S, -2, 2)], ops=()),
     # Products
     Case("matmul", lambda x, y: x @ y + qb.reshape(x @ y[:, 0], (3, 1)) * (x[0] @ y), [(S, -2, 2), ((4, 2), -2, 2)]),
     # Dense linear algebra on well-conditioned matrices built from the arguments.

@@ -389,3 +389,21 @@ def test_empty_array_repr_shows_the_shape_like_jax(shape, dtype):
     x = qb.zeros(shape, dtype=getattr(qb, dtype if dtype != "bool" else "bool_"))
     assert repr(x) == repr(jnp.zeros(shape, dtype=dtype)) == f"Array([], shape={shape}, dtype={dtype})"
     assert repr(qb.ones(2)) == "Array([1., 1.], dtype=float64)"
+
+
+def test_iter_unravel_index_and_at_dtypes_as_jax():
+    import numpy as np
+    import pytest
+    import quabla as qb
+    with pytest.raises(TypeError, match="zero-dimensional"):
+        iter(qb.zeros(()))  # raised by iter() itself, as NumPy's
+    # Out-of-range flat indices: negative ones count from the end once, then clip (jnp's values).
+    np.testing.assert_array_equal(np.asarray(qb.unravel_index(qb.asarray([7, -7, -1, 5]), (6,))[0]), [5, 0, 5, 5])
+    rows, cols = qb.unravel_index(qb.asarray([7, -7, -1, 13, 4]), (2, 3))
+    np.testing.assert_array_equal(np.asarray(rows), [1, 0, 1, 1, 1])
+    np.testing.assert_array_equal(np.asarray(cols), [2, 0, 2, 2, 1])
+    # .at[] updates take the array's dtype (float64 values into float32, floats into int32).
+    a = qb.zeros(3, dtype=qb.float32).at[qb.asarray([0])].set(qb.asarray([1.0]))
+    assert a.dtype == qb.float32 and a.tolist() == [1.0, 0.0, 0.0]
+    b = qb.zeros(3, dtype=qb.int32).at[qb.asarray([0, 2])].add(np.array([1.7, -2.2]))
+    assert b.dtype == qb.int32 and b.tolist() == [1, 0, -2]

@@ -318,6 +318,26 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
     case Op::HostCall:
       if (a.num_consts >= 0 && in.size() != 1) fail(op, "a linear host call takes one operand");
       return {strong(a.dtype, a.shape)};
+    case Op::NamedAxis: {
+      if (a.mode == kAxisIndex) {
+        if (!in.empty()) fail(op, "axis_index takes no operand");
+        return {strong(DType::i32, {})};
+      }
+      if (in.size() != 1) fail(op, "takes one operand");
+      if (a.length < 1) fail(op, "the axis size must be positive");
+      const ValueType& x = in[0];
+      if (a.mode == kAxisGather) {
+        Shape s = x.shape;
+        const auto r = static_cast<std::int64_t>(s.size());
+        const bool tiled = a.num_carry != 0;
+        if (a.axis < 0 || a.axis > r - (tiled ? 1 : 0)) fail(op, "all_gather axis out of range for " + x.str());
+        if (tiled) s[static_cast<std::size_t>(a.axis)] *= a.length;
+        else s.insert(s.begin() + a.axis, a.length);
+        return {strong(x.dtype, std::move(s))};
+      }
+      if (a.mode < kAxisSum || a.mode > kAxisPermute) fail(op, "unknown collective");
+      return {strong(x.dtype, x.shape)};
+    }
   }
   throw InternalError("infer_types: unknown op");
 }

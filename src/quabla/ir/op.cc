@@ -39,7 +39,7 @@ bool is_elementwise(Op op) {
     case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Gather: case Op::ScatterAdd:
     case Op::Take: case Op::Scatter: case Op::Argsort: case Op::SearchSorted:
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin:
-    case Op::Checkpoint: case Op::LinearSolve: case Op::HostCall:
+    case Op::Checkpoint: case Op::LinearSolve: case Op::HostCall: case Op::NamedAxis:
       return false;
   }
   return false;

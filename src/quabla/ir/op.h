@@ -11,7 +11,12 @@ enum class Op : std::uint8_t {
 #undef QB_OP
 };
 
-enum class AttrKind : std::uint8_t { None, ParamIndex, Literal, DType, Shape, Broadcast, Perm, Axes, Slice, Axis, Cumsum, Gather, Take, Scatter, Sort, Pad, Cond, Scan, While, Custom, TriSolve, Mode, HostCall };
+enum class AttrKind : std::uint8_t { None, ParamIndex, Literal, DType, Shape, Broadcast, Perm, Axes, Slice, Axis, Cumsum, Gather, Take, Scatter, Sort, Pad, Cond, Scan, While, Custom, TriSolve, Mode, HostCall, NamedAxis };
+
+// named_axis's collectives (attrs.mode); see ops.def.
+enum NamedAxisKind : std::int64_t {
+  kAxisSum = 0, kAxisMax = 1, kAxisMin = 2, kAxisGather = 3, kAxisIndex = 4, kAxisPermute = 5
+};
 
 // scatter's combining modes (attrs.mode); see ops.def.
 enum ScatterMode : std::int64_t { kScatterAdd = 0, kScatterSet = 1, kScatterMul = 2, kScatterMin = 3, kScatterMax = 4 };

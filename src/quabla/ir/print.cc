@@ -75,6 +75,18 @@ void print_attrs(std::ostream& os, const Node& n) {
       if (a.num_carry & kHostCallEffect) os << " effect";
       if (a.length) os << " batch_axes=" << a.length;
       break;
+    case AttrKind::NamedAxis: {
+      static const char* kinds[] = {"sum", "max", "min", "all_gather", "axis_index", "ppermute"};
+      os << " kind=" << (a.mode >= 0 && a.mode < 6 ? kinds[a.mode] : "?") << " axis_id=" << a.num_consts
+         << " size=" << a.length;
+      if (a.mode == kAxisGather) os << " axis=" << a.axis << (a.num_carry ? " tiled" : "");
+      if (a.mode == kAxisPermute) {
+        os << " perm=[";
+        for (std::size_t i = 0; i + 1 < a.dims.size(); i += 2) os << (i ? ", " : "") << a.dims[i] << "->" << a.dims[i + 1];
+        os << "]";
+      }
+      break;
+    }
   }
 }
 

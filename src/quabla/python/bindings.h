@@ -70,6 +70,7 @@ void bind_flatten(nb::module_& m);
 void bind_dlpack(nb::module_& m, nb::class_<Array>& cls);
 void bind_cuda(nb::module_& m);
 void bind_host_call(nb::module_& m);
+void bind_named_axis(nb::module_& m);
 
 // quabla.TracerError (a QuablaError and a TypeError), created by the module.
 PyObject* tracer_error_type();

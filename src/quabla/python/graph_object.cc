@@ -132,9 +132,10 @@ void bind_graph(nb::module_& m) {
       .def("depends_on", [](const GraphObject& g, const std::vector<bool>& params) {
         return results_depending_on(*g.graph, params);
       }, nb::arg("params"), "Per result: whether it depends on any flagged parameter.")
-      .def("vmap", [](const GraphObject& g, const std::vector<std::int64_t>& in_axes, std::int64_t batch) {
-        return std::make_shared<GraphObject>(vmap(*g.graph, in_axes, batch));
-      }, nb::arg("in_axes"), nb::arg("batch"));
+      .def("vmap", [](const GraphObject& g, const std::vector<std::int64_t>& in_axes, std::int64_t batch,
+                      std::int64_t axis_id) {
+        return std::make_shared<GraphObject>(vmap(*g.graph, in_axes, batch, axis_id));
+      }, nb::arg("in_axes"), nb::arg("batch"), nb::arg("axis_id") = -1);
 
   // A region node (cond / scan / while) over these operands. Each region is a traced graph
   // and, per its parameter, the position in the node's region parameters that feeds it

@@ -92,6 +92,7 @@ NB_MODULE(_core, m) {
   qb::py::bind_dlpack(m, array_class);
   qb::py::bind_cuda(m);
   qb::py::bind_host_call(m);
+  qb::py::bind_named_axis(m);
   m.def("set_num_threads", [](nb::handle n_h) {
     // Validated before any thread starts: the pool keeps what it starts.
     constexpr std::int64_t kMaxThreads = 1024;

@@ -401,6 +401,16 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
                        "op='max'): the function runs outside the traced program and has no derivative rule; give it "
                        "one with qb.custom_jvp or qb.custom_vjp around the call");
     }
+    case Op::NamedAxis: {  // psum, all_gather and ppermute are linear
+      if (a.mode == kAxisIndex || !t[0]) return std::nullopt;
+      if (a.mode != kAxisMax && a.mode != kAxisMin) return e.op(Op::NamedAxis, {*t[0]}, a);
+      // pmax, pmin: the mean of the tangents of the examples that attain the extremum, as
+      // reduce_max's rule (so vmap(grad(f)) and grad(vmap(f)) agree; JAX has no rule here).
+      Attrs sum = a;
+      sum.mode = kAxisSum;
+      V mask = e.convert(e.eq(x[0], y), e.type(x[0]).dtype);
+      return e.div(e.op(Op::NamedAxis, {e.mul(*t[0], mask)}, sum), e.op(Op::NamedAxis, {mask}, std::move(sum)));
+    }
     case Op::Cholesky: case Op::TriangularSolve: case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu:
       return jvp_linalg(e, n, x, t, y);
     case Op::MatMul: {

@@ -254,7 +254,9 @@ Graph simplify(const Graph& input) {
       }
       continue;
     }
-    if (n.op == Op::HostCall) {  // runs a Python function: never folded at compile time nor merged
+    // A host call runs a Python function; a named-axis collective waits for its vmap to
+    // compute it: neither is folded at compile time nor merged.
+    if (n.op == Op::HostCall || n.op == Op::NamedAxis) {
       const auto outs = b.emit(n.op, ins, n.attrs);
       map[n.outputs[0]] = outs[0];
       continue;

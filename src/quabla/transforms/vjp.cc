@@ -185,6 +185,32 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
       return;
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
       throw InternalError("transpose: region ops are transposed by transpose_regions.cc");
+    case Op::NamedAxis: {
+      // psum transposes to itself; all_gather to psum then this example's part; ppermute to
+      // the inverse permutation.
+      Attrs t = a;
+      switch (a.mode) {
+        case kAxisSum:
+          return give(0, e.op(Op::NamedAxis, {c}, std::move(t)));
+        case kAxisPermute:
+          for (std::size_t i = 0; i + 1 < t.dims.size(); i += 2) std::swap(t.dims[i], t.dims[i + 1]);
+          return give(0, e.op(Op::NamedAxis, {c}, std::move(t)));
+        case kAxisGather: {
+          Attrs sum = a, index = a;
+          sum.mode = kAxisSum;
+          index.mode = kAxisIndex;
+          V total = e.op(Op::NamedAxis, {c}, std::move(sum));
+          V me = e.convert(e.b.emit1(Op::NamedAxis, {}, std::move(index)), DType::i64);
+          if (!a.num_carry) return give(0, e.take(total, me, a.axis, false));
+          const std::int64_t len = in_type(0).shape[static_cast<std::size_t>(a.axis)];
+          V rows = e.add(e.iota(len, DType::i64), e.broadcast(e.scale(me, static_cast<double>(len)), Shape{len}, {}));
+          return give(0, e.take(total, rows, a.axis, false));
+        }
+        default:
+          not_linear(n.op);
+          return;
+      }
+    }
     case Op::HostCall: {  // a linear call (a collective) transposes to its transpose's call on c
       if (a.num_consts < 0) not_linear(n.op);
       Attrs t = a;

@@ -3,6 +3,9 @@
 // ones are broadcast along it.
 #include "quabla/transforms/vmap.h"
 
+#include <cstring>
+#include <utility>
+
 #include "quabla/ir/builder.h"
 #include "quabla/ir/errors.h"
 #include "quabla/transforms/emit.h"
@@ -14,6 +17,28 @@ using ad::Emit;
 using ad::V;
 
 namespace {
+
+// The named axis of the vmap being applied: named_axis nodes of this id are computed over
+// the batch axis here. Region bodies batched inside it (vmap_regions.cc calls
+// vmap_partial) see the same id, which is why it is not a parameter threaded through them.
+thread_local std::int64_t t_axis_id = -1;
+
+struct AxisIdScope {
+  std::int64_t saved;
+  explicit AxisIdScope(std::int64_t id) : saved(t_axis_id) { t_axis_id = id; }
+  ~AxisIdScope() { t_axis_id = saved; }
+  AxisIdScope(const AxisIdScope&) = delete;
+  AxisIdScope& operator=(const AxisIdScope&) = delete;
+};
+
+bool mentions_axis(const Graph& g, std::int64_t id) {
+  for (const Node& n : g.nodes) {
+    if (n.op == Op::NamedAxis && n.attrs.num_consts == id) return true;
+    for (const auto& r : n.regions)
+      if (mentions_axis(*r, id)) return true;
+  }
+  return false;
+}
 
 std::vector<std::int64_t> shifted(const std::vector<std::int64_t>& v) {
   std::vector<std::int64_t> out;
@@ -72,6 +97,45 @@ struct Batcher {
   V offset_or_drop(V idx, std::int64_t len) {
     idx = e.convert(idx, DType::i64);
     return e.select(e.in_range(idx, len), add_offsets(idx, len), e.like(idx, static_cast<double>(batch * len)));
+  }
+
+  // A collective over this vmap's named axis (x: its operand, if any, batched when xb):
+  // the value every example sees, and whether it differs between examples.
+  std::pair<V, bool> named(const Node& n, const std::vector<V>& x, bool xb) {
+    const Attrs& a = n.attrs;
+    switch (a.mode) {
+      case kAxisIndex:
+        return {e.iota(batch, DType::i32), true};
+      case kAxisSum:
+        return {xb ? e.reduce_sum(x[0], {0}) : e.scale(x[0], static_cast<double>(batch)), false};
+      case kAxisMax: case kAxisMin: {
+        if (!xb) return {x[0], false};
+        Attrs r;
+        r.dims = {0};
+        return {e.op(a.mode == kAxisMax ? Op::ReduceMax : Op::ReduceMin, {x[0]}, std::move(r)), false};
+      }
+      case kAxisGather: {
+        V v = batched(x[0], xb);  // [B, ...] -> the examples' axis at a.axis (merged when tiled)
+        if (a.num_carry) return {merge_batch_into(v, a.axis), false};
+        std::vector<std::int64_t> perm;
+        for (std::int64_t d = 1; d <= a.axis; ++d) perm.push_back(d);
+        perm.push_back(0);
+        for (std::int64_t d = a.axis + 1; d < static_cast<std::int64_t>(e.type(v).shape.size()); ++d) perm.push_back(d);
+        return {e.transpose(v, std::move(perm)), false};
+      }
+      case kAxisPermute: {
+        // Example d receives example s's value for each (s, d); the others receive zeros.
+        std::vector<std::int64_t> source(static_cast<std::size_t>(batch), batch);  // batch: out of range -> 0
+        for (std::size_t i = 0; i + 1 < a.dims.size(); i += 2) source[static_cast<std::size_t>(a.dims[i + 1])] = a.dims[i];
+        auto lit = std::make_shared<Literal>();
+        lit->type = ValueType{DType::i64, {batch}, false};
+        lit->data = Buffer::allocate(static_cast<std::size_t>(batch) * 8);
+        std::memcpy(lit->data->data(), source.data(), static_cast<std::size_t>(batch) * 8);
+        return {e.take(batched(x[0], xb), e.b.constant(std::move(lit)), 0, true), true};
+      }
+      default:
+        throw InternalError("vmap: unknown named_axis collective");
+    }
   }
 
   // The batched outputs of node n (all operands made batched where the rule needs it).
@@ -192,6 +256,9 @@ struct Batcher {
         return e.b.emit(Op::ScatterAdd, all_batched(), std::move(a));
       case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
         throw InternalError("vmap: region ops are batched by vmap_regions.cc");
+      case Op::NamedAxis:  // another vmap's axis (this one's is resolved by `named`)
+        if (a.mode == kAxisGather) a.axis += 1;
+        return e.b.emit(Op::NamedAxis, x, std::move(a));
       case Op::HostCall: {
         // The function sees the batch as a new leading axis (ops.def: attrs.num_carry says how).
         const std::int64_t method = a.num_carry & 3;
@@ -284,6 +351,16 @@ Graph vmap_impl(const Graph& g, std::span<const std::int64_t> in_axes, std::int6
       bb.push_back(is_batched[v]);
       any = any || is_batched[v];
     }
+    if (n.op == Op::NamedAxis && n.attrs.num_consts == t_axis_id) {
+      auto [v, vb] = bt.named(n, x, !bb.empty() && bb[0]);
+      map[n.outputs[0]] = v;
+      is_batched[n.outputs[0]] = vb;
+      continue;
+    }
+    // A region whose body uses this vmap's axis is batched even when no operand is.
+    if (!any && has_regions(n.op) && t_axis_id >= 0) {
+      for (const auto& r : n.regions) any = any || mentions_axis(*r, t_axis_id);
+    }
     if (any && has_regions(n.op)) {
       std::vector<bool> ob;
       auto outs = vmap_region(e, batch, n, x, bb, ob);
@@ -317,7 +394,8 @@ Graph vmap_impl(const Graph& g, std::span<const std::int64_t> in_axes, std::int6
 
 }  // namespace
 
-Graph vmap(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t batch) {
+Graph vmap(const Graph& g, std::span<const std::int64_t> in_axes, std::int64_t batch, std::int64_t axis_id) {
+  const AxisIdScope scope(axis_id);
   return vmap_impl(g, in_axes, batch, nullptr, nullptr);
 }
 

@@ -204,7 +204,7 @@ void float_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n
     case Op::TriangularSolve: case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Gather:
     case Op::ScatterAdd: case Op::Take: case Op::Scatter: case Op::Argsort: case Op::SearchSorted:
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
-    case Op::HostCall:
+    case Op::HostCall: case Op::NamedAxis:
       break;
   }
   throw InternalError("cpu::elementwise: " + std::string(op_name(op)) + " is not a float elementwise op");

@@ -548,6 +548,10 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
       f.alias(n.outputs[0], n.inputs[0]);  // storage is immutable: a reshape is a view
       return;
 
+    case Op::NamedAxis:
+      throw ValueError("a collective over a named axis (lax.psum, pmean, pmax, pmin, all_gather, axis_index, "
+                       "ppermute) ran outside the vmap or pmap that names its axis: call it inside "
+                       "qb.vmap(f, axis_name=...) or qb.pmap(f, axis_name=...) with that name");
     case Op::HostCall: {  // a Python function on the host (runtime/host_call.h)
       std::vector<const std::byte*> ins;
       for (std::size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(in(i));
