@@ -653,7 +653,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         import numpy as np
 
         res = np.unique(np.asarray(x), return_index=return_index, return_inverse=return_inverse,
-                        return_counts=return_counts)
+                        return_counts=return_counts, equal_nan=equal_nan)
         return tuple(_core.asarray(r) for r in res) if isinstance(res, tuple) else _core.asarray(res)
     size = _check_size(size, "unique")
     n = x.shape[0]
@@ -665,12 +665,15 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         first = _core.concat([_core.full((1,), True), (s[1:] != s[:-1]) & ~both_nan])
     group = _core.cumsum(_core.astype(first, _core.int64)) - 1  # group of each sorted entry
     slot = _core.where(first & (group < size), group, size)
-    fill = _core.min(x) if fill_value is None else fill_value
+    # The default fill is the smallest value (the first sorted one: NaNs sort last), as jnp's.
+    fill = (s[0] if n else _core.zeros((), dtype=x.dtype)) if fill_value is None else fill_value
     fill = fill if isinstance(fill, Array) else _core.asarray(fill, dtype=x.dtype)
     values = _core._scatter(_core.broadcast_to(_core.astype(fill, x.dtype), (size,)), slot, s, 0, 1, True)
     outs = [values]
     if return_index:
-        outs.append(_core._scatter(_core.zeros((size,), dtype=_core.int64), slot, perm, 0, 1, True))
+        first_index = _core.broadcast_to(_core.astype(perm[0], _core.int64), (size,)) if n else \
+            _core.zeros((size,), dtype=_core.int64)  # padding: the smallest value's index, as jnp's
+        outs.append(_core._scatter(first_index, slot, perm, 0, 1, True))
     if return_inverse:
         inv = _core._scatter(_core.zeros((n,), dtype=_core.int64), perm, group, 0, 1, True)
         outs.append(_core.reshape(inv, a.shape))

@@ -407,3 +407,15 @@ def test_iter_unravel_index_and_at_dtypes_as_jax():
     assert a.dtype == qb.float32 and a.tolist() == [1.0, 0.0, 0.0]
     b = qb.zeros(3, dtype=qb.int32).at[qb.asarray([0, 2])].add(np.array([1.7, -2.2]))
     assert b.dtype == qb.int32 and b.tolist() == [1, 0, -2]
+
+
+def test_unique_nan_handling_and_padding_as_jnp():
+    import numpy as np
+    import quabla as qb
+    nan = float("nan")
+    np.testing.assert_array_equal(np.asarray(qb.unique(qb.asarray([nan, nan, 1.0]), equal_nan=False)), [1.0, nan, nan])
+    np.testing.assert_array_equal(np.asarray(qb.unique(qb.asarray([nan, nan, 1.0]))), [1.0, nan])
+    # size= pads with the smallest value (not NaN) and its index, as jnp.unique
+    np.testing.assert_array_equal(np.asarray(qb.unique(qb.asarray([1.0, nan, 0.0]), size=4)), [0.0, 1.0, nan, 0.0])
+    np.testing.assert_array_equal(np.asarray(qb.unique(qb.asarray([5, 4, 6]), return_index=True, size=4)[1]),
+                                  [1, 0, 2, 1])
