@@ -11,8 +11,9 @@ normals are sqrt(2) erfinv(u) for u uniform in (-1, 1); integers, permutations, 
 the distributions built on them follow jax.random's formulas. Equal to JAX: keys and every
 integer and uniform draw bit for bit; float32 normals to the last bit or two (log1p's
 implementations differ), float64 ones within a few ulp (erfinv's do). The rejection
-samplers (gamma and the distributions built on it, poisson, binomial) use their own
-algorithms, so their samples are not JAX's.
+samplers (gamma and the distributions built on it, f included; poisson; binomial and
+multinomial) use their own algorithms, so their samples are not JAX's; rayleigh, wald and
+geometric are JAX's formulas on the same bits.
 
 Keys are values, as in JAX: a `Key` holds its words as an int32 array of shape
 (*batch, 2) (the bits of JAX's uint32 words; we have no unsigned dtype) and is a pytree
@@ -1293,3 +1294,134 @@ def triangular(k, left, mode, right, shape=None, dtype=None):
 
 
 __all__ += ["lognormal", "pareto", "weibull_min", "maxwell", "double_sided_maxwell", "triangular"]
+
+
+# ---------------------------------------------------------------------------------------------
+# jax.random's rayleigh, wald, geometric (JAX's formulas on the same bits: the same key gives
+# JAX's samples), f and multinomial (built on chisquare and binomial, whose rejection
+# samplers are not JAX's: the same distribution, other samples).
+# ---------------------------------------------------------------------------------------------
+
+def _float_param(v, d, fname, what):
+    """A distribution parameter as an array of the sample dtype d."""
+    if isinstance(v, (str, bytes)) or v is None:
+        raise TypeError(f"qb.random.{fname}: {what} must be a number or an array of numbers, got "
+                        f"{type(v).__name__}")
+    a = qb.asarray(v)
+    if a.dtype == _core.bool_:
+        raise TypeError(f"qb.random.{fname}: {what} must be a number or a numeric array, got a bool array")
+    return a.astype(d)
+
+
+def rayleigh(k, scale, shape=None, dtype=None):
+    """Rayleigh(scale) samples scale sqrt(-2 log u), u = uniform(key, shape) (jax.random's
+    formula and bits); shape defaults to scale's."""
+    key_, _ = _key_arg(k, "rayleigh")
+    d = _float_dtype(dtype, "rayleigh")
+    scale = _float_param(scale, d, "rayleigh", "scale")
+    shape = _param_shape("rayleigh", shape, scale)
+    u = uniform(key_, shape, d)
+    return qb.broadcast_to(scale, shape) * qb.sqrt(qb.log(u) * -2.0)
+
+
+def wald(k, mean, shape=None, dtype=None):
+    """Wald (inverse Gaussian with unit shape) samples of the given mean, by
+    Michael-Schucany-Haas with jax.random's arithmetic and bits: v ~ N(0, 1) from the first
+    half of split(key), z ~ U[0, 1) from the second, y = v^2, x = mean + mean^2 y / 2 -
+    mean / 2 sqrt(4 mean y + mean^2 y^2), then x where z <= mean / (mean + x), else mean^2 / x.
+    shape defaults to mean's."""
+    key_, _ = _key_arg(k, "wald")
+    d = _float_dtype(dtype, "wald")
+    mean = _float_param(mean, d, "wald", "mean")
+    shape = _param_shape("wald", shape, mean)
+    k1, k2 = split(key_)
+    mean = qb.broadcast_to(mean, shape)
+    v = normal(k1, shape, d)
+    z = uniform(k2, shape, d)
+    y = v * v
+    y_sq = y * y
+    mean_sq = mean * mean
+    sqrt_term = qb.sqrt(4.0 * mean * y + mean_sq * y_sq)
+    x = mean + mean_sq * y / 2.0 - mean / 2.0 * sqrt_term
+    return qb.where(z <= mean / (mean + x), x, mean_sq / x)
+
+
+def geometric(k, p, shape=None, dtype=None):
+    """Geometric(p) samples on {1, 2, ...} (the number of trials to the first success), as
+    integers of dtype (the default integer dtype): floor(log u / log1p(-p)) + 1 with u =
+    uniform(key, shape) in p's float dtype (0 replaced by 1), jax.random's formula and bits.
+    shape defaults to p's."""
+    key_, _ = _key_arg(k, "geometric")
+    out = qb.asarray(0).dtype if dtype is None else _core.zeros((), dtype).dtype
+    if out not in (_core.int32, _core.int64):
+        raise ValueError(f"qb.random.geometric: dtype must be an integer dtype (qb.int32 or qb.int64), got {out}")
+    if isinstance(p, (str, bytes)) or p is None:
+        raise TypeError(f"qb.random.geometric: p must be a number or an array of numbers, got {type(p).__name__}")
+    p = qb.asarray(p)
+    d = p.dtype if p.dtype in (_core.float32, _core.float64) else qb.default_dtype()
+    p = p.astype(d)
+    shape = _param_shape("geometric", shape, p)
+    u = uniform(key_, shape, d)
+    u = qb.where(u == 0, qb.ones_like(u), u)
+    g = qb.floor(qb.log(u) / qb.broadcast_to(qb.log1p(-p), shape)) + 1.0
+    return g.astype(out)
+
+
+def f(k, dfnum, dfden, shape=None, dtype=None):
+    """F(dfnum, dfden) samples (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden), the numerator
+    from the second half of split(key) and the denominator from the first, as jax.random.f
+    arranges them. The chi-square draws come from our Gamma sampler, not JAX's, so the
+    samples follow the F distribution but are not JAX's numbers. shape defaults to the
+    parameters' broadcast shape."""
+    key_, _ = _key_arg(k, "f")
+    d = _float_dtype(dtype, "f")
+    dfnum = _float_param(dfnum, d, "f", "dfnum")
+    dfden = _float_param(dfden, d, "f", "dfden")
+    shape = _param_shape("f", shape, dfnum, dfden)
+    key_dfd, key_dfn = split(key_)
+    num = chisquare(key_dfn, dfnum, shape, d) / dfnum
+    den = chisquare(key_dfd, dfden, shape, d) / dfden
+    return num / den
+
+
+def multinomial(k, n, p, *, shape=None, dtype=None, unroll=1):
+    """Multinomial(n, p) counts (floats, as jax.random.multinomial; categories along p's last
+    axis, each row's counts summing to n exactly) by JAX's sequential scheme: category i's
+    count is binomial(keys[i], remaining trials, p_i / (p_i + ... + p_last)), keys =
+    split(key, number of categories). The binomial draws are our sampler's, not JAX's, so the
+    counts follow the multinomial distribution but are not JAX's numbers. shape is the whole
+    result shape (its last entry the number of categories, as JAX's code takes it); by default
+    the broadcast of p's shape and n's shape + (categories,). unroll is accepted for JAX's
+    signature (the loop over categories is unrolled in Python)."""
+    key_, _ = _key_arg(k, "multinomial")
+    d = _float_dtype(dtype, "multinomial")
+    n = _float_param(n, _core.float64, "multinomial", "n")
+    p = _float_param(p, _core.float64, "multinomial", "p")
+    if p.ndim < 1:
+        raise ValueError("qb.random.multinomial: p must have at least one dimension (the categories along its last "
+                         "axis)")
+    cats = p.shape[-1]
+    if shape is None:
+        shape = tuple(qb.broadcast_shapes(tuple(p.shape), tuple(n.shape) + (cats,)))
+    else:
+        shape = _shape(shape)
+        if not shape or shape[-1] != cats:
+            raise ValueError(f"qb.random.multinomial: shape {shape} must end with the number of categories {cats} "
+                             f"(p's last axis); pass shape=batch + ({cats},)")
+        for what, v, target in (("p", p, shape), ("n", n, shape[:-1])):
+            if not _broadcasts_to(tuple(v.shape), target):
+                raise ValueError(f"qb.random.multinomial: {what} of shape {tuple(v.shape)} does not broadcast to "
+                                 f"{target}")
+    remainder = qb.broadcast_to(n, shape[:-1])
+    p = qb.broadcast_to(p, shape)
+    remaining = qb.flip(qb.cumsum(qb.flip(p, axis=-1), axis=-1), axis=-1)  # p_i + ... + p_last
+    ratios = qb.clip(p / qb.where(remaining == 0, qb.ones_like(remaining), remaining), 0.0, 1.0)
+    counts = []
+    for i, ki in enumerate(split(key_, cats)):
+        c = binomial(ki, remainder, ratios[..., i], dtype=_core.float64)
+        counts.append(c)
+        remainder = remainder - c
+    return qb.stack(counts, axis=-1).astype(d)
+
+
+__all__ += ["rayleigh", "wald", "geometric", "f", "multinomial"]

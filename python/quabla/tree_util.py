@@ -6,23 +6,67 @@ from __future__ import annotations
 from typing import Any, Callable, List, Tuple
 
 from . import tree as _tree
-from .tree import (  # noqa: F401
+from .tree import (
     TreeDef, Partial, flatten, unflatten, leaves, structure, map, flatten_with_path, register, register_dataclass,
     all_leaves_like, keystr, reduce, all, map_with_path, tree_map, tree_leaves, tree_flatten, tree_unflatten,
     tree_structure, tree_flatten_with_path, tree_map_with_path, tree_reduce, tree_all, register_pytree_node,
-    register_pytree_node_class,
+    register_pytree_node_class, DictKey, SequenceKey, GetAttrKey, FlattenedIndexKey, KeyEntry, KeyPath,
+    tree_leaves_with_path, tree_broadcast, tree_reduce_associative, flatten_one_level, flatten_one_level_with_keys,
+    register_static, register_pytree_with_keys, register_pytree_with_keys_class, treedef_tuple, is_tree_node,
 )
 
-__all__ = list(_tree.__all__) + [
-    "PyTreeDef", "tree_leaves_with_path", "tree_transpose", "all_leaves", "treedef_is_leaf", "treedef_children",
+__all__ = [
+    # qb.tree's short names
+    "TreeDef", "Partial", "flatten", "unflatten", "leaves", "structure", "map", "flatten_with_path", "register",
+    "register_dataclass", "all_leaves_like", "keystr", "reduce", "all", "map_with_path",
+    # jax.tree_util's names
+    "tree_map", "tree_leaves", "tree_flatten", "tree_unflatten", "tree_structure", "tree_flatten_with_path",
+    "tree_map_with_path", "tree_reduce", "tree_all", "register_pytree_node", "register_pytree_node_class",
+    "DictKey", "SequenceKey", "GetAttrKey", "FlattenedIndexKey", "KeyEntry", "KeyPath", "tree_leaves_with_path",
+    "tree_broadcast", "tree_reduce_associative", "flatten_one_level", "flatten_one_level_with_keys",
+    "register_static", "register_pytree_with_keys", "register_pytree_with_keys_class", "treedef_tuple",
+    "is_tree_node", "PyTreeDef", "tree_transpose", "all_leaves", "treedef_is_leaf", "treedef_children",
+    "default_registry", "PyTreeRegistry",
 ]
 
 PyTreeDef = TreeDef  # jax.tree_util.PyTreeDef's role: the type of a structure
 
 
-def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] = None) -> List[Tuple[tuple, Any]]:
-    """[(path, leaf)] in flattening order (jax.tree_util.tree_leaves_with_path)."""
-    return flatten_with_path(tree, is_leaf)[0]
+class PyTreeRegistry:
+    """jax.tree_util.default_registry's interface on Quabla's one registry of containers: its
+    methods are qb.tree's functions (registering here registers everywhere)."""
+
+    def flatten(self, tree: Any, leaf_predicate: Callable[[Any], bool] = None) -> Tuple[List[Any], TreeDef]:
+        return flatten(tree, leaf_predicate)
+
+    def flatten_with_path(self, tree: Any, leaf_predicate: Callable[[Any], bool] = None):
+        return flatten_with_path(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree: Any):
+        return flatten_one_level(tree)
+
+    def flatten_one_level_with_keys(self, tree: Any):
+        return flatten_one_level_with_keys(tree)
+
+    def is_node(self, tree: Any) -> bool:
+        return is_tree_node(type(tree))
+
+    def register_node(self, type_: type, to_iterable: Callable, from_iterable: Callable,
+                      to_iterable_with_keys: Callable = None) -> None:
+        """to_iterable(obj) -> (children, aux); from_iterable(aux, children) -> obj."""
+        if to_iterable_with_keys is None:
+            register(type_, to_iterable, from_iterable)
+        else:
+            register_pytree_with_keys(type_, to_iterable_with_keys, from_iterable, to_iterable)
+
+    def register_dataclass_node(self, type_: type, data_fields, meta_fields) -> None:
+        register_dataclass(type_, data_fields=list(data_fields), meta_fields=list(meta_fields))
+
+    def __repr__(self) -> str:
+        return "<qb.tree_util.default_registry>"
+
+
+default_registry = PyTreeRegistry()
 
 
 def treedef_is_leaf(treedef: TreeDef) -> bool:

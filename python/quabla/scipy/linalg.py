@@ -6,9 +6,17 @@ from ..linalg import (  # noqa: F401
     solve_triangular, svd,
 )
 from .. import linalg as _la
+from .._linalg_breadth import (  # noqa: F401
+    circulant, companion, convolution_matrix, fiedler, fiedler_companion, hadamard, hankel, helmert, hilbert,
+    invhilbert, invpascal, leslie, pascal, hessenberg, qr_multiply, schur, sqrtm, solve_sylvester,
+)
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "det", "eigh", "expm", "inv", "lu", "lu_factor", "lu_solve",
-           "pinv", "qr", "solve", "solve_triangular", "svd", "block_diag", "toeplitz", "polar", "eigh_tridiagonal", "expm_frechet"]
+           "pinv", "qr", "solve", "solve_triangular", "svd", "block_diag", "toeplitz", "polar", "eigh_tridiagonal", "expm_frechet",
+           # special matrices and more factorizations (quabla._linalg_breadth)
+           "circulant", "companion", "convolution_matrix", "fiedler", "fiedler_companion", "hadamard", "hankel",
+           "helmert", "hilbert", "invhilbert", "invpascal", "leslie", "pascal", "hessenberg", "qr_multiply", "schur",
+           "sqrtm", "solve_sylvester"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
