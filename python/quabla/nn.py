@@ -13,7 +13,7 @@ from . import _initializers as initializers  # noqa: F401  (jax.nn.initializers)
 __all__ = ["relu", "relu6", "sigmoid", "softplus", "soft_sign", "silu", "swish", "log_sigmoid", "leaky_relu",
            "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "elu", "celu", "selu", "gelu", "glu",
            "logsumexp", "log_softmax", "softmax", "standardize", "sparse_plus", "sparse_sigmoid",
-           "dot_product_attention", "one_hot", "mish", "squareplus", "tanh"]
+           "dot_product_attention", "one_hot", "mish", "squareplus", "tanh", "identity", "log1mexp", "logmeanexp"]
 
 swish = silu
 
@@ -118,6 +118,40 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     if return_sign:
         return out, sign
     return _qb.where(sign < 0, _qb.full_like(out, _math.nan), out)
+
+
+def identity(x):
+    """The identity activation: x unchanged (as an array; like jax.nn.identity, a list or tuple
+    is refused)."""
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"identity requires an array or scalar argument, got {type(x).__name__}")
+    return x if isinstance(x, _qb.Array) else _qb.asarray(x)
+
+
+def log1mexp(x):
+    """log(1 - exp(-x)) for x >= 0 without cancellation (Maechler's split: log(-expm1(-x)) up to
+    log 2, log1p(-exp(-x)) above); -inf at 0, NaN for x < 0."""
+    x = _f(x)
+    small = x < _math.log(2.0)
+    xs = _qb.where(small, x, _qb.ones_like(x))  # each branch on arguments it is accurate for
+    xl = _qb.where(small, _qb.ones_like(x), x)
+    return _qb.where(small, _qb.log(-_qb.expm1(-xs)), _qb.log1p(-_qb.exp(-xl)))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
+    """log(mean(exp(x))) over axis without overflow: logsumexp(x) - log(n), n the number of
+    entries reduced (those where `where` is True); NaN where none is."""
+    x = _f(x)
+    axes = tuple(range(x.ndim)) if axis is None else ((axis,) if isinstance(axis, int) else tuple(axis))
+    lse = logsumexp(x, axis=axes, keepdims=keepdims, where=where)
+    if where is None:
+        count = 1
+        for ax in axes:
+            count *= x.shape[ax]
+        return lse - (_math.log(count) if count else -_math.inf)
+    mask = _qb.broadcast_to(_qb.asarray(where), tuple(x.shape)).astype(x.dtype)
+    count = _qb.sum(mask, axis=axes, keepdims=keepdims)
+    return lse - _qb.log(count)
 
 
 def _softmax_parts(x, axis, where, name):

@@ -9,10 +9,14 @@ from .._package import qb as _qb
 from .._special import beta, betaln, digamma, erfcinv, erfinv, gamma, gammaln, ndtri, polygamma  # noqa: F401
 from .._special_incomplete import betainc, gammainc, gammaincc, i0, i0e, i1, i1e  # noqa: F401
 from .._special_more import rel_entr, kl_div, exp1, expi  # noqa: F401
+from .._special_extra import (bernoulli, bessel_jn, boxcox, boxcox1p, comb, dawsn, erfcx, expn,  # noqa: F401
+                              fresnel, gammasgn, hyp1f1, hyp2f1, loggamma, owens_t, poch, sici, spence, zeta)
 
 __all__ = ["erf", "erfc", "expit", "logit", "logsumexp", "softmax", "log_softmax", "xlogy", "xlog1py", "ndtr",
            "log_ndtr", "entr", "gammaln", "gamma", "digamma", "psi", "polygamma", "betaln", "beta", "erfinv", "erfcinv",
-           "ndtri", "gammainc", "gammaincc", "betainc", "i0", "i0e", "i1", "i1e", "factorial", "multigammaln", "rel_entr", "kl_div", "exp1", "expi"]
+           "ndtri", "gammainc", "gammaincc", "betainc", "i0", "i0e", "i1", "i1e", "factorial", "multigammaln", "rel_entr", "kl_div", "exp1", "expi",
+           "bernoulli", "bessel_jn", "boxcox", "boxcox1p", "comb", "dawsn", "erfcx", "expn", "fresnel", "gammasgn",
+           "hyp1f1", "hyp2f1", "loggamma", "owens_t", "poch", "sici", "spence", "zeta"]
 
 psi = digamma
 
