@@ -29,7 +29,9 @@ _TINY = 1e-300
 
 def _as_f64(*xs):
     arrs = [_qb.asarray(x) for x in xs]
-    floats = [a.dtype for a in arrs if a.dtype in (_core.float32, _core.float64)]
+    # Python numbers are weak (they take the arrays' dtype), as in arithmetic.
+    floats = [a.dtype for a, x in zip(arrs, xs)
+              if a.dtype in (_core.float32, _core.float64) and not isinstance(x, (int, float))]
     out = _core.float32 if floats and all(d == _core.float32 for d in floats) else _qb.default_dtype()
     if not floats:
         out = _qb.default_dtype()

@@ -96,3 +96,10 @@ def test_review_edges():
     assert abs(qb.grad(S.log_ndtr)(qb.asarray(np.float32(-20.0))).item() - 20.0498) < 1e-3
     assert S.multigammaln(3.0, np.int64(2)).item() == pytest.approx(ss.multigammaln(3.0, 2), rel=1e-14)
     assert S.factorial(np.float32(3.0)).dtype == qb.float32
+
+
+def test_python_numbers_keep_float32_arguments_float32():
+    x32 = qb.asarray(np.float32([0.5, 1.5]))
+    for f in (lambda: S.gammainc(x32, 0.5), lambda: S.gammaincc(2, x32), lambda: S.betainc(x32, 2.0, 0.3)):
+        assert f().dtype == qb.float32
+    assert S.gammainc(0.5, 0.5).dtype == qb.default_dtype()
