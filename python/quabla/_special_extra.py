@@ -33,6 +33,7 @@ from ._custom import custom_jvp
 from ._package import qb as _qb
 from ._special import _sinpi_cospi, digamma, gammaln
 
+
 __all__ = ["bernoulli", "bessel_jn", "boxcox", "boxcox1p", "comb", "dawsn", "erfcx", "expn", "fresnel",
            "gammasgn", "hyp1f1", "hyp2f1", "loggamma", "owens_t", "poch", "sici", "spence", "zeta"]
 
@@ -40,6 +41,25 @@ _F32, _F64 = _core.float32, _core.float64
 _EULER = 0.57721566490153286061
 _SQRT_PI = math.sqrt(math.pi)
 _NAN, _INF = math.nan, math.inf
+
+
+def _closed_form_derivative(parts, outputs: int):
+    """A function of one argument whose `outputs` values and their derivatives come from
+    parts(x) -> (values..., derivatives...), through custom_jvp (so derivatives use the
+    closed form rather than differentiating the series and branches)."""
+    @custom_jvp
+    def f(x):
+        r = parts(x)
+        return r[0] if outputs == 1 else tuple(r[:outputs])
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        r = parts(x)
+        if outputs == 1:
+            return r[0], r[1] * t
+        return tuple(r[:outputs]), tuple(d * t for d in r[outputs:])
+    return f
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -397,16 +417,7 @@ def _erfcx_parts(x):
     return _qb.where(_qb.isnan(x), x, value), deriv
 
 
-@custom_jvp
-def _erfcx(x):
-    return _erfcx_parts(x)[0]
-
-
-@_erfcx.defjvp
-def _erfcx_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    value, deriv = _erfcx_parts(x)
-    return value, deriv * t
+_erfcx = _closed_form_derivative(_erfcx_parts, 1)
 
 
 def erfcx(x):
@@ -465,16 +476,7 @@ def _dawson_parts(x):
     return _qb.where(_qb.isnan(x), x, value), deriv
 
 
-@custom_jvp
-def _dawsn(x):
-    return _dawson_parts(x)[0]
-
-
-@_dawsn.defjvp
-def _dawsn_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    value, deriv = _dawson_parts(x)
-    return value, deriv * t
+_dawsn = _closed_form_derivative(_dawson_parts, 1)
 
 
 def dawsn(x):
@@ -553,17 +555,7 @@ def _fresnel_parts(x):
     return _qb.where(nan, x, s_val), _qb.where(nan, x, c_val), sd, cd
 
 
-@custom_jvp
-def _fresnel(x):
-    s, c, _, _ = _fresnel_parts(x)
-    return s, c
-
-
-@_fresnel.defjvp
-def _fresnel_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    s, c, ds, dc = _fresnel_parts(x)
-    return (s, c), (ds * t, dc * t)
+_fresnel = _closed_form_derivative(_fresnel_parts, 2)
 
 
 def fresnel(x):
@@ -625,17 +617,7 @@ def _sici_parts(x):
     return si, ci, dsi, dci
 
 
-@custom_jvp
-def _sici(x):
-    si, ci, _, _ = _sici_parts(x)
-    return si, ci
-
-
-@_sici.defjvp
-def _sici_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    si, ci, dsi, dci = _sici_parts(x)
-    return (si, ci), (dsi * t, dci * t)
+_sici = _closed_form_derivative(_sici_parts, 2)
 
 
 def sici(x):
