@@ -708,3 +708,15 @@ def bessel_i1e(x):
 from ._conv import (  # noqa: E402,F401
     ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated, conv_with_general_padding, reduce_window,
 )
+
+from ._lax_more import (  # noqa: E402,F401
+    ConvGeneralDilatedDimensionNumbers, DotDimensionNumbers, GatherDimensionNumbers, GatherScatterMode, PrecisionLike,
+    ScatterDimensionNumbers, approx_max_k, approx_min_k, batch_matmul, bitcast_convert_type, broadcast_like,
+    broadcast_shapes, broadcast_to_rank, clz, collapse, conv_general_dilated_local, conv_general_dilated_patches,
+    conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple, conv_transpose, conv_transpose_shape_tuple,
+    dtype as _dtype, dynamic_update_index_in_dim, empty, gather, igamma_grad_a, index_take, mulhi, nextafter,
+    optimization_barrier, padtype_to_pads, random_gamma_grad, reciprocal, reduce_precision, reduce_window_shape_tuple,
+    reduce_xor, scatter, scatter_add, scatter_apply, scatter_max, scatter_min, scatter_mul, scatter_sub, select_n,
+    sort_key_val, split, stack, tile, unstack, zeta,
+)
+dtype = _dtype  # (an assignment: the functions above take arguments named dtype)
