@@ -76,20 +76,31 @@ def _stack_nested(obj, dtype):
 
 def _from_nested(obj, dtype):
     if dtype is None:
-        # Python numbers are weak: they take the dtype the arrays share (a float one when
-        # the arrays are bool and a number is not), as jnp.array([0.0, x32]) is float32.
+        # The arrays' dtypes and the numbers promote as in arithmetic (jnp.array's rule): numbers
+        # are weak, so jnp.array([0.0, x32]) is float32 and [2.5, i32] the default float;
+        # int32 with int64 is int64, bool with a float array that float. float32 with
+        # float64 is refused, as everywhere (an explicit astype says which).
         dtypes = _array_dtypes(obj, set())
-        if len(dtypes) > 1:
+        numbers = [_weak_number(v) for v in _numbers(obj)]
+        from ._numpy_more import result_type
+        try:
+            dtype = result_type(*sorted(dtypes, key=lambda d: d.name), *numbers)
+        except ValueError:
             names = " and ".join(sorted(d.name for d in dtypes))
             raise ValueError(f"array: the sequence holds arrays of dtypes {names}; convert them to one dtype "
-                             f"with astype first")
-        dtype = dtypes.pop()
-        if dtype == _core.bool_ and not all(isinstance(v, bool) for v in _numbers(obj)):
-            dtype = _core.default_dtype()
+                             f"with astype first") from None
     try:
         return _stack_nested(obj, dtype)
     except ValueError as exc:
         raise ValueError(f"array: the nested sequence is not rectangular ({exc})") from None
+
+
+def _weak_number(v):
+    """A Python (or NumPy) number as the Python number promotion treats as weak."""
+    if isinstance(v, (bool, int, float)):
+        return v
+    item = getattr(v, "item", None)
+    return item() if item is not None else v
 
 
 def _numbers(obj):

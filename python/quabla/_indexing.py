@@ -252,6 +252,9 @@ def _scatter(x, index, updates, how, unique=False, mode=None):
         updates = _core.asarray(updates)
     if isinstance(updates, Array) and updates.dtype != x.dtype:  # as jax.numpy's .at[]: the array's dtype
         updates = _core.astype(updates, x.dtype)
+    if x.dtype == _core.bool_ and how in ("min", "max"):  # and / or, through int32 (as JAX accepts them)
+        as_int = _core.astype(updates, _core.int32) if isinstance(updates, Array) else int(bool(updates))
+        return _core.astype(_scatter(_core.astype(x, _core.int32), index, as_int, how, unique, mode), _core.bool_)
     plan = _resolve(x, _ints_as_arrays(index))
     if plan is None:
         # Static index: scatter through the positions x[index] selects.
@@ -558,7 +561,7 @@ def top_k(operand, k):
         raise ValueError(f"top_k: k={k} must be in [0, {x.shape[-1] if x.ndim else 0}] for an operand of shape {x.shape}")
     perm = _core._argsort(x, True)
     idx = perm[..., :k] if k else perm[..., :0]
-    return take_along_axis(x, idx, axis=-1, mode="clip"), idx
+    return take_along_axis(x, idx, axis=-1, mode="clip"), _core.astype(idx, _core.int32)  # int32, as JAX's
 
 
 def searchsorted(a, v, side="left", sorter=None, *, method=None):

@@ -435,9 +435,12 @@ def count_nonzero(x, axis=None, keepdims: bool = False):
 
 # ---- order statistics -----------------------------------------------------------------------------
 
+_QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
 def _quantile(x, q, axis, keepdims, method, ignore_nan, name):
-    if method != "linear":
-        raise NotImplementedError(f"{name}: method={method!r} is not available; method='linear' (the default) is")
+    if method not in _QUANTILE_METHODS:
+        raise ValueError(f"{name}: method={method!r} is not one of {', '.join(map(repr, _QUANTILE_METHODS))}")
     x = _float(x)
     q = _arr(q).astype(x.dtype)
     if axis is None:
@@ -461,9 +464,20 @@ def _quantile(x, q, axis, keepdims, method, ignore_nan, name):
         frac = pos - lo
         vlo = _qb.take_along_axis(xs, lo.astype(_qb.int64), axis=-1)
         vhi = _qb.take_along_axis(xs, hi.astype(_qb.int64), axis=-1)
-        v = vlo + frac * (vhi - vlo)
+        if method == "linear":
+            v = vlo + frac * (vhi - vlo)
+        elif method == "lower":
+            v = vlo
+        elif method == "higher":
+            v = _qb.where(frac > 0, vhi, vlo)
+        elif method == "midpoint":
+            v = _qb.where(frac > 0, (vlo + vhi) * 0.5, vlo)
+        else:  # nearest: the position rounded half to even, as NumPy
+            v = _qb.where(_qb.round(pos) > lo, vhi, vlo)
         if ignore_nan:
             v = _qb.where(count > 0, v, _qb.full_like(v, math.nan))
+        else:  # a NaN anywhere in the slice makes its quantiles NaN, as NumPy and JAX
+            v = _qb.where(_qb.any(_qb.isnan(xs), axis=-1, keepdims=True), _qb.full_like(v, math.nan), v)
         cols.append(v[..., 0])
     out = _qb.stack(cols, axis=0).reshape(tuple(q.shape) + tuple(xs.shape[:-1]))
     if keepdims:

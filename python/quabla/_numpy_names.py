@@ -564,9 +564,16 @@ def ldexp(x1, x2, /):
     n = qb.asarray(x2)
     if n.dtype not in (_core.int32, _core.int64):
         raise TypeError(f"ldexp: the exponent must be an integer array, got {n.dtype}")
-    half = n // 2
+    # Three factors, each a power of two inside the dtype's normal range, applied in turn: a
+    # subnormal x1 times 2**276 in float32 reaches its (finite) result without an inf between.
+    lo, hi = (-126, 127) if x1.dtype == _core.float32 else (-1022, 1023)
+    n1 = qb.clip(n, lo, hi)
+    n2 = qb.clip(n - n1, lo, hi)
     two = qb.asarray(2.0, dtype=x1.dtype)
-    return x1 * qb.power(two, half.astype(x1.dtype)) * qb.power(two, (n - half).astype(x1.dtype))
+    out = x1
+    for part in (n1, n2, n - n1 - n2):
+        out = out * qb.power(two, part.astype(x1.dtype))
+    return out
 
 
 def frexp(x, /):

@@ -419,3 +419,55 @@ def test_unique_nan_handling_and_padding_as_jnp():
     np.testing.assert_array_equal(np.asarray(qb.unique(qb.asarray([1.0, nan, 0.0]), size=4)), [0.0, 1.0, nan, 0.0])
     np.testing.assert_array_equal(np.asarray(qb.unique(qb.asarray([5, 4, 6]), return_index=True, size=4)[1]),
                                   [1, 0, 2, 1])
+
+
+def test_ldexp_bool_extremum_scatters_and_top_k_indices_as_numpy_and_jax():
+    import numpy as np
+    import quabla as qb
+    got = qb.ldexp(qb.asarray([2.0 ** -149], dtype=qb.float32), qb.asarray([276], dtype=qb.int32))
+    np.testing.assert_array_equal(np.asarray(got), np.ldexp(np.float32(2.0 ** -149), 276))  # finite, no inf between
+    e = np.array([-2000, -2097, 1, 1100])
+    x = np.array([3.0, 2.0 ** 1023, 1.5, 2.0 ** -1074])
+    np.testing.assert_array_equal(np.asarray(qb.ldexp(qb.asarray(x), qb.asarray(e))), np.ldexp(x, e))
+    b = qb.asarray([True, False, False])
+    assert b.at[qb.asarray([1])].max(qb.asarray([True])).tolist() == [True, True, False]  # or
+    assert b.at[qb.asarray([0, 2])].min(False).tolist() == [False, False, False]         # and
+    assert qb.lax.top_k(qb.asarray([1.0, 3.0, 2.0]), 2)[1].dtype == qb.int32
+
+
+def test_array_of_a_list_mixing_numbers_and_arrays_promotes_as_jnp_array():
+    import numpy as np
+    import pytest
+    import quabla as qb
+    i = qb.asarray(3, dtype=qb.int32)
+    assert qb.array([2.5, i]).tolist() == [2.5, 3.0]  # was [2, 3]: the float cut to an int
+    assert qb.array([[2.5], [i]]).tolist() == [[2.5], [3.0]]
+    assert qb.jit(lambda n: qb.array([0.5, n]))(qb.asarray(4, dtype=qb.int32)).tolist() == [0.5, 4.0]
+    assert qb.array([np.float64(2.5), i]).tolist() == [2.5, 3.0]
+    cases = [([qb.asarray(1.5, dtype=qb.float32), i], qb.float32), ([i, qb.asarray(2)], qb.int64),
+             ([qb.asarray(True), qb.asarray(2.0)], qb.float64), ([qb.asarray(1.5, dtype=qb.float32), 2.5], qb.float32),
+             ([qb.asarray([1, 2], dtype=qb.int32), [2.5, 1]], qb.float64), ([True, qb.asarray(False)], qb.bool_)]
+    for items, want in cases:
+        assert qb.array(items).dtype == want, items
+    with pytest.raises(ValueError, match="float32 and float64"):
+        qb.array([qb.ones((), dtype=qb.float32), qb.ones(())])
+
+
+def test_quantiles_propagate_nan_and_take_numpys_methods():
+    import numpy as np
+    import pytest
+    import quabla as qb
+    x = np.array([3.0, np.nan, -1.0, 2.0])
+    assert np.isnan(float(qb.median(qb.asarray(x)))) and np.isnan(float(qb.quantile(qb.asarray(x), 0.5)))
+    z = np.array([[1.0, 2.0, np.nan], [4.0, 5.0, 6.0]])
+    np.testing.assert_array_equal(np.asarray(qb.jit(lambda a: qb.median(a, axis=1))(qb.asarray(z))), [np.nan, 5.0])
+    np.testing.assert_array_equal(np.asarray(qb.nanmedian(qb.asarray(z), axis=1)), [1.5, 5.0])
+    rng = np.random.default_rng(0)
+    for n in (4, 7):
+        y = rng.normal(size=(3, n))
+        for method in ("linear", "lower", "higher", "nearest", "midpoint"):
+            for q in (0.0, 0.1, 0.25, 0.5, 0.9, 1.0, 1 / 6):
+                np.testing.assert_allclose(np.asarray(qb.quantile(qb.asarray(y), q, axis=1, method=method)),
+                                           np.quantile(y, q, axis=1, method=method), rtol=1e-14, atol=1e-15)
+    with pytest.raises(ValueError, match="method='weibull'"):
+        qb.quantile(qb.asarray(x), 0.5, method="weibull")
