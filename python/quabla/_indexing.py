@@ -332,7 +332,20 @@ class _IndexUpdateRef:
         return self._x ** ex
 
     def apply(self, func, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return self.set(func(self.get(mode="clip")), mode=mode)
+        # As JAX: func (elementwise) applied once per occurrence of each index, so a repeated
+        # index applies it again. Differentiable eagerly and with unique_indices=True; under
+        # jit with repeats the repeat count is a traced loop bound (forward mode only there).
+        x = self._x
+        if unique_indices:
+            return self.set(func(self.get(mode="clip")), mode=mode)
+        from ._control import fori_loop
+        count = _scatter(_core.zeros(x.shape, dtype=_core.int32), self._index, 1, "add", False, mode)
+
+        def once_more(r, v):
+            fv = func(v)
+            fv = fv if isinstance(fv, Array) and fv.dtype == x.dtype else _core.astype(_core.asarray(fv), x.dtype)
+            return _core.where(count > r, fv, v)
+        return fori_loop(0, _core.max(count) if x.size else 0, once_more, x)
 
 
 class _IndexUpdateHelper:

@@ -471,3 +471,17 @@ def test_quantiles_propagate_nan_and_take_numpys_methods():
                                            np.quantile(y, q, axis=1, method=method), rtol=1e-14, atol=1e-15)
     with pytest.raises(ValueError, match="method='weibull'"):
         qb.quantile(qb.asarray(x), 0.5, method="weibull")
+
+
+def test_at_apply_applies_once_per_occurrence_as_jax():
+    import numpy as np
+    import quabla as qb
+    x = qb.array([0.0, 1.0, 2.0])
+    np.testing.assert_allclose(np.asarray(x.at[qb.array([1, 1])].apply(qb.sin)), [0.0, np.sin(np.sin(1.0)), 2.0],
+                               rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(qb.jit(lambda v: v.at[qb.array([1, 1, 2])].apply(qb.sin))(x)),
+                               [0.0, np.sin(np.sin(1.0)), np.sin(2.0)], rtol=1e-15)
+    g = qb.grad(lambda v: v.at[qb.array([1, 1])].apply(qb.sin).sum())(x)
+    np.testing.assert_allclose(np.asarray(g), [1.0, np.cos(np.sin(1.0)) * np.cos(1.0), 1.0], rtol=1e-14)
+    assert x.at[1].apply(lambda v: v * 3).tolist() == [0.0, 3.0, 2.0]
+    assert qb.array([1, 2]).at[0].apply(lambda v: v + 1).tolist() == [2, 2]
