@@ -352,7 +352,7 @@ def _flatten_fast(node, leaves: list) -> TreeDef:
 def _flatten(node, is_leaf, leaves: list, paths: Optional[list], path: tuple, leaf_takes_path: bool = False) -> TreeDef:
     if is_leaf is None and paths is None:
         return _flatten_fast(node, leaves)
-    if is_leaf is not None and node is not None and (is_leaf(path, node) if leaf_takes_path else is_leaf(node)):
+    if is_leaf is not None and (is_leaf(path, node) if leaf_takes_path else is_leaf(node)):  # None too, as JAX
         leaves.append(node)
         if paths is not None:
             paths.append(path)

@@ -592,3 +592,10 @@ def test_tree_reduce_with_a_none_initializer_and_map_with_path_structure_check()
     assert qb.tree_util.tree_reduce(lambda a, b: a + b, [1, 2]) == 3
     with pytest.raises(ValueError, match="argument 1 has structure"):
         qb.tree.map_with_path(lambda p, x, y: y, {"a": 1, "b": 2}, {"a": 10, "c": 20})
+
+
+def test_is_leaf_is_asked_about_none_as_jax():
+    assert qb.tree_util.tree_leaves([None, 1.0], is_leaf=lambda x: x is None) == [None, 1.0]
+    assert qb.tree_util.tree_map(lambda x: 0 if x is None else x, {"a": None}, is_leaf=lambda x: x is None) == {"a": 0}
+    assert qb.tree_util.tree_leaves([None, 1.0]) == [1.0]  # without is_leaf, None is an empty node
+    assert qb.tree_util.tree_structure([None, 1.0], is_leaf=lambda x: x is None).num_leaves == 2
