@@ -994,8 +994,9 @@ def sgdr_schedule(cosine_kwargs):
 # ---- optax.tree_utils / optax.schedules ------------------------------------------------------
 
 def _tree_vdot(a, b):
-    return sum((_core.sum(_core.asarray(x) * _core.asarray(y)) for x, y in zip(_tree.leaves(a), _tree.leaves(b))),
-               _core.asarray(0.0))
+    # Starting from a Python 0.0 (weak): float32 trees give float32 sums, as optax's.
+    return _core.asarray(sum((_core.sum(_core.asarray(x) * _core.asarray(y))
+                              for x, y in zip(_tree.leaves(a), _tree.leaves(b))), 0.0))
 
 
 class _Namespace:
@@ -1022,7 +1023,7 @@ tree_utils = _Namespace(
     tree_scalar_mul=lambda s, t: _tmap(lambda x: s * x, t),
     tree_add_scalar_mul=lambda a, s, b: _tmap(lambda x, y: x + s * y, a, b),
     tree_vdot=_tree_vdot,
-    tree_sum=lambda t: sum((_core.sum(_core.asarray(x)) for x in _tree.leaves(t)), _core.asarray(0.0)),
+    tree_sum=lambda t: _core.asarray(sum((_core.sum(_core.asarray(x)) for x in _tree.leaves(t)), 0.0)),
     tree_l2_norm=lambda t, squared=False: (_tree_vdot(t, t) if squared else _core.sqrt(_tree_vdot(t, t))),
     tree_bias_correction=lambda m, decay, count: _tmap(lambda x: _bc(x, decay, _core.asarray(count)), m),
     tree_update_moment=lambda updates, moments, decay, order: _tmap(

@@ -104,13 +104,17 @@ def _schedule(learning_rate) -> Schedule:
 # ---- clipping ---------------------------------------------------------------------------
 
 def global_norm(tree) -> Any:
-    """sqrt of the sum of squares of every leaf, in float64: the L2 norm of the leaves' L2
-    norms, each scaled against overflow and underflow (1e200-sized gradients have a finite
-    norm)."""
-    norms = [_core.norm(_core.asarray(l).astype(_core.float64)) for l in _tree.leaves(tree) if l is not None]
+    """sqrt of the sum of squares of every leaf: the L2 norm of the leaves' L2 norms, each
+    scaled against overflow and underflow (1e200-sized gradients have a finite norm),
+    computed in float64 and returned in the leaves' float dtype (float32 for float32 leaves,
+    as optax's; float64 when any leaf is float64 or none is a float)."""
+    arrays = [_core.asarray(l) for l in _tree.leaves(tree) if l is not None]
+    norms = [_core.norm(a.astype(_core.float64)) for a in arrays]
     if not norms:
-        return _core.zeros((), dtype=_core.float64)
-    return norms[0] if len(norms) == 1 else _core.norm(_core.stack(norms))
+        return _core.zeros((), dtype=_core.default_dtype())
+    total = norms[0] if len(norms) == 1 else _core.norm(_core.stack(norms))
+    floats = {a.dtype for a in arrays if a.dtype in (_core.float32, _core.float64)}
+    return total.astype(_core.float32) if floats == {_core.float32} else total
 
 
 def clip_by_global_norm(grads, max_norm: float):

@@ -558,3 +558,16 @@ def test_lbfgs_float32_parameters_keep_their_dtype_eager_and_jitted():
         results.append(p.numpy())
     np.testing.assert_array_equal(results[0], results[1])
     assert float(f(qb.asarray(results[0]))) < 0.2  # from 24.2 at the start (float64: 0.17 after 20 steps)
+
+
+def test_norms_and_tree_sums_keep_float32_trees_float32_as_optax():
+    import quabla.optax as qox
+    tree32 = {"a": qb.ones(3, dtype=qb.float32), "b": qb.asarray([[2.0]], dtype=qb.float32)}
+    assert qox.global_norm(tree32).dtype == qb.float32
+    assert float(qox.global_norm(tree32)) == pytest.approx(np.sqrt(7.0), rel=1e-7)
+    assert qox.tree_utils.tree_l2_norm(tree32).dtype == qb.float32
+    assert qox.tree_utils.tree_sum(tree32).dtype == qb.float32
+    assert qox.global_norm({"a": tree32["a"], "b": qb.ones(2)}).dtype == qb.float64
+    # per-example clipping in float32 works without any astype
+    scaled = qb.tree.map(lambda g: g * qb.minimum(1.0, 1.0 / qox.global_norm(tree32)), tree32)
+    assert scaled["a"].dtype == qb.float32
