@@ -36,6 +36,7 @@ from ._numpy_extra import (  # noqa: E402,F401
 )
 from ._numpy_extra import norm, split  # noqa: E402,F401,F811  (the core's, with NumPy's empty cases)
 from ._numpy_extra import dot, matmul  # noqa: E402,F401,F811  (the core's, with jax.numpy's precision=)
+from ._numpy_extra import cumsum, ravel  # noqa: E402,F401,F811  (the core's, with jax.numpy's dtype= and order=)
 from ._indexing import (  # noqa: E402,F401
     take, take_along_axis, argsort, sort, argmax, argmin, searchsorted, nonzero, flatnonzero, argwhere, unique,
 )
@@ -50,6 +51,8 @@ from ._vmap import vmap  # noqa: E402,F401
 from ._taylor import laplacian, taylor  # noqa: E402,F401
 from ._control import cond, fori_loop, scan, while_loop  # noqa: E402,F401
 from ._custom import custom_jvp, custom_vjp, checkpoint, remat, checkpoint_policies, stop_gradient  # noqa: E402,F401,F811
+from ._custom import checkpoint_name  # noqa: E402,F401
+from . import ad_checkpoint  # noqa: E402,F401  (jax.ad_checkpoint)
 from ._implicit import custom_linear_solve, custom_root, newton  # noqa: E402,F401
 from . import custom_derivatives  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
@@ -279,7 +282,11 @@ concatenate = _concat_dispatch(_concatenate_core)  # noqa: F811
 
 
 @_wraps(_stack_core)
-def stack(arrays, axis=0):  # noqa: F811
+def stack(arrays, axis=0, out=None, dtype=None):  # noqa: F811
+    if out is not None:
+        raise TypeError("stack: out= is not supported (arrays are immutable); use the result")
+    if dtype is not None:  # as jnp.stack: the arrays are cast first
+        arrays = [asarray(a).astype(dtype) for a in arrays]
     if isinstance(arrays, (list, tuple)) and not _plain(arrays) and _compat.has_trace_values(arrays):
         return _compat.TraceTensorValue.lift(lambda xs: _stack_core(xs, axis=axis), list(arrays))
     return _stack_core(arrays, axis=axis)

@@ -447,6 +447,53 @@ class checkpoint_policies:
     checkpoint_dots = dots_saveable
     checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
 
+    # The name-based policies (values tagged with checkpoint_name): accepted, and every
+    # intermediate is recomputed. Which values a policy saves changes memory and time, never
+    # the results, so programs written for them run unchanged.
+    @staticmethod
+    def save_only_these_names(*names):
+        return _named_policy("save_only_these_names", names)
+
+    @staticmethod
+    def save_any_names_but_these(*names):
+        return _named_policy("save_any_names_but_these", names)
+
+    @staticmethod
+    def save_and_offload_only_these_names(*, names_which_can_be_saved=(), names_which_can_be_offloaded=(),
+                                          offload_src="device", offload_dst="pinned_host"):
+        return _named_policy("save_and_offload_only_these_names",
+                             tuple(names_which_can_be_saved) + tuple(names_which_can_be_offloaded))
+
+    @staticmethod
+    def save_from_both_policies(policy_1, policy_2):
+        """Saves what either policy saves: the stronger of the two here."""
+        for p in (policy_1, policy_2):
+            if p is not checkpoint_policies.everything_saveable and p not in _POLICY_MODES:
+                raise TypeError(f"checkpoint_policies.save_from_both_policies: {p!r} is not a checkpoint policy")
+        if checkpoint_policies.everything_saveable in (policy_1, policy_2):
+            return checkpoint_policies.everything_saveable
+        return policy_1 if _POLICY_MODES[policy_1] >= _POLICY_MODES[policy_2] else policy_2
+
+
+def _named_policy(kind: str, names):
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"checkpoint_policies.{kind}: names must be strings, got {type(n).__name__}")
+
+    def policy(*_args, **_kwargs):
+        return False
+    policy.__name__ = f"{kind}({', '.join(map(repr, names))})"
+    _POLICY_MODES[policy] = 0  # recompute everything (see checkpoint_policies)
+    return policy
+
+
+def checkpoint_name(x: Any, name: str) -> Any:
+    """Tags x (a pytree) with a name for the name-based checkpoint policies
+    (jax.ad_checkpoint.checkpoint_name): returns x unchanged."""
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: name must be a string, got {type(name).__name__}")
+    return x
+
 
 # policy -> the checkpoint node's mode (0: save nothing; 1 and 2: the matrix products).
 _POLICY_MODES = {None: 0, checkpoint_policies.nothing_saveable: 0, checkpoint_policies.dots_saveable: 1,

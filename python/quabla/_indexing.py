@@ -586,7 +586,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method=None):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     if sorter is not None:
         a = take(a, sorter, mode="clip")
-    return _core._searchsorted(a, v, side == "right")
+    return _core.astype(_core._searchsorted(a, v, side == "right"), _core.int32)  # int32, as JAX's
 
 
 def _check_size(size, fname):

@@ -376,9 +376,33 @@ def _cumulative(name, combine, x, axis, reverse):
     return moveaxis(out, 0, ax)
 
 
-def cumprod(x, axis=None, reverse: bool = False):
-    """Running products along axis (flattened when None)."""
-    return _cumulative("cumprod", lambda c, v: c * v, x, axis, reverse)
+def cumprod(x, axis=None, dtype=None, *, reverse: bool = False):
+    """Running products along axis (flattened when None); dtype casts the input first (as
+    jnp.cumprod's)."""
+    return _cumulative("cumprod", lambda c, v: c * v, _with_dtype(x, dtype), axis, reverse)
+
+
+def cumsum(x, axis=None, dtype=None, *, reverse: bool = False):
+    """Running sums along axis (flattened when None); dtype casts the input first (as
+    jnp.cumsum's)."""
+    return _core.cumsum(_with_dtype(x, dtype), axis, reverse)
+
+
+def _with_dtype(x, dtype):
+    if dtype is None:
+        return x
+    x = x if isinstance(x, _core.Array) else _core.asarray(x)
+    return x if x.dtype == dtype else _core.astype(x, dtype)
+
+
+def ravel(a, order: str = "C"):
+    """The elements in one axis: row-major (order "C") or column-major ("F"), as jnp.ravel."""
+    if order not in ("C", "F", "A", "K"):
+        raise ValueError(f"ravel: order must be 'C' or 'F', got {order!r}")
+    a = a if isinstance(a, _core.Array) else _core.asarray(a)
+    if order == "F" and a.ndim > 1:
+        a = _core.transpose(a, tuple(reversed(range(a.ndim))))
+    return _core.ravel(a)
 
 
 def cummax(x, axis=None, reverse: bool = False):

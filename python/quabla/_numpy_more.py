@@ -316,14 +316,14 @@ def _nan_fill(x, value):
     return _qb.where(_qb.isnan(x), _qb.full_like(x, value), x)
 
 
-def nansum(x, axis=None, keepdims: bool = False):
-    """sum ignoring NaNs (as zeros)."""
-    return _qb.sum(_nan_fill(x, 0.0), axis=axis, keepdims=keepdims)
+def nansum(x, axis=None, dtype=None, keepdims: bool = False):
+    """sum ignoring NaNs (as zeros); dtype casts the input first."""
+    return _qb.sum(_nan_fill(x if dtype is None else _arr(x).astype(dtype), 0.0), axis=axis, keepdims=keepdims)
 
 
-def nanprod(x, axis=None, keepdims: bool = False):
-    """prod ignoring NaNs (as ones)."""
-    return _qb.prod(_nan_fill(x, 1.0), axis=axis, keepdims=keepdims)
+def nanprod(x, axis=None, dtype=None, keepdims: bool = False):
+    """prod ignoring NaNs (as ones); dtype casts the input first."""
+    return _qb.prod(_nan_fill(x if dtype is None else _arr(x).astype(dtype), 1.0), axis=axis, keepdims=keepdims)
 
 
 def _all_nan(x, axis, keepdims):

@@ -171,3 +171,24 @@ def test_nested_checkpoints_plan_less_than_per_layer_ones():
     # outputs are pruned): one checkpoint node per group and per layer, one output each.
     lines = [ln for ln in nest.lower(params, x).as_text().split("\n") if "= checkpoint(" in ln]
     assert lines and not any(ln.rstrip().endswith(": f64[512, 32] f64[512, 32]") for ln in lines)
+
+
+def test_name_based_policies_and_checkpoint_name_give_the_same_values():
+    from quabla.ad_checkpoint import checkpoint_name
+    pol = qb.checkpoint_policies
+
+    def block(x):
+        h = checkpoint_name(qb.sin(x) * x, "hidden")
+        return qb.sum(qb.tanh(h) ** 2)
+    x = qb.array([0.3, -1.2, 2.0])
+    want = qb.grad(block)(x)
+    for policy in (pol.save_only_these_names("hidden"), pol.save_any_names_but_these("hidden"),
+                   pol.save_and_offload_only_these_names(names_which_can_be_saved=["hidden"]),
+                   pol.save_from_both_policies(pol.dots_saveable, pol.save_only_these_names("a"))):
+        got = qb.jit(qb.grad(qb.checkpoint(block, policy=policy)))(x)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-15)
+    assert qb.checkpoint_name({"a": x}, "n")["a"] is x
+    with pytest.raises(TypeError, match="names must be strings"):
+        pol.save_only_these_names(3)
+    with pytest.raises(TypeError, match="name must be a string"):
+        checkpoint_name(x, None)

@@ -485,3 +485,19 @@ def test_at_apply_applies_once_per_occurrence_as_jax():
     np.testing.assert_allclose(np.asarray(g), [1.0, np.cos(np.sin(1.0)) * np.cos(1.0), 1.0], rtol=1e-14)
     assert x.at[1].apply(lambda v: v * 3).tolist() == [0.0, 3.0, 2.0]
     assert qb.array([1, 2]).at[0].apply(lambda v: v + 1).tolist() == [2, 2]
+
+
+def test_jax_numpy_keyword_arguments_of_cumsum_ravel_stack_nansum():
+    import numpy as np
+    import quabla as qb
+    x = qb.asarray([[1, 2], [3, 4]], dtype=qb.int32)
+    got = qb.cumsum(x, dtype=qb.float32)
+    assert got.dtype == qb.float32 and got.tolist() == [1.0, 3.0, 6.0, 10.0]
+    assert qb.cumprod(x, 0, qb.float32).tolist() == [[1.0, 2.0], [3.0, 8.0]]
+    assert qb.cumsum(x, 0, reverse=True).tolist() == [[4, 6], [3, 4]]
+    assert qb.ravel(x, order="F").tolist() == [1, 3, 2, 4] and qb.ravel(x).tolist() == [1, 2, 3, 4]
+    assert qb.jit(lambda a: qb.ravel(a, order="F"))(x).tolist() == [1, 3, 2, 4]
+    assert qb.nansum(x, dtype=qb.float32).dtype == qb.float32
+    assert qb.stack([x, x], dtype=qb.float32).dtype == qb.float32
+    np.testing.assert_array_equal(np.asarray(qb.searchsorted(qb.asarray([1.0, 2.0]), 1.5)), 1)
+    assert qb.searchsorted(qb.asarray([1.0, 2.0]), 1.5).dtype == qb.int32  # as JAX's, also with x64

@@ -228,7 +228,7 @@ def test_top_k_searchsorted_nonzero_unique():
     a = np.array([1.0, 2.0, 2.0, 3.0])
     q = np.array([[0.0, 2.0], [2.5, 9.0]])
     for side in ("left", "right"):
-        check(qb.searchsorted(qb.array(a), qb.array(q), side=side), np.searchsorted(a, q, side=side))
+        check(qb.searchsorted(qb.array(a), qb.array(q), side=side), np.searchsorted(a, q, side=side).astype(np.int32))  # int32, as JAX
     m = np.array([[0, 3], [1, 0]])
     got = qb.jit(lambda m: qb.nonzero(m, size=3, fill_value=-1))(qb.asarray(m))
     assert [g.tolist() for g in got] == [[0, 1, -1], [1, 0, -1]]
