@@ -122,6 +122,8 @@ from .io import save, load  # noqa: E402,F401
 
 _array_methods.install()
 _array_methods.install_more()
+from . import _concrete_control  # noqa: E402
+_concrete_control.install()  # if/int() on values under eager derivatives (see the module)
 from . import _pickle  # noqa: E402,F401  (pickling of arrays, dtypes and keys)
 
 

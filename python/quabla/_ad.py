@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence, Tuple, Union
 
-from . import _core
+from . import _concrete_control, _core
 from . import tree as _tree
 
 __all__ = ["grad", "value_and_grad", "jvp", "vjp"]
@@ -144,7 +144,7 @@ def value_and_grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0,
     ((value, aux), gradient)."""
     if fun is None:
         return lambda f: value_and_grad(f, argnums=argnums, has_aux=has_aux)
-    return _value_and_grad(fun, argnums, has_aux, "value_and_grad")
+    return _concrete_control.allowing(lambda f: _value_and_grad(f, argnums, has_aux, "value_and_grad"), fun, argnums)
 
 
 def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str):
@@ -216,9 +216,17 @@ def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str):
 
 
 def grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
-    """grad(f)(*args): the gradient of the scalar f with respect to args[argnums]."""
+    """grad(f)(*args): the gradient of the scalar f with respect to args[argnums]. Outside
+    jit, Python control flow on values (an ``if x < 3``, int(x)) is decided on the concrete
+    arguments, as in JAX (_concrete_control.py)."""
     if fun is None:
         return lambda f: grad(f, argnums=argnums, has_aux=has_aux)
+    if callable(fun):
+        return _concrete_control.allowing(lambda f: _grad(f, argnums, has_aux), fun, argnums)
+    return _grad(fun, argnums, has_aux)
+
+
+def _grad(fun: Callable, argnums, has_aux: bool):
     vg = _value_and_grad(fun, argnums, has_aux, "grad")
     name = getattr(fun, "__name__", "function")
 
@@ -560,13 +568,15 @@ def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool 
     """The Jacobian by forward mode: one JVP per input element, batched with vmap in chunks
     of JACOBIAN_CHUNK directions. Pytrees in and out (see the section comment); with
     has_aux, fun returns (output, aux) and the result is (jacobian, aux)."""
-    return _jacfwd(fun, argnums, has_aux, "jacfwd")
+    return _concrete_control.allowing(lambda f: _jacfwd(f, argnums, has_aux, "jacfwd"), fun, argnums) \
+        if callable(fun) else _jacfwd(fun, argnums, has_aux, "jacfwd")
 
 
 def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
     """The Jacobian by reverse mode: one VJP per output element, batched with vmap in chunks
     of JACOBIAN_CHUNK directions. Same structure and has_aux as jacfwd."""
-    return _jacrev(fun, argnums, has_aux, "jacrev")
+    return _concrete_control.allowing(lambda f: _jacrev(f, argnums, has_aux, "jacrev"), fun, argnums) \
+        if callable(fun) else _jacrev(fun, argnums, has_aux, "jacrev")
 
 
 def jacobian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
@@ -594,8 +604,10 @@ def hessian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool
         raise TypeError(f"hessian: expected a callable, got {type(fun).__name__}")
     _check_argnums_type(argnums, "hessian")
     # The aux comes from fun itself at the primal, not from a second inner Jacobian.
-    aux_of = (lambda *args: _value_and_aux(fun(*args), True, "hessian")[1]) if has_aux else None
-    return _jacfwd(_jacrev(fun, argnums, has_aux, "hessian"), argnums, has_aux, "hessian", aux_of)
+    def make(f):
+        aux_of = (lambda *args: _value_and_aux(f(*args), True, "hessian")[1]) if has_aux else None
+        return _jacfwd(_jacrev(f, argnums, has_aux, "hessian"), argnums, has_aux, "hessian", aux_of)
+    return _concrete_control.allowing(make, fun, argnums)
 
 
 def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
