@@ -496,14 +496,27 @@ def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
     return _core.sum(mid * d, axis=ax)
 
 
-def interp(x, xp, fp, left=None, right=None):
+def interp(x, xp, fp, left=None, right=None, period=None):
     """numpy.interp: piecewise-linear through (xp, fp) (xp increasing), fp[0] / fp[-1] (or
     left / right) outside. Written as fp[0] + sum_k t_k (fp[k+1] - fp[k]) with t_k = x's
     clipped position in interval k, so it is a composition of elementwise ops and one sum
-    (traced x, xp and fp work; cost O(len(x) len(xp)))."""
+    (traced x, xp and fp work; cost O(len(x) len(xp))). With period, x and xp are taken
+    modulo it (xp need not be sorted) and the data wrap around, as NumPy's."""
     x, xp, fp = _arr(x), _arr(xp), _arr(fp)
     if xp.ndim != 1 or fp.ndim != 1 or xp.shape != fp.shape:
         raise ValueError(f"interp: xp and fp must be 1-D of the same length, got {xp.shape} and {fp.shape}")
+    if period is not None:
+        if left is not None or right is not None:
+            raise ValueError("interp: left and right cannot be given with period")
+        period = abs(period)
+        x = x % period
+        xp = xp % period
+        from ._indexing import take
+        order = _core._argsort(xp, False)
+        xp, fp = take(xp, order, mode="clip"), take(fp, order, mode="clip")
+        xp = _core.concat([xp[-1:] - period, xp, xp[:1] + period])
+        fp = _core.concat([fp[-1:], fp, fp[:1]])
+        return interp(x, xp, fp)
     if not xp._is_tracer and xp.shape[0] > 1 and not bool(_core.all(xp[1:] > xp[:-1])):
         raise ValueError("interp: xp must be strictly increasing")
     if xp.shape[0] == 1:

@@ -521,8 +521,11 @@ def nanmedian(a, axis=None, keepdims: bool = False):
 
 # ---- covariance -------------------------------------------------------------------------------------
 
-def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: Optional[int] = None):
-    """The covariance matrix of the variables (rows, or columns with rowvar=False)."""
+def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: Optional[int] = None, fweights=None,
+        aweights=None):
+    """The covariance matrix of the variables (rows, or columns with rowvar=False), with
+    NumPy's frequency (fweights, integers) and reliability (aweights) weights of the
+    observations."""
     x = atleast_2d(_float(m))
     if not rowvar and x.shape[0] != 1:
         x = x.T
@@ -533,8 +536,27 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: Optional[int] 
         x = _qb.concatenate([x, yy.astype(x.dtype)], axis=0)
     n = x.shape[1]
     d = (0 if bias else 1) if ddof is None else ddof
-    xc = x - _qb.mean(x, axis=1, keepdims=True)
-    c = (xc @ xc.T) / float(n - d)
+    if fweights is None and aweights is None:
+        xc = x - _qb.mean(x, axis=1, keepdims=True)
+        c = (xc @ xc.T) / float(n - d)
+        return c.reshape(()) if c.shape == (1, 1) else c
+    w = _qb.ones((n,), dtype=x.dtype)
+    for name, given in (("fweights", fweights), ("aweights", aweights)):
+        if given is not None:
+            g = _arr(given)
+            if g.shape != (n,):
+                raise ValueError(f"cov: {name} must be 1-D with one weight per observation ({n}), got {tuple(g.shape)}")
+            w = w * g.astype(x.dtype)
+    v1 = _qb.sum(w)
+    avg = _qb.sum(x * w, axis=1, keepdims=True) / v1
+    if d == 0:
+        norm = v1
+    elif aweights is None:
+        norm = v1 - d
+    else:
+        norm = v1 - d * _qb.sum(w * _arr(aweights).astype(x.dtype)) / v1
+    xc = x - avg
+    c = ((xc * w) @ xc.T) / norm
     return c.reshape(()) if c.shape == (1, 1) else c
 
 

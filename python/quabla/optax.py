@@ -999,6 +999,36 @@ def _tree_vdot(a, b):
                               for x, y in zip(_tree.leaves(a), _tree.leaves(b))), 0.0))
 
 
+def _tree_get(tree, key, default=None, filtering=None):
+    """optax.tree_utils.tree_get: the one value in tree stored under `key` (a dict key or a
+    NamedTuple field, as optimizer states have: tree_get(state, "count")), default when
+    there is none; KeyError when several match (filtering(path, value) narrows them)."""
+    found = []
+
+    def visit(node, path):
+        if isinstance(node, dict):
+            items = list(node.items())
+        elif isinstance(node, tuple) and hasattr(node, "_fields"):
+            items = [(f, getattr(node, f)) for f in node._fields]
+        elif isinstance(node, (list, tuple)):
+            for i, v in enumerate(node):
+                visit(v, path + (i,))
+            return
+        else:
+            return
+        for k, v in items:
+            if k == key and (filtering is None or filtering(path + (k,), v)):
+                found.append(v)
+            visit(v, path + (k,))
+    visit(tree, ())
+    if not found:
+        return default
+    if len(found) > 1:
+        raise KeyError(f"optax.tree_utils.tree_get: {len(found)} values are stored under {key!r}; pass filtering= "
+                       f"to choose one")
+    return found[0]
+
+
 class _Namespace:
     def __init__(self, name, **items):
         self.__name__ = name
@@ -1015,6 +1045,7 @@ from ._optax_lbfgs import (  # noqa: E402
 
 tree_utils = _Namespace(
     "quabla.optax.tree_utils",
+    tree_get=_tree_get,
     tree_zeros_like=_zeros_like, tree_full_like=_full_like,
     tree_ones_like=lambda t: _full_like(t, 1.0),
     tree_add=lambda a, b: _tmap(lambda x, y: x + y, a, b),

@@ -59,6 +59,11 @@ class TreeDef:
         return self._num_leaves
 
     @property
+    def num_nodes(self) -> int:
+        """Nodes of the structure, leaves and containers (None included), as JAX's PyTreeDef."""
+        return 1 + sum(c.num_nodes for c in self._children)
+
+    @property
     def children(self) -> Tuple["TreeDef", ...]:
         return self._children
 

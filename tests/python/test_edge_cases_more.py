@@ -501,3 +501,23 @@ def test_jax_numpy_keyword_arguments_of_cumsum_ravel_stack_nansum():
     assert qb.stack([x, x], dtype=qb.float32).dtype == qb.float32
     np.testing.assert_array_equal(np.asarray(qb.searchsorted(qb.asarray([1.0, 2.0]), 1.5)), 1)
     assert qb.searchsorted(qb.asarray([1.0, 2.0]), 1.5).dtype == qb.int32  # as JAX's, also with x64
+
+
+def test_cov_weights_interp_period_num_nodes_and_optax_tree_get():
+    import numpy as np
+    import quabla as qb
+    import quabla.optax as qox
+    rng = np.random.default_rng(0)
+    m = rng.normal(size=(3, 6))
+    fw, aw = np.array([1, 2, 1, 3, 1, 1]), rng.uniform(0.5, 2.0, size=6)
+    for kw in ({"aweights": aw}, {"fweights": fw}, {"fweights": fw, "aweights": aw}, {"aweights": aw, "ddof": 0},
+               {"aweights": aw, "bias": True}):
+        got = qb.cov(qb.asarray(m), **{k: qb.asarray(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()})
+        np.testing.assert_allclose(np.asarray(got), np.cov(m, **kw), rtol=1e-13, atol=1e-15)
+    xp, fp = np.array([170.0, 10.0, 190.0, 350.0]), np.array([1.0, 2.0, 3.0, 4.0])
+    x = np.array([-180.0, -170.0, -185.0, 185.0, -10.0, -5.0, 0.0, 365.0])
+    np.testing.assert_allclose(np.asarray(qb.jit(lambda a: qb.interp(a, qb.asarray(xp), qb.asarray(fp), period=360))(
+        qb.asarray(x))), np.interp(x, xp, fp, period=360), rtol=1e-15)
+    assert qb.tree.structure([1, (2, None)]).num_nodes == 5 and qb.tree.structure({"a": 1, "b": [2, 3]}).num_nodes == 5
+    state = qox.chain(qox.clip_by_global_norm(1.0), qox.adam(1e-3)).init({"w": qb.ones(3)})
+    assert int(qox.tree_utils.tree_get(state, "count")) == 0 and qox.tree_utils.tree_get(state, "nope", 7) == 7
