@@ -25,7 +25,8 @@ class set_default_dtype:
             ...
 
     It applies to zeros, ones, full, arange, linspace, eye, array/asarray of Python numbers,
-    lists and NumPy integer data, qb.random and the initializers. Arrays with a dtype keep
+    lists and NumPy integer data (float64 NumPy data becomes float32 under a float32 default,
+    as JAX's x64-off mode does), qb.random and the initializers. Arrays with a dtype keep
     it, and Python scalars in arithmetic stay weak (``0.5 * x`` has x's dtype) either way.
     """
 

@@ -521,3 +521,16 @@ def test_cov_weights_interp_period_num_nodes_and_optax_tree_get():
     assert qb.tree.structure([1, (2, None)]).num_nodes == 5 and qb.tree.structure({"a": 1, "b": [2, 3]}).num_nodes == 5
     state = qox.chain(qox.clip_by_global_norm(1.0), qox.adam(1e-3)).init({"w": qb.ones(3)})
     assert int(qox.tree_utils.tree_get(state, "count")) == 0 and qox.tree_utils.tree_get(state, "nope", 7) == 7
+
+
+def test_float64_numpy_data_is_float32_under_a_float32_default_as_jax_x64_off():
+    import numpy as np
+    import quabla as qb
+    with qb.set_default_dtype(qb.float32):
+        pts = np.linspace(0.0, 1.0, 3)
+        assert qb.asarray(pts).dtype == qb.float32
+        assert (qb.ones(3) * pts).dtype == qb.float32  # was "cannot mix float32 and float64"
+        assert qb.jit(lambda a: a * 2.0)(pts).dtype == qb.float32
+        assert qb.asarray(pts, dtype=qb.float64).dtype == qb.float64  # an explicit dtype wins
+    assert qb.asarray(np.linspace(0.0, 1.0, 3)).dtype == qb.float64
+    assert qb.asarray(np.float32([1.0])).dtype == qb.float32

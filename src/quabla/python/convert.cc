@@ -210,6 +210,10 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
   if (code == 'f') natural = DType::f32;
   if (code == '?') natural = DType::bool_;
   if (code == 'b' || code == 'B' || code == 'h' || code == 'H' || code == 'i') natural = DType::i32;
+  // With float32 the default (jax_enable_x64 off), float64 data becomes float32, as JAX
+  // canonicalizes it: NumPy's float64 collocation points then meet float32 parameters
+  // without an astype. An explicit dtype keeps float64.
+  if (natural == DType::f64 && default_float_dtype() == DType::f32) natural = DType::f32;
   const DType dt = dtype.value_or(natural);
   Shape shape(v.shape, v.shape + v.ndim);
   Array out = Array::empty(dt, shape);
