@@ -16,7 +16,11 @@ from typing import Callable, Optional
 
 from . import _core
 
-_state = threading.local()  # .mode: None, ("record", list) or ("replay", list, [position])
+class _State(threading.local):
+    mode = None  # per thread: None, ("record", decisions) or ("replay", decisions, [position])
+
+
+_state = _State()
 
 
 class _Diverged(Exception):
@@ -25,7 +29,7 @@ class _Diverged(Exception):
 
 def _hooked(core_method: Callable, kind: str) -> Callable:
     def method(self):
-        mode = getattr(_state, "mode", None)
+        mode = _state.mode
         if mode is None:
             return core_method(self)
         if mode[0] == "record":
@@ -45,19 +49,43 @@ def _hooked(core_method: Callable, kind: str) -> Callable:
     return method
 
 
+_METHODS = (("__bool__", "bool"), ("__int__", "int"), ("__index__", "index"))
+_plain: dict = {}    # the Array methods without the hook
+_hooks = {"users": 0}
+_hooks_lock = threading.Lock()
+
+
 def install() -> None:
-    cls = _core.Array
-    cls.__bool__ = _hooked(cls.__bool__, "bool")
-    cls.__int__ = _hooked(cls.__int__, "int")
-    cls.__index__ = _hooked(cls.__index__, "index")
+    """Remembers Array's plain methods (called once, after _array_methods installs its own)."""
+    for name, _ in _METHODS:
+        _plain[name] = getattr(_core.Array, name)
+
+
+class _Hooked:
+    """While any thread records or replays, Array's bool/int/index go through the hook (which
+    consults this thread's mode); otherwise they are the plain methods, at no cost."""
+
+    def __enter__(self):
+        with _hooks_lock:
+            if _hooks["users"] == 0:
+                for name, kind in _METHODS:
+                    setattr(_core.Array, name, _hooked(_plain[name], kind))
+            _hooks["users"] += 1
+
+    def __exit__(self, *exc):
+        with _hooks_lock:
+            _hooks["users"] -= 1
+            if _hooks["users"] == 0:
+                for name, _ in _METHODS:
+                    setattr(_core.Array, name, _plain[name])
 
 
 def active() -> bool:
-    return getattr(_state, "mode", None) is not None
+    return _state.mode is not None
 
 
 def _set(mode) -> Optional[tuple]:
-    previous = getattr(_state, "mode", None)
+    previous = _state.mode
     _state.mode = mode
     return previous
 
@@ -67,7 +95,8 @@ def record(fun: Callable, args: tuple, kwargs: dict) -> list:
     decisions: list = []
     previous = _set(("record", decisions))
     try:
-        fun(*args, **kwargs)
+        with _Hooked():
+            fun(*args, **kwargs)
     finally:
         _set(previous)
     return decisions
@@ -124,7 +153,8 @@ def allowing(make: Callable[[Callable], Callable], fun: Callable, argnums) -> Ca
                 position = [0]
                 previous = _set(("replay", decisions, position))
                 try:
-                    out = fun(*a, **k)
+                    with _Hooked():
+                        out = fun(*a, **k)
                 except _Diverged:
                     raise original from None
                 finally:
