@@ -28,7 +28,7 @@ from ._core import (  # noqa: E402,F401
     concat, concatenate, stack, split, matmul, dot, gather, scatter_add,
     set_num_threads, num_threads, release_cached_buffers,
 )
-from .errors import QuablaError, TracerError, UnsupportedOperationError, RetraceWarning  # noqa: E402,F401
+from .errors import QuablaError, TracerError, ShapeError, UnsupportedOperationError, RetraceWarning  # noqa: E402,F401
 from ._shapes import meshgrid  # noqa: E402,F401
 from ._numpy_extra import (  # noqa: E402,F401
     moveaxis, swapaxes, roll, tile, repeat, diagonal, diag, trace, outer, inner, tensordot, kron, cross, diff,

@@ -132,7 +132,7 @@ def _check_scalar_loss(value, name: str):
     if not isinstance(value, _core.Array):
         raise TypeError(f"{name}: the function must return a scalar array, got {type(value).__name__}")
     if value.shape != () or not _is_float(value.dtype):
-        raise ValueError(f"{name}: the function must return a rank-0 float array (a scalar loss), got "
+        raise _core.ShapeError(f"{name}: the function must return a rank-0 float array (a scalar loss), got "
                          f"{value.dtype.name}{list(value.shape)}; for vector outputs use qb.jacobian or qb.vjp")
 
 

@@ -1,7 +1,12 @@
 """Quabla's exception and warning types (API.md §10)."""
-from ._core import QuablaError, TracerError
+from ._core import QuablaError, ShapeError, TracerError
 
-__all__ = ["QuablaError", "TracerError", "UnsupportedOperationError", "RetraceWarning"]
+__all__ = ["QuablaError", "TracerError", "ShapeError", "UnsupportedOperationError", "RetraceWarning"]
+
+# ShapeError(ValueError, TypeError), also from the C++ module: operands whose shapes an
+# operation cannot combine (matmul's inner axes, broadcasting, reshape sizes, concatenation,
+# grad of a non-scalar). NumPy raises ValueError for these and JAX TypeError; code written
+# against either catches it.
 
 
 # TracerError(QuablaError, TypeError) is created by the C++ module so its errors can raise

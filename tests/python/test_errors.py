@@ -442,3 +442,17 @@ def test_many_errors_in_a_row_leave_library_usable():
         with pytest.raises(TypeError):
             qb.array({})
     _still_works()
+
+
+def test_shape_errors_are_both_numpys_value_error_and_jaxs_type_error():
+    cases = [lambda: qb.ones((2, 3)) @ qb.ones((2, 3)), lambda: qb.reshape(qb.ones(4), (3,)),
+             lambda: qb.concatenate([qb.ones((2, 3)), qb.ones((2, 4))]), lambda: qb.ones(3) + qb.ones(4),
+             lambda: qb.jit(lambda a: a @ a)(qb.ones((2, 3))), lambda: qb.grad(lambda x: x * 2)(qb.ones(3)),
+             lambda: qb.stack([qb.ones(2), qb.ones(3)])]
+    for f in cases:
+        with pytest.raises(qb.ShapeError) as info:
+            f()
+        assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
+    with pytest.raises(ValueError) as info:  # other value errors stay plain ValueErrors
+        qb.sum(qb.ones(3), axis=5)
+    assert not isinstance(info.value, TypeError)

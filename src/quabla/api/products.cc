@@ -3,6 +3,7 @@
 #include <string>
 
 #include "quabla/api/functions.h"
+#include "quabla/ir/shape_error.h"
 #include "quabla/ir/errors.h"
 
 namespace qb::api {
@@ -33,7 +34,7 @@ V matmul(Builder& b, V x, V y) {
   const Shape xsh = b.type(x).shape, ysh = b.type(y).shape;
   const std::int64_t m = xsh[xsh.size() - 2], k = xsh.back(), k2 = ysh[ysh.size() - 2], n = ysh.back();
   if (k != k2) {
-    throw ValueError("matmul: shapes " + shape_str(xs0) + " and " + shape_str(ys0) + " are not aligned: " +
+    throw ShapeError("matmul: shapes " + shape_str(xs0) + " and " + shape_str(ys0) + " are not aligned: " +
                      std::to_string(k) + " (last axis of the first) != " + std::to_string(k2) +
                      " (second-to-last axis of the second)");
   }
@@ -81,7 +82,7 @@ V dot(Builder& b, V x, V y) {
   // N-D: contract the last axis of x with the second-to-last of y.
   const std::int64_t k = xs.back();
   if (ys[ys.size() - 2] != k) {
-    throw ValueError("dot: shapes " + shape_str(xs) + " and " + shape_str(ys) + " are not aligned: " + std::to_string(k) +
+    throw ShapeError("dot: shapes " + shape_str(xs) + " and " + shape_str(ys) + " are not aligned: " + std::to_string(k) +
                      " != " + std::to_string(ys[ys.size() - 2]));
   }
   std::vector<std::int64_t> perm;

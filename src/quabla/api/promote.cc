@@ -3,6 +3,7 @@
 #include <string>
 
 #include "quabla/api/functions.h"
+#include "quabla/ir/shape_error.h"
 #include "quabla/ir/errors.h"
 
 namespace qb::api {
@@ -76,7 +77,7 @@ V broadcast_to(Builder& b, V x, std::span<const std::int64_t> shape, std::string
   if (std::equal(xs.begin(), xs.end(), shape.begin(), shape.end())) return x;
   check_shape(shape, fname, /*allow_zero=*/true);
   if (xs.size() > shape.size()) {
-    throw ValueError(s(fname) + ": cannot broadcast an array of shape " + shape_str(xs) + " to the lower-rank shape " +
+    throw ShapeError(s(fname) + ": cannot broadcast an array of shape " + shape_str(xs) + " to the lower-rank shape " +
                      shape_str(shape));
   }
   const std::size_t lead = shape.size() - xs.size();
@@ -84,7 +85,7 @@ V broadcast_to(Builder& b, V x, std::span<const std::int64_t> shape, std::string
   a.shape.assign(shape.begin(), shape.end());
   for (std::size_t i = 0; i < xs.size(); ++i) {
     if (xs[i] != 1 && xs[i] != shape[lead + i]) {
-      throw ValueError(s(fname) + ": cannot broadcast shape " + shape_str(xs) + " to " + shape_str(shape) +
+      throw ShapeError(s(fname) + ": cannot broadcast shape " + shape_str(xs) + " to " + shape_str(shape) +
                        " (axis " + std::to_string(i) + " has size " + std::to_string(xs[i]) + ", not 1 or " +
                        std::to_string(shape[lead + i]) + ")");
     }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "quabla/api/functions.h"
+#include "quabla/ir/shape_error.h"
 #include "quabla/ir/errors.h"
 
 namespace qb::api {
@@ -36,13 +37,13 @@ V reshape(Builder& b, V x, std::span<const std::int64_t> shape_in) {
                        " next to a zero-size dimension (NumPy's rule)");
     }
     if (n % known != 0) {
-      throw ValueError("reshape: cannot reshape an array of shape " + shape_str(xs) + " (" + std::to_string(n) +
+      throw ShapeError("reshape: cannot reshape an array of shape " + shape_str(xs) + " (" + std::to_string(n) +
                        " elements) to " + shape_str(shape_in));
     }
     shape[infer] = n / known;
   }
   if (num_elements(shape) != n) {
-    throw ValueError("reshape: cannot reshape an array of shape " + shape_str(xs) + " (" + std::to_string(n) +
+    throw ShapeError("reshape: cannot reshape an array of shape " + shape_str(xs) + " (" + std::to_string(n) +
                      " elements) to " + shape_str(shape_in) + " (" + std::to_string(num_elements(shape)) + " elements)");
   }
   if (shape == xs) return x;
@@ -125,7 +126,7 @@ V concat(Builder& b, std::span<const V> xs_in, std::int64_t axis, std::string_vi
     bool ok = static_cast<int>(sh.size()) == rank;
     for (int i = 0; ok && i < rank; ++i) ok = i == ax || sh[i] == first[i];
     if (!ok) {
-      throw ValueError(s(fname) + ": shapes " + shape_str(first) + " and " + shape_str(sh) +
+      throw ShapeError(s(fname) + ": shapes " + shape_str(first) + " and " + shape_str(sh) +
                        " must match on every axis except the concatenation axis " + std::to_string(ax));
     }
     xs.push_back(astype(b, x, dtype));
@@ -141,7 +142,7 @@ V stack(Builder& b, std::span<const V> xs_in, std::int64_t axis) {
   const auto& first = b.type(xs_in[0]).shape;
   for (V x : xs_in) {
     if (b.type(x).shape != first) {
-      throw ValueError("stack: every array must have the same shape, got " + shape_str(first) + " and " +
+      throw ShapeError("stack: every array must have the same shape, got " + shape_str(first) + " and " +
                        shape_str(b.type(x).shape));
     }
   }

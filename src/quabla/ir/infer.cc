@@ -1,4 +1,5 @@
 #include "quabla/ir/infer.h"
+#include "quabla/ir/shape_error.h"
 
 #include <algorithm>
 #include <string>
@@ -10,7 +11,7 @@ namespace qb {
 namespace {
 
 [[noreturn]] void fail(Op op, const std::string& msg) {
-  throw ValueError(std::string(op_name(op)) + ": " + msg);
+  throw ShapeError(std::string(op_name(op)) + ": " + msg);
 }
 
 void expect_arity(Op op, std::span<const ValueType> in) {

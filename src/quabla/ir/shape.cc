@@ -1,4 +1,5 @@
 #include "quabla/ir/shape.h"
+#include "quabla/ir/shape_error.h"
 
 #include <algorithm>
 
@@ -74,7 +75,7 @@ Shape broadcast_shapes(std::span<const std::int64_t> a, std::span<const std::int
     const std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1) {
-      throw ValueError(std::string(what) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
+      throw ShapeError(std::string(what) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
                        " do not broadcast (each axis must match or be 1); reshape or broadcast_to first");
     }
     out[i] = da == 1 ? db : da;

@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 
 #include "quabla/ir/errors.h"
+#include "quabla/ir/shape_error.h"
 #include "quabla/python/bindings.h"
 #include "quabla/runtime/buffer.h"
 #include "quabla/runtime/interrupt.h"
@@ -15,6 +16,15 @@ namespace qb::py {
 PyObject* quabla_error_type() {
   // Intentionally never released: the translator may run until the interpreter shuts down.
   static PyObject* type = PyErr_NewException("quabla.QuablaError", PyExc_Exception, nullptr);
+  return type;
+}
+PyObject* shape_error_type() {
+  static PyObject* type = [] {
+    PyObject* bases = PyTuple_Pack(2, PyExc_ValueError, PyExc_TypeError);
+    PyObject* t = PyErr_NewException("quabla.ShapeError", bases, nullptr);
+    Py_DECREF(bases);
+    return t;
+  }();
   return type;
 }
 PyObject* tracer_error_type() {
@@ -36,9 +46,12 @@ NB_MODULE(_core, m) {
   PyObject* quabla_error = qb::py::quabla_error_type();
   m.attr("QuablaError") = nb::borrow(quabla_error);
   m.attr("TracerError") = nb::borrow(qb::py::tracer_error_type());
+  m.attr("ShapeError") = nb::borrow(qb::py::shape_error_type());
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
+    } catch (const qb::ShapeError& e) {  // NumPy's ValueError and JAX's TypeError at once
+      PyErr_SetString(qb::py::shape_error_type(), e.what());
     } catch (const qb::ValueError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const qb::TypeError& e) {
