@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import builtins
 import collections
-import contextlib
 import math
-import operator
-import sys
 
 from . import _core
 from ._package import qb as _qb
@@ -61,17 +58,7 @@ def _default_int():
     return _qb.asarray(0).dtype
 
 
-def _static_int(v, name: str, what: str) -> int:
-    if isinstance(v, bool) or isinstance(v, _core.Array) or not hasattr(v, "__index__"):
-        raise TypeError(f"{name}: {what} must be an int, got {type(v).__name__}")
-    return operator.index(v)
-
-
-def _axis(axis, ndim: int, name: str) -> int:
-    axis = _static_int(axis, name, "axis")
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{name}: axis {axis} is out of range for an array of rank {ndim}")
-    return axis % ndim
+from ._numpy_more import _int as _static_int, _norm_axis as _axis  # noqa: E402  (the same checks)
 
 
 def _int_indices(x, name: str, what: str = "indices"):

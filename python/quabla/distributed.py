@@ -169,8 +169,8 @@ def _serially(fn: Callable):
 
 def _start(job: Callable):
     """A compiled program's collective: started on the communication thread (a future of the
-    result's bytes, waited for where the program reads it), or run now when overlapping is
-    off (QUABLA_DISTRIBUTED_OVERLAP=0) or the job has left."""
+    result, waited for where the program reads it), or run now when overlapping is off
+    (QUABLA_DISTRIBUTED_OVERLAP=0) or after shutdown() (the exchange then raises as usual)."""
     worker = _state["worker"]
     if worker is None or not _state["overlap"] or worker.here():
         return job()

@@ -71,3 +71,17 @@ def shape_pattern(shape) -> str:
 def fdt(request):
     """A float dtype name, 'float32' or 'float64'."""
     return request.param
+
+
+@pytest.fixture(params=[True, False], ids=["x64", "x32"])
+def x64(request):
+    """JAX's x64 mode and ours (default float64/int64) in step, for tests against JAX; both
+    restored after."""
+    jax = pytest.importorskip("jax")
+    import quabla as qb
+    jax_before, qb_before = jax.config.jax_enable_x64, qb.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", request.param)
+    qb.config.update("jax_enable_x64", request.param)
+    yield request.param
+    jax.config.update("jax_enable_x64", jax_before)
+    qb.config.update("jax_enable_x64", qb_before)

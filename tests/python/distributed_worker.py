@@ -73,27 +73,38 @@ def jit_collectives(out):
              dp=np.asarray(dp), const_calls=const_calls, const_runs=const_runs, full=np.asarray(qb.grad(loss)(qb.array([0.7, 1.3]), qb.array(pts))), n=n)
 
 
+MLP_SIZES = [(1, 32), (32, 32), (32, 32), (32, 1)]
+
+
+def mlp_params():
+    """The overlap job's starting parameters (also the single-process reference's)."""
+    rng = np.random.default_rng(7)
+    return [{"w": qb.array(rng.normal(size=s) / np.sqrt(s[0])), "b": qb.array(np.zeros(s[1]))} for s in MLP_SIZES]
+
+
+def mlp_loss(p, x):
+    """A tanh MLP's squared error against sin(3x), over the 64 points of the whole batch."""
+    h = x
+    for k, layer in enumerate(p):
+        h = h @ layer["w"] + layer["b"]
+        if k < len(p) - 1:
+            h = qb.tanh(h)
+    return qb.sum((h - qb.sin(3.0 * x)) ** 2) / 64.0
+
+
+MLP_POINTS = np.linspace(-1.0, 1.0, 64).reshape(64, 1)
+
+
 def overlap(out):
     """A jitted data-parallel step holding its all-reduce (one collective per gradient leaf),
     five steps of it; the plan shows where the collectives start."""
     d = qb.distributed
     r = d.rank()
-    rng = np.random.default_rng(7)
-    sizes = [(1, 32), (32, 32), (32, 32), (32, 1)]
-    params = [{"w": qb.array(rng.normal(size=s) / np.sqrt(s[0])), "b": qb.array(np.zeros(s[1]))} for s in sizes]
-    pts = np.linspace(-1.0, 1.0, 64).reshape(64, 1)
-    mine = qb.array(pts[r * 32:(r + 1) * 32])
-
-    def loss(p, x):
-        h = x
-        for k, layer in enumerate(p):
-            h = h @ layer["w"] + layer["b"]
-            if k < len(p) - 1:
-                h = qb.tanh(h)
-        return qb.sum((h - qb.sin(3.0 * x)) ** 2) / 64.0
+    params = mlp_params()
+    mine = qb.array(MLP_POINTS[r * 32:(r + 1) * 32])
 
     def step(p, x):
-        g = d.all_reduce(qb.grad(loss)(p, x), "sum")
+        g = d.all_reduce(qb.grad(mlp_loss)(p, x), "sum")
         return qb.tree.map(lambda a, b: a - 0.1 * b, p, g)
     f = qb.jit(step)
     for _ in range(5):

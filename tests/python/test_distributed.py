@@ -129,21 +129,10 @@ def test_collectives_in_a_jitted_step_overlap_with_its_backward_pass(tmp_path):
     assert len(calls) == 8 and len(matmuls) == 11, "\n".join(plan)
     assert calls[0] < matmuls[4] and sum(c < matmuls[-1] for c in calls) == 7, "\n".join(plan)
     # One process, the whole batch, the same five steps.
-    rng = np.random.default_rng(7)
-    sizes = [(1, 32), (32, 32), (32, 32), (32, 1)]
-    params = [{"w": rng.normal(size=s) / np.sqrt(s[0]), "b": np.zeros(s[1])} for s in sizes]
-    x = np.linspace(-1.0, 1.0, 64).reshape(64, 1)
-
-    def loss(p, x):
-        h = x
-        for k, layer in enumerate(p):
-            h = h @ layer["w"] + layer["b"]
-            if k < len(p) - 1:
-                h = qb.tanh(h)
-        return qb.sum((h - qb.sin(3.0 * x)) ** 2) / 64.0
-    p = qb.tree.map(qb.array, params)
+    from distributed_worker import MLP_POINTS, mlp_loss, mlp_params
+    p = mlp_params()
     for _ in range(5):
-        p = qb.tree.map(lambda a, b: a - 0.1 * b, p, qb.grad(loss)(p, qb.array(x)))
+        p = qb.tree.map(lambda a, b: a - 0.1 * b, p, qb.grad(mlp_loss)(p, qb.array(MLP_POINTS)))
     flat = np.concatenate([np.asarray(v).ravel() for v in qb.tree.leaves(p)])
     np.testing.assert_allclose(runs["1"][0], flat, rtol=1e-12, atol=1e-14)
 

@@ -355,15 +355,6 @@ def test_solve_sylvester_derivatives_and_errors():
 # jax.random: rayleigh, wald, geometric (JAX's numbers), f, multinomial (moments)
 # ---------------------------------------------------------------------------------------------
 
-@pytest.fixture(params=[True, False], ids=["x64", "x32"])
-def x64(request):
-    jax_before, qb_before = jax.config.jax_enable_x64, qb.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", request.param)
-    qb.config.update("jax_enable_x64", request.param)
-    yield request.param
-    jax.config.update("jax_enable_x64", jax_before)
-    qb.config.update("jax_enable_x64", qb_before)
-
 
 @pytest.mark.parametrize("seed", [0, 42, 2026])
 @pytest.mark.parametrize("dtype", [None, "float32"])

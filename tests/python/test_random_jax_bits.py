@@ -14,16 +14,6 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 
-@pytest.fixture(params=[True, False], ids=["x64", "x32"])
-def x64(request):
-    """JAX's x64 mode and ours (default float64/int64) in step; both restored after."""
-    jax_before, qb_before = jax.config.jax_enable_x64, qb.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", request.param)
-    qb.config.update("jax_enable_x64", request.param)
-    yield request.param
-    jax.config.update("jax_enable_x64", jax_before)
-    qb.config.update("jax_enable_x64", qb_before)
-
 
 def words(k):
     return np.asarray(k).view(np.uint32)

@@ -55,6 +55,11 @@ nb::object run_on_device(const char* name, nb::tuple args);
 nb::object to_list(const Array& a);
 nb::object item(const Array& a);
 
+// Emits op into the trace of the traced operands (or, with none, the innermost open trace:
+// the node still runs with the program); InternalError naming `what` when nothing traces.
+// For the ops Python records directly (host_call, named_axis).
+Array emit_traced(Op op, const std::vector<Array>& operands, Attrs attrs, const char* what);
+
 // api::run_program, without the GIL when the program has host calls (host_call_bindings.cc):
 // a collective it starts then runs on qb.distributed's communication thread meanwhile.
 std::vector<Array> run_cpu_program(const cpu::Executable& exe, std::span<const Array> args);

@@ -79,6 +79,15 @@ HostCallFinish run_in_python(const HostCallArgs& a) {
 
 }  // namespace
 
+Array emit_traced(Op op, const std::vector<Array>& operands, Attrs attrs, const char* what) {
+  auto trace = trace_of(operands);
+  if (!trace) trace = innermost_open_trace();
+  if (!trace) throw InternalError(std::string(what) + ": not tracing");
+  std::vector<ValueId> vals;
+  for (const Array& x : operands) vals.push_back(trace->value_of(x));
+  return trace->tracer(trace->builder.emit(op, vals, std::move(attrs))[0]);
+}
+
 std::vector<Array> run_cpu_program(const cpu::Executable& exe, std::span<const Array> args) {
   if (!exe.has_host_calls()) return run_program(exe, args);
   nb::gil_scoped_release unlocked;  // host calls take it back; collectives run on their thread meanwhile
@@ -89,9 +98,6 @@ void bind_host_call(nb::module_& m) {
   set_host_call_handler(run_in_python);
   m.def("host_call", [](std::int64_t callback, const std::vector<Array>& inputs, const std::vector<std::int64_t>& shape,
                         nb::handle dtype, std::int64_t transpose, std::int64_t vmap_method) {
-    auto trace = trace_of(inputs);
-    if (!trace) trace = innermost_open_trace();  // no traced operand: the call still runs with the program
-    if (!trace) throw InternalError("host_call: not tracing (eager calls run the function directly)");
     const auto dt = parse_dtype(dtype);
     if (!dt) throw TypeError("host_call: a result dtype is required");
     Attrs a;
@@ -100,9 +106,7 @@ void bind_host_call(nb::module_& m) {
     a.num_carry = vmap_method;
     a.shape = shape;
     a.dtype = *dt;
-    std::vector<ValueId> vals;
-    for (const Array& x : inputs) vals.push_back(trace->value_of(x));
-    return trace->tracer(trace->builder.emit(Op::HostCall, vals, std::move(a))[0]);
+    return emit_traced(Op::HostCall, inputs, std::move(a), "host_call (eager calls run the function directly)");
   }, nb::arg("callback"), nb::arg("inputs"), nb::arg("shape"), nb::arg("dtype"), nb::arg("transpose"),
      nb::arg("vmap_method"),
      "Emits host_call (ops.def) into the trace of the traced operands: the Python function with registry id "

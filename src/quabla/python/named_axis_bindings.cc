@@ -7,8 +7,6 @@
 
 #include <optional>
 
-#include "quabla/api/trace.h"
-#include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
 
 namespace qb::py {
@@ -18,9 +16,6 @@ void bind_named_axis(nb::module_& m) {
                          std::int64_t axis, bool tiled, const std::vector<std::int64_t>& perm) {
     std::vector<Array> operands;
     if (x) operands.push_back(*x);
-    auto trace = trace_of(operands);
-    if (!trace) trace = innermost_open_trace();
-    if (!trace) throw InternalError("named_axis: not tracing (the Python side checks the axis name first)");
     Attrs a;
     a.mode = kind;
     a.num_consts = axis_id;
@@ -28,9 +23,7 @@ void bind_named_axis(nb::module_& m) {
     a.axis = axis;
     a.num_carry = tiled ? 1 : 0;
     a.dims = perm;
-    std::vector<ValueId> vals;
-    for (const Array& v : operands) vals.push_back(trace->value_of(v));
-    return trace->tracer(trace->builder.emit(Op::NamedAxis, vals, std::move(a))[0]);
+    return emit_traced(Op::NamedAxis, operands, std::move(a), "named_axis (the Python side checks the axis name first)");
   }, nb::arg("kind"), nb::arg("x").none(), nb::arg("axis_id"), nb::arg("size"), nb::arg("axis") = 0,
      nb::arg("tiled") = false, nb::arg("perm") = std::vector<std::int64_t>{},
      "Emits named_axis (ops.def) into the open trace: collective `kind` (0 sum, 1 max, 2 min, 3 all_gather, "
