@@ -11,7 +11,7 @@ _preload_blas()
 
 from . import _core  # noqa: E402
 from ._core import (  # noqa: E402,F401
-    Array, DType, float32, float64, bool_, int32, int64,
+    Array, DType, float32, float64, bool_, int32, int64, complex64, complex128,
     from_dlpack, floor_divide, bitwise_and, bitwise_or, bitwise_xor, bitwise_not, invert, left_shift, right_shift,
     zeros, ones, full, zeros_like, ones_like, full_like, arange, linspace, eye,
     sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh,
@@ -58,6 +58,7 @@ from . import custom_derivatives  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import random  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
+from . import fft  # noqa: E402,F401
 from . import ode  # noqa: E402,F401
 from . import debug  # noqa: E402,F401
 from . import _numpy_more  # noqa: E402

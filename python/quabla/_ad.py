@@ -123,31 +123,43 @@ def _check_argnums_type(argnums, name: str):
     return int(argnums) if is_int(argnums) else tuple(int(a) for a in argnums)
 
 
+_COMPLEX = (_core.complex64, _core.complex128)
+
+
 def _is_float(dtype) -> bool:
-    """Whether values of `dtype` carry derivatives (integers and bools do not, as in JAX)."""
-    return dtype == _core.float32 or dtype == _core.float64
+    """Whether values of `dtype` carry derivatives (float and complex; integers and bools do
+    not, as in JAX)."""
+    return dtype == _core.float32 or dtype == _core.float64 or dtype in _COMPLEX
 
 
-def _check_scalar_loss(value, name: str):
+def _check_scalar_loss(value, name: str, holomorphic: bool = False):
     if not isinstance(value, _core.Array):
         raise TypeError(f"{name}: the function must return a scalar array, got {type(value).__name__}")
+    if value.shape == () and value.dtype in _COMPLEX and not holomorphic:
+        raise TypeError(f"{name}: the function returned a complex scalar ({value.dtype.name}); grad needs a real "
+                        f"output, or holomorphic=True for a holomorphic function (as in JAX)")
+    if holomorphic and (value.shape != () or value.dtype not in _COMPLEX):
+        raise TypeError(f"{name} with holomorphic=True: the function must return a complex scalar, got "
+                        f"{value.dtype.name}{list(value.shape)}")
     if value.shape != () or not _is_float(value.dtype):
         raise _core.ShapeError(f"{name}: the function must return a rank-0 float array (a scalar loss), got "
                          f"{value.dtype.name}{list(value.shape)}; for vector outputs use qb.jacobian or qb.vjp")
 
 
-def value_and_grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+def value_and_grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
+                   holomorphic: bool = False):
     """value_and_grad(f)(*args) -> (f(*args), gradient with respect to args[argnums]).
 
     The gradient mirrors the differentiated argument's pytree and keeps its dtypes (bool
     leaves get None). With has_aux, f returns (value, aux) and the result is
     ((value, aux), gradient)."""
     if fun is None:
-        return lambda f: value_and_grad(f, argnums=argnums, has_aux=has_aux)
-    return _concrete_control.allowing(lambda f: _value_and_grad(f, argnums, has_aux, "value_and_grad"), fun, argnums)
+        return lambda f: value_and_grad(f, argnums=argnums, has_aux=has_aux, holomorphic=holomorphic)
+    return _concrete_control.allowing(
+        lambda f: _value_and_grad(f, argnums, has_aux, "value_and_grad", holomorphic), fun, argnums)
 
 
-def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str):
+def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str, holomorphic: bool = False):
     if not callable(fun):
         raise TypeError(f"{transform}: expected a callable, got {type(fun).__name__}")
     _check_argnums_type(argnums, transform)  # at construction, as JAX
@@ -178,7 +190,10 @@ def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str):
                     raise TypeError(f"{transform}({name}) requires float inputs, but argument leaf "
                                     f"{staged.input_leaf[k]} is {a.dtype.name} (as in JAX, integers carry no "
                                     f"derivative); convert it with .astype(qb.float64) or leave it out of argnums")
-            _check_scalar_loss(value, f"{transform}({name})")
+                if holomorphic and staged.input_leaf[k] in diff and a.dtype not in _COMPLEX:
+                    raise TypeError(f"{transform}({name}) with holomorphic=True needs complex inputs, but argument "
+                                    f"leaf {staged.input_leaf[k]} is {a.dtype.name} (as in JAX)")
+            _check_scalar_loss(value, f"{transform}({name})", holomorphic)
         except BaseException:
             staged.trace.close()
             raise
@@ -215,19 +230,20 @@ def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str):
     return vg
 
 
-def grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+def grad(fun: Callable = None, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
+         holomorphic: bool = False):
     """grad(f)(*args): the gradient of the scalar f with respect to args[argnums]. Outside
     jit, Python control flow on values (an ``if x < 3``, int(x)) is decided on the concrete
     arguments, as in JAX (_concrete_control.py)."""
     if fun is None:
-        return lambda f: grad(f, argnums=argnums, has_aux=has_aux)
+        return lambda f: grad(f, argnums=argnums, has_aux=has_aux, holomorphic=holomorphic)
     if callable(fun):
-        return _concrete_control.allowing(lambda f: _grad(f, argnums, has_aux), fun, argnums)
-    return _grad(fun, argnums, has_aux)
+        return _concrete_control.allowing(lambda f: _grad(f, argnums, has_aux, holomorphic), fun, argnums)
+    return _grad(fun, argnums, has_aux, holomorphic)
 
 
-def _grad(fun: Callable, argnums, has_aux: bool):
-    vg = _value_and_grad(fun, argnums, has_aux, "grad")
+def _grad(fun: Callable, argnums, has_aux: bool, holomorphic: bool = False):
+    vg = _value_and_grad(fun, argnums, has_aux, "grad", holomorphic)
     name = getattr(fun, "__name__", "function")
 
     def g(*args, **kwargs):
@@ -351,7 +367,7 @@ def _vjp(fun: Callable, primals: tuple, has_aux: bool, name: str):
 # VJPs at once, whatever the input or output size.
 JACOBIAN_CHUNK = 256
 
-_FLOATS = (_core.float32, _core.float64)
+_FLOATS = (_core.float32, _core.float64, _core.complex64, _core.complex128)
 
 
 class _FlatLeaves:

@@ -179,9 +179,8 @@ def install_more() -> None:
     cls.mT = property(lambda self: _numpy_extra.swapaxes(self, -1, -2), doc="The last two axes swapped.")
     cls.round = lambda self, decimals=0: _numpy_more.round(self, decimals)
     cls.itemsize = property(lambda self: self.dtype.itemsize)
-    # Quabla's arrays are real: the real part is the array, the imaginary part zeros.
-    cls.real = property(lambda self: _numpy_more.real(self), doc="The real part: the array itself (arrays are real).")
-    cls.imag = property(lambda self: _numpy_more.imag(self), doc="The imaginary part: zeros (arrays are real).")
+    cls.real = property(lambda self: _numpy_more.real(self), doc="The real part (a real array itself).")
+    cls.imag = property(lambda self: _numpy_more.imag(self), doc="The imaginary part (zeros for a real array).")
     cls.conj = lambda self: _numpy_more.conj(self)
     cls.conjugate = lambda self: _numpy_more.conjugate(self)
     dt = _core.DType

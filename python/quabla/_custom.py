@@ -15,7 +15,7 @@ from . import _core
 from . import tree as _tree
 from ._control import _Region, _carry_leaves, _spec
 
-_FLOATS = (_core.float32, _core.float64)
+_FLOATS = (_core.float32, _core.float64, _core.complex64, _core.complex128)
 
 
 def _describe(a) -> str:

@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 _FLOATS = (_core.float32, _core.float64)
+_COMPLEX = (_core.complex64, _core.complex128)
 _range = builtins.range  # (histogram functions take an argument named range, as NumPy)
 _INTS = (_core.int32, _core.int64)
 
@@ -116,36 +117,44 @@ def _immutable(name: str, inplace: bool):
 # ---- elementwise ----------------------------------------------------------------------------------
 
 def angle(z, deg: bool = False):
-    """The argument of z; for real input (Quabla has no complex dtype) pi where z < 0 or z
-    is -0.0, 0 elsewhere, NaN for NaN (atan2(0, z), as jax.numpy.angle); in degrees when
-    deg. Integer input gives the default float dtype."""
-    x = _inexact(z)
-    out = _qb.arctan2(_qb.zeros_like(x), x)
+    """The argument of z, atan2(imag, real) (for real input pi where z < 0 or z is -0.0, 0
+    elsewhere, NaN for NaN, as jax.numpy.angle); in degrees when deg. Integer input gives
+    the default float dtype."""
+    if isinstance(z, complex) or (isinstance(z, _core.Array) and z.dtype in _COMPLEX):
+        z = _qb.asarray(z)
+        out = _qb.arctan2(_core._imag(z), _core._real(z))
+    else:
+        x = _inexact(z)
+        out = _qb.arctan2(_qb.zeros_like(x), x)
     return out * (180.0 / math.pi) if deg else out
 
 
 def iscomplex(x):
-    """Elementwise: whether the value has a nonzero imaginary part. Quabla arrays are real, so
-    all False (NumPy complex input is answered by NumPy)."""
+    """Elementwise: whether the value has a nonzero imaginary part (all False for a real
+    array; NumPy complex input is answered by NumPy)."""
     if not isinstance(x, _core.Array) and iscomplexobj(x):
         import numpy as np
         return _qb.asarray(np.iscomplex(x))
+    if isinstance(x, _core.Array) and x.dtype in _COMPLEX:
+        return _core._imag(x) != 0
     return _qb.zeros(tuple(_arr(x).shape), dtype=_core.bool_)
 
 
 def isreal(x):
-    """Elementwise: whether the imaginary part is zero (all True for Quabla's real arrays)."""
+    """Elementwise: whether the imaginary part is zero (all True for a real array)."""
     if not isinstance(x, _core.Array) and iscomplexobj(x):
         import numpy as np
         return _qb.asarray(np.isreal(x))
+    if isinstance(x, _core.Array) and x.dtype in _COMPLEX:
+        return _core._imag(x) == 0
     return _qb.ones(tuple(_arr(x).shape), dtype=_core.bool_)
 
 
 def iscomplexobj(x) -> bool:
-    """Whether x has a complex type (False for every Quabla array; Python complex numbers and
-    NumPy complex arrays are True)."""
+    """Whether x has a complex type (a complex64/complex128 array, a Python complex number, a
+    NumPy complex array or type)."""
     if isinstance(x, _core.Array):
-        return False
+        return x.dtype in _COMPLEX
     if isinstance(x, complex):
         return True
     import numpy as np

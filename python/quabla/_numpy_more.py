@@ -13,6 +13,7 @@ import operator
 from typing import Optional, Sequence
 
 from ._package import qb as _qb
+from . import _core
 
 __all__ = [
     "pi", "e", "inf", "nan", "newaxis", "euler_gamma",
@@ -708,18 +709,18 @@ def logaddexp2(a, b):
 
 
 def real(x):
-    """The real part (Quabla's arrays are real)."""
-    return _arr(x)
+    """The real part (a real array itself)."""
+    return _core._real(x)
 
 
 def imag(x):
-    """The imaginary part: zeros (Quabla's arrays are real)."""
-    return _qb.zeros_like(_arr(x))
+    """The imaginary part (zeros for a real array)."""
+    return _core._imag(x)
 
 
 def conj(x):
-    """The complex conjugate: x itself (Quabla's arrays are real)."""
-    return _arr(x)
+    """The complex conjugate (a real array itself)."""
+    return _core._conj(x)
 
 
 conjugate = conj

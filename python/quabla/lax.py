@@ -720,3 +720,44 @@ from ._lax_more import (  # noqa: E402,F401
     sort_key_val, split, stack, tile, unstack, zeta,
 )
 dtype = _dtype  # (an assignment: the functions above take arguments named dtype)
+
+
+def complex(x, y):  # noqa: A001  (jax.lax.complex's name)
+    """x + i y from real arrays of one precision (broadcast; float32 parts give complex64)."""
+    from . import _core
+    return _core._complex(x, y)
+
+
+def real(x):
+    """The real part of a complex array."""
+    return _qb.real(x)
+
+
+def imag(x):
+    """The imaginary part of a complex array."""
+    return _qb.imag(x)
+
+
+def conj(x):
+    """The complex conjugate."""
+    return _qb.conj(x)
+
+
+def fft(x, fft_type="FFT", fft_lengths=None):
+    """jax.lax.fft: fft_type 'FFT', 'IFFT', 'RFFT' or 'IRFFT' over the trailing len(fft_lengths)
+    axes (all lengths given, as JAX requires)."""
+    from . import fft as _fft
+    name = getattr(fft_type, "name", fft_type)
+    if fft_lengths is None:
+        raise TypeError("lax.fft: fft_lengths is required (the lengths of the trailing axes to transform)")
+    n = len(fft_lengths)
+    axes = tuple(range(-n, 0))
+    if name == "FFT":
+        return _fft.fftn(x, s=fft_lengths, axes=axes)
+    if name == "IFFT":
+        return _fft.ifftn(x, s=fft_lengths, axes=axes)
+    if name == "RFFT":
+        return _fft.rfftn(x, s=fft_lengths, axes=axes)
+    if name == "IRFFT":
+        return _fft.irfftn(x, s=fft_lengths, axes=axes)
+    raise ValueError(f"lax.fft: fft_type must be 'FFT', 'IFFT', 'RFFT' or 'IRFFT', got {fft_type!r}")

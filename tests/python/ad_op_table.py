@@ -251,6 +251,15 @@ CASES = [
     Case("named_axis", lambda x: qb.vmap(lambda r: r * qb.lax.psum(qb.sin(r), "i") + qb.lax.all_gather(r * r, "i")[0]
                                          * qb.lax.axis_index("i") + qb.lax.ppermute(r, "i", [(0, 2), (2, 1), (1, 0)])
                                          + qb.lax.pmax(r, "i"), axis_name="i")(x), [(S, -2, 2)], ops=()),
+    # Complex numbers (real functions of real arguments through complex intermediates; the
+    # CPU backend only: the device backends refuse complex programs)
+    Case("real", lambda x: qb.real(qb.exp(1j * x) * (x + 2j)), [(S, -2, 2)], cpu_only=True),
+    Case("imag", lambda x: qb.imag(qb.sin(x * (1 + 0.5j)) * x), [(S, -2, 2)], cpu_only=True),
+    Case("conj", lambda x: qb.imag(qb.conj(qb.exp(1j * x)) * (x - 1j)), [(S, -2, 2)], cpu_only=True),
+    Case("complex", lambda x, y: qb.real(qb.lax.complex(x, y) * qb.lax.complex(y * y, x)), [(S, -2, 2), (S, -2, 2)],
+         cpu_only=True),
+    Case("fft", lambda x: qb.real(qb.fft.fft(x * (1 + 0.5j))) * x + qb.imag(qb.fft.ifft(x * x, axis=0)),
+         [(S, -2, 2)], cpu_only=True),
     # Products
     Case("matmul", lambda x, y: x @ y + qb.reshape(x @ y[:, 0], (3, 1)) * (x[0] @ y), [(S, -2, 2), ((4, 2), -2, 2)]),
     # Dense linear algebra on well-conditioned matrices built from the arguments.

@@ -42,7 +42,7 @@ def test_ragged_lists(obj):
 
 
 @pytest.mark.parametrize("obj, tname", [({}, "dict"), ({"a": 1}, "dict"), ("abc", "str"), (object(), "object"),
-                                        ({1, 2}, "set"), (1 + 2j, "complex")])
+                                        ({1, 2}, "set")])
 def test_unsupported_types(obj, tname):
     with pytest.raises(TypeError) as e:
         qb.array(obj)
@@ -65,8 +65,8 @@ def test_unsupported_elements_in_lists(obj, tname):
 
 
 def test_unsupported_numpy_dtypes():
-    with pytest.raises(TypeError, match="complex|Zd"):
-        qb.array(np.ones(3, dtype=np.complex128))
+    with pytest.raises(TypeError, match="complex256|clongdouble|format"):
+        qb.array(np.ones(3, dtype=np.clongdouble))
     with pytest.raises(TypeError):
         qb.array(np.array(["a", "b"]))
 
@@ -82,7 +82,7 @@ def test_float16_numpy_rejected():
         qb.zeros(2, dtype=np.dtype("float16"))
 
 
-@pytest.mark.parametrize("dtype", ["int8", "complex64", "float128", np.dtype("uint16"), 3])
+@pytest.mark.parametrize("dtype", ["int8", "complex256", "float128", np.dtype("uint16"), 3])
 def test_unsupported_dtype_argument(dtype):
     with pytest.raises(TypeError, match="dtype"):
         qb.zeros(2, dtype=dtype)

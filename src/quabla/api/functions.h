@@ -52,6 +52,13 @@ V bitwise_not(Builder& b, V x);  // ~ on integers (bitwise) and bools (logical)
 V nan_to_num(Builder& b, V x, double nan, std::optional<double> posinf, std::optional<double> neginf);
 V scalar_constant(Builder& b, double value, DType dtype);
 
+// ---- complex numbers (complex.cc)
+V real_part(Builder& b, V x);   // x itself when real
+V imag_part(Builder& b, V x);   // zeros when real
+V conjugate(Builder& b, V x);   // x itself when real
+V make_complex(Builder& b, V re, V im);  // re + i im (lax.complex), promoted and broadcast
+V fft_last(Builder& b, V x, bool inverse);  // along the last axis; real input becomes complex
+
 // ---- reductions
 V reduce(Builder& b, std::string_view fname, Op op, V x, const Axes& axes, bool keepdims);
 V mean(Builder& b, V x, const Axes& axes, bool keepdims);

@@ -57,8 +57,11 @@ bool has_int_kernel(Op op) {
 }  // namespace
 
 V unary(Builder& b, std::string_view fname, Op op, V x) {
-  if (op == Op::StopGradient && !is_float(b.type(x).dtype)) return x;  // no derivative to stop (as JAX)
+  if (op == Op::StopGradient && !is_inexact(b.type(x).dtype)) return x;  // no derivative to stop (as JAX)
   require_float(b, fname, x);
+  if (op == Op::Round && is_complex(b.type(x).dtype)) {  // each part, as NumPy and jax.numpy
+    return b.emit1(Op::Complex, {b.emit1(Op::Round, {b.emit1(Op::Real, {x})}), b.emit1(Op::Round, {b.emit1(Op::Imag, {x})})});
+  }
   if (!has_int_kernel(op)) x = to_inexact(b, x);
   const bool weak = b.type(x).weak;
   return keep_weak(b, b.emit1(op, {x}), weak);
@@ -66,7 +69,7 @@ V unary(Builder& b, std::string_view fname, Op op, V x) {
 
 V predicate(Builder& b, std::string_view fname, Op op, V x) {
   // A bool or an integer is finite and never NaN or infinite: test it as float.
-  if (!is_float(b.type(x).dtype)) x = astype(b, x, DType::f32);
+  if (!is_inexact(b.type(x).dtype)) x = astype(b, x, DType::f32);
   return b.emit1(op, {x});
 }
 

@@ -12,6 +12,27 @@ namespace {
 std::string s(std::string_view v) { return std::string(v); }
 }  // namespace
 
+// One operand complex (the dtypes differ): a weak operand adopts the other's precision;
+// an integer or bool takes the complex dtype (the default complex for a weak complex); a
+// float of the complex's part precision joins it; float32 with complex128 (or float64 with
+// complex64) raises, as float32 with float64 does.
+namespace {
+DType complex_dtype(std::string_view fname, const ValueType& a, const ValueType& b) {
+  const ValueType& c = is_complex(a.dtype) ? a : b;
+  const ValueType& o = is_complex(a.dtype) ? b : a;
+  const DType default_complex = complex_of(default_float_dtype());
+  if (!is_inexact(o.dtype)) return c.weak ? default_complex : c.dtype;
+  if (c.weak && o.weak) return default_complex;
+  if (c.weak) return is_complex(o.dtype) ? o.dtype : complex_of(o.dtype);
+  if (o.weak) return c.dtype;
+  if (complex_part(c.dtype) == complex_part(o.dtype)) return complex_of(complex_part(c.dtype));
+  throw ValueError(s(fname) + ": cannot mix " + s(dtype_name(a.dtype)) + " " + shape_str(a.shape) + " and " +
+                   s(dtype_name(b.dtype)) + " " + shape_str(b.shape) +
+                   " implicitly; convert one operand with .astype(qb." + s(dtype_name(a.dtype)) + ") or .astype(qb." +
+                   s(dtype_name(b.dtype)) + ")");
+}
+}  // namespace
+
 DType arithmetic_dtype(std::string_view fname, const ValueType& a, const ValueType& b) {
   // The lattice of API.md §1 (JAX's, restricted to Quabla's dtypes): bool < int < float;
   // a weak (Python-number) operand adopts the other's dtype within its kind; int32 + int64
@@ -21,6 +42,7 @@ DType arithmetic_dtype(std::string_view fname, const ValueType& a, const ValueTy
     throw TypeError(s(fname) + ": arithmetic on two bool arrays is not defined; convert one with "
                     ".astype(qb.float32) or .astype(qb.float64) first (or use & | ~ for logic)");
   }
+  if (a.dtype != b.dtype && (is_complex(a.dtype) || is_complex(b.dtype))) return complex_dtype(fname, a, b);
   // bool acts as 0/1 of the other dtype (a Python int: the default integer)
   if (a.dtype == DType::bool_) return is_int(b.dtype) && b.weak ? default_int_dtype() : b.dtype;
   if (b.dtype == DType::bool_) return is_int(a.dtype) && a.weak ? default_int_dtype() : a.dtype;

@@ -92,7 +92,10 @@ V var_named(Builder& b, std::string_view fname, V x, const Axes& axes_in, double
   x = to_inexact(b, x);
   V m = mean(b, x, axes_in, true);
   V d = b.emit1(Op::Sub, {x, broadcast_to(b, m, b.type(x).shape)});
-  V ss = reduce(b, "var", Op::ReduceSum, b.emit1(Op::Mul, {d, d}), axes_in, keepdims);
+  // |d|^2, real for a complex x (NumPy's var of complex numbers is real).
+  V sq = is_complex(b.type(d).dtype) ? b.emit1(Op::Real, {b.emit1(Op::Mul, {d, b.emit1(Op::Conj, {d})})})
+                                     : b.emit1(Op::Mul, {d, d});
+  V ss = reduce(b, "var", Op::ReduceSum, sq, axes_in, keepdims);
   const auto n = reduced_count(b.type(x).shape, resolve_axes(b, "var", x, axes_in));
   return b.emit1(Op::Div, {ss, like(b, ss, static_cast<double>(n) - ddof)});
 }

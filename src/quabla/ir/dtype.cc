@@ -18,7 +18,7 @@ DType exchange_default_float_dtype(DType d) { return g_default_float.exchange(d)
 
 DType inexact_dtype(DType d) {
   switch (d) {
-    case DType::f32: case DType::f64: return d;
+    case DType::f32: case DType::f64: case DType::c64: case DType::c128: return d;
     case DType::i32: return DType::f32;
     case DType::i64: return DType::f64;
     case DType::bool_: return default_float_dtype();
@@ -33,6 +33,20 @@ void store_double(DType t, void* p, double value) {
     case DType::bool_: return put(p, static_cast<std::uint8_t>(value != 0 || value != value));
     case DType::i32: return put(p, float_to_int<std::int32_t>(value));
     case DType::i64: return put(p, float_to_int<std::int64_t>(value));
+    case DType::c64: case DType::c128: return store_complex(t, p, value, 0.0);
+  }
+}
+
+void store_complex(DType t, void* p, double re, double im) {
+  switch (t) {
+    case DType::c64:
+      put(p, static_cast<float>(re));
+      return put(static_cast<char*>(p) + sizeof(float), static_cast<float>(im));
+    case DType::c128:
+      put(p, re);
+      return put(static_cast<char*>(p) + sizeof(double), im);
+    case DType::bool_: return put(p, static_cast<std::uint8_t>(re != 0 || im != 0 || re != re || im != im));
+    case DType::f32: case DType::f64: case DType::i32: case DType::i64: return store_double(t, p, re);
   }
 }
 
@@ -43,6 +57,7 @@ void store_int64(DType t, void* p, std::int64_t value) {
     case DType::bool_: return put(p, static_cast<std::uint8_t>(value != 0));
     case DType::i32: return put(p, static_cast<std::int32_t>(static_cast<std::uint32_t>(value)));
     case DType::i64: return put(p, value);
+    case DType::c64: case DType::c128: return store_complex(t, p, static_cast<double>(value), 0.0);
   }
 }
 
@@ -53,6 +68,8 @@ std::string_view dtype_name(DType t) {
     case DType::bool_: return "bool";
     case DType::i32: return "int32";
     case DType::i64: return "int64";
+    case DType::c64: return "complex64";
+    case DType::c128: return "complex128";
   }
   return "?";
 }
@@ -64,6 +81,8 @@ std::string_view dtype_short_name(DType t) {
     case DType::bool_: return "bool";
     case DType::i32: return "i32";
     case DType::i64: return "i64";
+    case DType::c64: return "c64";
+    case DType::c128: return "c128";
   }
   return "?";
 }

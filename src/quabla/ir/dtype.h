@@ -8,7 +8,10 @@
 namespace qb {
 
 // Signed integers wrap on overflow (two's complement, as XLA); they carry no derivatives.
-enum class DType : std::uint8_t { f32, f64, bool_, i32, i64 };
+// c64 and c128 hold (real, imaginary) pairs of f32 and f64, interleaved (NumPy's layout):
+// a c64[S] buffer is byte for byte an f32[S..., 2] one. Backends never see them: the
+// compiler lowers complex values to real ones first (transforms/lower_complex.h).
+enum class DType : std::uint8_t { f32, f64, bool_, i32, i64, c64, c128 };
 
 constexpr std::size_t itemsize(DType t) {
   switch (t) {
@@ -17,12 +20,20 @@ constexpr std::size_t itemsize(DType t) {
     case DType::bool_: return 1;
     case DType::i32: return 4;
     case DType::i64: return 8;
+    case DType::c64: return 8;
+    case DType::c128: return 16;
   }
   return 0;
 }
 
 constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
 constexpr bool is_int(DType t) { return t == DType::i32 || t == DType::i64; }
+constexpr bool is_complex(DType t) { return t == DType::c64 || t == DType::c128; }
+// Float or complex: the dtypes that carry derivatives.
+constexpr bool is_inexact(DType t) { return is_float(t) || is_complex(t); }
+// The real dtype of a complex one's parts (f32 for c64), and the complex dtype of a float.
+constexpr DType complex_part(DType t) { return t == DType::c128 ? DType::f64 : t == DType::c64 ? DType::f32 : t; }
+constexpr DType complex_of(DType t) { return t == DType::f64 ? DType::c128 : DType::c64; }
 
 // Float -> integer as XLA converts (and JAX therefore does): toward zero, saturating at the
 // type's range, NaN -> 0. A plain static_cast is undefined behaviour outside the range.
@@ -35,8 +46,10 @@ constexpr I float_to_int(F x) {
 }
 
 // Writes one element of dtype t at p: floats round, integers convert as float_to_int, bool
-// is value != 0 (NaN is true, as NumPy).
+// is value != 0 (NaN is true, as NumPy), complex gets a zero imaginary part.
 void store_double(DType t, void* p, double value);
+// The same for a complex value: a real dtype takes the real part (NumPy's astype).
+void store_complex(DType t, void* p, double re, double im);
 // The same for an exact integer (floats round to nearest; integers wrap as NumPy's astype).
 void store_int64(DType t, void* p, std::int64_t value);
 
@@ -47,12 +60,13 @@ DType default_float_dtype();
 DType default_int_dtype();
 DType exchange_default_float_dtype(DType d);  // returns the previous one
 // The float dtype an integer or bool computes in where a float is needed (sqrt, true
-// division, mean): int32 -> float32 and int64 -> float64 (as JAX), bool -> the default.
+// division, mean): int32 -> float32 and int64 -> float64 (as JAX), bool -> the default;
+// floats and complex stay.
 DType inexact_dtype(DType d);
 
-// "float32" | "float64" | "bool" | "int32" | "int64" (NumPy's names).
+// "float32" | "float64" | "bool" | "int32" | "int64" | "complex64" | "complex128" (NumPy's).
 std::string_view dtype_name(DType t);
-// "f32" | "f64" | "bool" | "i32" | "i64" (the IR's short names).
+// "f32" | "f64" | "bool" | "i32" | "i64" | "c64" | "c128" (the IR's short names).
 std::string_view dtype_short_name(DType t);
 
 }  // namespace qb

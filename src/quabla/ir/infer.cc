@@ -24,9 +24,22 @@ void expect_arity(Op op, std::span<const ValueType> in) {
 ValueType strong(DType d, Shape s) { return ValueType{d, std::move(s), false}; }
 
 ValueType unary_float(Op op, const ValueType& x) {
-  if (!is_float(x.dtype)) fail(op, "needs a float operand, got " + x.str());
+  if (!is_float(x.dtype)) {
+    fail(op, is_complex(x.dtype) ? "is not defined for complex numbers yet, got " + x.str()
+                                 : "needs a float operand, got " + x.str());
+  }
   return strong(x.dtype, x.shape);
 }
+
+// The ops the complex lowering (transforms/lower_complex.cc) has a rule for take complex
+// operands too.
+ValueType unary_inexact(Op op, const ValueType& x) {
+  if (!is_inexact(x.dtype)) fail(op, "needs a float or complex operand, got " + x.str());
+  return strong(x.dtype, x.shape);
+}
+
+bool is_real_numeric(DType d) { return is_float(d) || is_int(d); }
+bool is_numeric(DType d) { return is_real_numeric(d) || is_complex(d); }
 
 void same_types(Op op, const ValueType& a, const ValueType& b) {
   if (a.dtype != b.dtype || a.shape != b.shape) {
@@ -66,28 +79,39 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       if (!a.literal) fail(op, "missing literal");
       return {a.literal->type};
 
-    case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
-      if (!is_float(in[0].dtype) && !is_int(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
+    case Op::Neg: case Op::Sign:
+      if (!is_numeric(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
+      return {strong(in[0].dtype, in[0].shape)};
+    case Op::Abs:  // |z| of a complex z is real
+      if (!is_numeric(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
+      return {strong(complex_part(in[0].dtype), in[0].shape)};
+    case Op::Floor: case Op::Ceil: case Op::Round:
+      if (!is_real_numeric(in[0].dtype)) fail(op, "needs a real numeric operand, got " + in[0].str());
       return {strong(in[0].dtype, in[0].shape)};
 
-    case Op::Sqrt: case Op::Cbrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log:
-    case Op::Log2: case Op::Log10: case Op::Log1p: case Op::Sin: case Op::Cos: case Op::Tan:
-    case Op::Asin: case Op::Acos: case Op::Atan: case Op::Sinh: case Op::Cosh: case Op::Tanh:
-    case Op::Asinh: case Op::Acosh: case Op::Atanh: case Op::Erf: case Op::Erfc: case Op::ErfInv:
-    case Op::Logistic: case Op::Softplus: case Op::Silu: case Op::GeluTanh: case Op::StopGradient:
+    case Op::Sqrt: case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log: case Op::Log2: case Op::Log10:
+    case Op::Log1p: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Sinh: case Op::Cosh: case Op::Tanh:
+    case Op::StopGradient:
+      return {unary_inexact(op, in[0])};
+    case Op::Cbrt: case Op::Asin: case Op::Acos: case Op::Atan: case Op::Asinh: case Op::Acosh: case Op::Atanh:
+    case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Logistic: case Op::Softplus: case Op::Silu: case Op::GeluTanh:
       return {unary_float(op, in[0])};
 
     case Op::IsNan: case Op::IsInf: case Op::IsFinite:
-      unary_float(op, in[0]);
+      unary_inexact(op, in[0]);
       return {strong(DType::bool_, in[0].shape)};
 
     case Op::Not:
       if (in[0].dtype != DType::bool_ && !is_int(in[0].dtype)) fail(op, "needs a bool or integer operand, got " + in[0].str());
       return {strong(in[0].dtype, in[0].shape)};
 
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Rem: case Op::Max: case Op::Min:
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow:
       same_types(op, in[0], in[1]);
-      if (!is_float(in[0].dtype) && !is_int(in[0].dtype)) fail(op, "needs numeric operands, got " + in[0].str());
+      if (!is_numeric(in[0].dtype)) fail(op, "needs numeric operands, got " + in[0].str());
+      return {strong(in[0].dtype, in[0].shape)};
+    case Op::Rem: case Op::Max: case Op::Min:
+      same_types(op, in[0], in[1]);
+      if (!is_real_numeric(in[0].dtype)) fail(op, "needs real numeric operands (complex numbers have no order), got " + in[0].str());
       return {strong(in[0].dtype, in[0].shape)};
     case Op::Atan2: case Op::Hypot: case Op::LogAddExp:
       return {binary(op, in[0], in[1], true, false)};
@@ -101,7 +125,11 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       if (!is_int(in[0].dtype)) fail(op, "needs integer operands, got " + in[0].str());
       return {strong(in[0].dtype, in[0].shape)};
 
-    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
+    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+      same_types(op, in[0], in[1]);
+      if (is_complex(in[0].dtype)) fail(op, "complex numbers have no order, got " + in[0].str());
+      return {strong(DType::bool_, in[0].shape)};
+    case Op::Eq: case Op::Ne:
       same_types(op, in[0], in[1]);
       return {strong(DType::bool_, in[0].shape)};
 
@@ -195,15 +223,18 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       return {strong(x.dtype, s)};
     }
 
-    case Op::ReduceSum: case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin:
-      if (!is_float(in[0].dtype) && !is_int(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
+    case Op::ReduceSum: case Op::ReduceProd:
+      if (!is_numeric(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
+      return {strong(in[0].dtype, reduce_shape(op, in[0], a.dims))};
+    case Op::ReduceMax: case Op::ReduceMin:
+      if (!is_real_numeric(in[0].dtype)) fail(op, "needs a real numeric operand, got " + in[0].str());
       return {strong(in[0].dtype, reduce_shape(op, in[0], a.dims))};
     case Op::ReduceAny: case Op::ReduceAll:
       if (in[0].dtype != DType::bool_) fail(op, "needs a bool operand, got " + in[0].str());
       return {strong(DType::bool_, reduce_shape(op, in[0], a.dims))};
 
     case Op::Cumsum:
-      if (!is_float(in[0].dtype) && !is_int(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
+      if (!is_numeric(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
       if (a.axis < 0 || a.axis >= static_cast<std::int64_t>(in[0].shape.size())) fail(op, "axis out of range");
       return {strong(in[0].dtype, in[0].shape)};
 
@@ -219,7 +250,7 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       s.insert(s.end(), a.shape.begin(), a.shape.end());
       s.insert(s.end(), x.shape.begin() + axis + 1, x.shape.end());
       if (op == Op::Gather) return {strong(x.dtype, s)};
-      if (!is_float(x.dtype) || in[1].dtype != x.dtype || in[1].shape != s) {
+      if (!is_inexact(x.dtype) || in[1].dtype != x.dtype || in[1].shape != s) {
         fail(op, "updates must be " + ValueType{x.dtype, s, false}.str() + " for " + x.str() + ", got " + in[1].str());
       }
       return {strong(x.dtype, x.shape)};
@@ -235,6 +266,9 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       s.insert(s.end(), in[1].shape.begin(), in[1].shape.end());
       s.insert(s.end(), x.shape.begin() + axis + 1, x.shape.end());
       if (op == Op::Take) return {strong(x.dtype, s)};
+      if (is_complex(x.dtype) && a.mode != kScatterAdd && a.mode != kScatterSet) {
+        fail(op, "complex numbers have no order or product mode here, got " + x.str());
+      }
       if (in[2].dtype != x.dtype || in[2].shape != s) {
         fail(op, "updates must be " + ValueType{x.dtype, s, false}.str() + " for " + x.str() + ", got " + in[2].str());
       }
@@ -244,7 +278,7 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
     case Op::Argsort: case Op::SearchSorted: {
       const auto& x = in[0];
       if (!is_int(a.dtype)) fail(op, "the result dtype must be an integer");
-      if (x.shape.empty() || x.dtype == DType::bool_) fail(op, "needs a numeric operand of rank >= 1, got " + x.str());
+      if (x.shape.empty() || !is_real_numeric(x.dtype)) fail(op, "needs a numeric operand of rank >= 1, got " + x.str());
       if (op == Op::Argsort) return {strong(a.dtype, x.shape)};
       const auto& v = in[1];
       if (v.dtype != x.dtype || v.shape.size() != x.shape.size() ||
@@ -258,9 +292,9 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       const auto& x = in[0];
       const auto& y = in[1];
       const std::size_t r = x.shape.size();
-      if (!is_float(x.dtype) || x.dtype != y.dtype || r < 2 || y.shape.size() != r ||
+      if (!is_inexact(x.dtype) || x.dtype != y.dtype || r < 2 || y.shape.size() != r ||
           !std::equal(x.shape.begin(), x.shape.end() - 2, y.shape.begin()) || x.shape[r - 1] != y.shape[r - 2]) {
-        fail(op, "operands " + x.str() + " and " + y.str() + " are not [..., m, k] x [..., k, n] of one float dtype");
+        fail(op, "operands " + x.str() + " and " + y.str() + " are not [..., m, k] x [..., k, n] of one float or complex dtype");
       }
       Shape s = x.shape;
       s[r - 1] = y.shape[r - 1];
@@ -313,6 +347,25 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
         fail(op, "operands " + x.str() + " and " + y.str() + " are not [..., n, n] and [..., n, k] of one float dtype");
       }
       return {strong(x.dtype, y.shape)};
+    }
+    case Op::Real: case Op::Imag:
+      if (!is_complex(in[0].dtype)) fail(op, "needs a complex operand, got " + in[0].str());
+      return {strong(complex_part(in[0].dtype), in[0].shape)};
+    case Op::Conj:
+      if (!is_complex(in[0].dtype)) fail(op, "needs a complex operand, got " + in[0].str());
+      return {strong(in[0].dtype, in[0].shape)};
+    case Op::Complex:
+      same_types(op, in[0], in[1]);
+      if (!is_float(in[0].dtype)) fail(op, "needs float parts, got " + in[0].str());
+      return {strong(complex_of(in[0].dtype), in[0].shape)};
+    case Op::Fft: {
+      const auto& x = in[0];
+      const bool lowered = is_float(x.dtype) && x.shape.size() >= 2 && x.shape.back() == 2;
+      if (!(is_complex(x.dtype) && !x.shape.empty()) && !lowered) {
+        fail(op, "needs a complex operand of rank >= 1 (or its lowered float [..., n, 2] form), got " + x.str());
+      }
+      if (a.mode != 0 && a.mode != 1) fail(op, "unknown mode " + std::to_string(a.mode));
+      return {strong(x.dtype, x.shape)};
     }
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
       return infer_region_types(op, in, a, regions);

@@ -91,13 +91,13 @@ std::vector<ValueType> infer_region_types(Op op, std::span<const ValueType> in, 
       expect_params(op, "primal", *regions[0], ins);
       std::vector<ValueType> rule_params(ins.begin(), ins.end());
       for (std::int64_t i = 0; i < a.num_consts; ++i)
-        if (is_float(ins[static_cast<std::size_t>(i)].dtype)) rule_params.push_back(ins[static_cast<std::size_t>(i)]);
+        if (is_inexact(ins[static_cast<std::size_t>(i)].dtype)) rule_params.push_back(ins[static_cast<std::size_t>(i)]);
       auto res = result_types(*regions[0]);
       if (a.mode & 1) rule_params.insert(rule_params.end(), res.begin(), res.end());
       expect_params(op, "rule", *regions[1], rule_params);
       std::vector<ValueType> want = res;
       for (const auto& r : res)
-        if (is_float(r.dtype)) want.push_back(r);
+        if (is_inexact(r.dtype)) want.push_back(r);
       auto rule_res = result_types(*regions[1]);
       if (rule_res.size() != want.size()) {
         fail(op, "the rule returns " + std::to_string(rule_res.size()) + " values, expected " +
@@ -126,13 +126,13 @@ std::vector<ValueType> infer_region_types(Op op, std::span<const ValueType> in, 
         if (!same(fwd[k], res[k])) fail(op, "fwd output " + std::to_string(k) + " is " + fwd[k].str() + ", expected " + res[k].str());
       std::vector<ValueType> bwd_params(fwd.begin() + static_cast<std::ptrdiff_t>(res.size()), fwd.end());
       for (const auto& r : res)
-        if (is_float(r.dtype)) bwd_params.push_back(r);
+        if (is_inexact(r.dtype)) bwd_params.push_back(r);
       bwd_params.insert(bwd_params.end(), ins.begin(), ins.end());
       expect_params(op, "bwd", *regions[2], bwd_params);
       auto bwd = result_types(*regions[2]);
       std::vector<ValueType> want;
       for (std::int64_t i = 0; i < a.num_consts; ++i)
-        if (is_float(ins[static_cast<std::size_t>(i)].dtype)) want.push_back(ins[static_cast<std::size_t>(i)]);
+        if (is_inexact(ins[static_cast<std::size_t>(i)].dtype)) want.push_back(ins[static_cast<std::size_t>(i)]);
       if (bwd.size() != want.size()) fail(op, "bwd returns the wrong number of cotangents");
       for (std::size_t k = 0; k < want.size(); ++k)
         if (!same(bwd[k], want[k])) fail(op, "bwd cotangent " + std::to_string(k) + " is " + bwd[k].str() + ", expected " + want[k].str());

@@ -31,13 +31,14 @@ bool is_elementwise(Op op) {
     case Op::Pow: case Op::Atan2: case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min:
     case Op::LogAddExp: case Op::And: case Op::Or: case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight: case Op::Lt: case Op::Le: case Op::Gt:
     case Op::Ge: case Op::Eq: case Op::Ne: case Op::Select: case Op::Convert:
+    case Op::Real: case Op::Imag: case Op::Conj: case Op::Complex:
       return true;
     case Op::Parameter: case Op::Constant: case Op::Reshape: case Op::BroadcastInDim:
     case Op::Transpose: case Op::Slice: case Op::Reverse: case Op::Concat: case Op::Pad: case Op::ReduceSum:
     case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceAny:
     case Op::ReduceAll: case Op::Cumsum: case Op::MatMul: case Op::Cholesky: case Op::TriangularSolve:
     case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Gather: case Op::ScatterAdd:
-    case Op::Take: case Op::Scatter: case Op::Argsort: case Op::SearchSorted:
+    case Op::Fft: case Op::Take: case Op::Scatter: case Op::Argsort: case Op::SearchSorted:
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin:
     case Op::Checkpoint: case Op::LinearSolve: case Op::HostCall: case Op::NamedAxis:
       return false;

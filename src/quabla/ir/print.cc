@@ -20,6 +20,10 @@ std::string literal_str(const Literal& lit) {
       case DType::bool_: os << (lit.data->as<std::uint8_t>()[i] ? "true" : "false"); break;
       case DType::i32: os << lit.data->as<std::int32_t>()[i]; break;
       case DType::i64: os << lit.data->as<std::int64_t>()[i]; break;
+      case DType::c64: os << lit.data->as<float>()[2 * i] << (lit.data->as<float>()[2 * i + 1] < 0 ? "" : "+")
+                          << lit.data->as<float>()[2 * i + 1] << "j"; break;
+      case DType::c128: os << lit.data->as<double>()[2 * i] << (lit.data->as<double>()[2 * i + 1] < 0 ? "" : "+")
+                           << lit.data->as<double>()[2 * i + 1] << "j"; break;
     }
   }
   if (n > 8) os << ", ...";

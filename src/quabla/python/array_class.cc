@@ -21,6 +21,8 @@ const char* buffer_format(DType d) {
     case DType::bool_: return "?";
     case DType::i32: return "i";
     case DType::i64: return "q";
+    case DType::c64: return "Zf";
+    case DType::c128: return "Zd";
   }
   return "B";
 }

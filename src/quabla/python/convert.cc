@@ -2,6 +2,7 @@
 // memory a caller can still write); export is zero-copy through the buffer protocol.
 #include <algorithm>
 #include <bit>
+#include <complex>
 #include <cstring>
 #include <string_view>
 
@@ -55,10 +56,16 @@ bool is_numpy_integer(nb::handle h) {
          nb::cast<std::string>(nb::str(h.attr("dtype").attr("kind"))) == std::string("i");
 }
 
+bool is_numpy_complex(nb::handle h) {
+  return nb::hasattr(h, "dtype") && nb::hasattr(h, "__complex__") && !nb::isinstance<Array>(h) &&
+         nb::cast<std::string>(nb::str(h.attr("dtype").attr("kind"))) == std::string("c");
+}
+
 struct ListReader {
   explicit ListReader(const Shape& s) : shape(s) {}
   const Shape& shape;
   std::vector<double> values;
+  std::vector<double> imags;       // imaginary parts, once a leaf is complex (then one per leaf)
   std::vector<std::int64_t> ints;  // exact values while every leaf is an integer
   bool all_bool = true;
   bool all_int = true;
@@ -75,6 +82,25 @@ struct ListReader {
   }
 
   void read_leaf(nb::handle h) {
+    nb::object as_complex;
+    if (!PyComplex_Check(h.ptr()) && is_numpy_complex(h)) {  // numpy.complex64: a Python complex
+      as_complex = nb::steal(PyObject_CallMethod(h.ptr(), "__complex__", nullptr));
+      if (!as_complex.is_valid()) throw nb::python_error();
+      h = as_complex;
+    }
+    if (PyComplex_Check(h.ptr())) {
+      all_bool = all_int = false;
+      imags.resize(values.size(), 0.0);  // the real leaves before the first complex one
+      values.push_back(PyComplex_RealAsDouble(h.ptr()));
+      imags.push_back(PyComplex_ImagAsDouble(h.ptr()));
+      if (PyErr_Occurred()) throw nb::python_error();
+      return;
+    }
+    read_real_leaf(h);
+    if (!imags.empty()) imags.push_back(0.0);
+  }
+
+  void read_real_leaf(nb::handle h) {
     if (PyBool_Check(h.ptr())) {
       values.push_back(h.ptr() == Py_True ? 1.0 : 0.0);
       ints.push_back(h.ptr() == Py_True);
@@ -107,10 +133,13 @@ struct ListReader {
   }
 };
 
-Array from_doubles(const std::vector<double>& v, Shape shape, DType dtype) {
+Array from_doubles(const std::vector<double>& v, Shape shape, DType dtype, const std::vector<double>& imags = {}) {
   Array a = Array::empty(dtype, std::move(shape));
   const std::size_t elem = itemsize(dtype);
-  for (std::size_t i = 0; i < v.size(); ++i) store_double(dtype, a.storage->data() + i * elem, v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (imags.empty()) store_double(dtype, a.storage->data() + i * elem, v[i]);
+    else store_complex(dtype, a.storage->data() + i * elem, v[i], imags[i]);
+  }
   return a;
 }
 
@@ -195,10 +224,58 @@ void reverse_bytes(T& v) {
   std::reverse(b, b + sizeof(T));
 }
 
+template <class T>
+struct is_std_complex : std::false_type {};
+template <class T>
+struct is_std_complex<std::complex<T>> : std::true_type {};
+
+// NumPy's complex64 and complex128 buffers (struct codes "Zf" and "Zd"): 'f', 'd', or 0.
+char complex_format(const char* fmt) {
+  if (!fmt) return 0;
+  if (*fmt == '@' || *fmt == '=' || *fmt == '<' || *fmt == '>' || *fmt == '!') ++fmt;
+  if (fmt[0] == 'Z' && (fmt[1] == 'f' || fmt[1] == 'd') && fmt[2] == '\0') return fmt[1];
+  return 0;
+}
+
+template <class P>
+Array from_complex_buffer(const Py_buffer& v, bool swap, DType dt) {
+  Shape shape(v.shape, v.shape + v.ndim);
+  Array out = Array::empty(dt, shape);
+  const std::int64_t n = num_elements(shape);
+  const std::size_t elem = itemsize(dt);
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(v.ndim), 0);
+  for (std::int64_t k = 0; k < n; ++k) {
+    const char* p = static_cast<const char*>(v.buf);
+    for (int a = 0; a < v.ndim; ++a) p += idx[static_cast<std::size_t>(a)] * v.strides[a];
+    P re, im;
+    std::memcpy(&re, p, sizeof(P));
+    std::memcpy(&im, p + sizeof(P), sizeof(P));
+    if (swap) {
+      reverse_bytes(re);
+      reverse_bytes(im);
+    }
+    store_complex(dt, out.storage->data() + static_cast<std::size_t>(k) * elem, static_cast<double>(re),
+                  static_cast<double>(im));
+    for (int a = v.ndim - 1; a >= 0; --a) {
+      if (++idx[static_cast<std::size_t>(a)] < v.shape[a]) break;
+      idx[static_cast<std::size_t>(a)] = 0;
+    }
+  }
+  return out;
+}
+
 std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
   BufferView bv(h);
   if (!bv.ok) return std::nullopt;
   const Py_buffer& v = bv.view;
+  if (const char zc = complex_format(v.format)) {
+    constexpr bool little = std::endian::native == std::endian::little;
+    const bool swap = v.format && ((v.format[0] == '<') != little) && (v.format[0] == '<' || v.format[0] == '>' || v.format[0] == '!');
+    // complex128 data is complex64 under a float32 default, as float64 data is float32.
+    DType natural = zc == 'd' && default_float_dtype() == DType::f64 ? DType::c128 : DType::c64;
+    const DType dt = dtype.value_or(natural);
+    return zc == 'd' ? from_complex_buffer<double>(v, swap, dt) : from_complex_buffer<float>(v, swap, dt);
+  }
   const auto [code, swap] = element_format(v.format);
   if (code == 'e') {
     throw TypeError("float16 arrays are not supported; convert with .astype(numpy.float32) first");
@@ -241,7 +318,8 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
           }
           return;
         }
-        if constexpr (sizeof(S) == sizeof(D) && std::is_floating_point_v<S> == std::is_floating_point_v<D> &&
+        if constexpr (sizeof(S) == sizeof(D) && !is_std_complex<D>::value &&
+                      std::is_floating_point_v<S> == std::is_floating_point_v<D> &&
                       std::is_signed_v<S> == std::is_signed_v<D> && !std::is_same_v<S, bool>) {
           std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(S));  // same format: a plain copy
         } else {
@@ -272,6 +350,8 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
       case DType::bool_: write(out.storage->as<std::uint8_t>()); break;
       case DType::i32: write(out.storage->as<std::int32_t>()); break;
       case DType::i64: write(out.storage->as<std::int64_t>()); break;
+      case DType::c64: write(out.storage->as<std::complex<float>>()); break;
+      case DType::c128: write(out.storage->as<std::complex<double>>()); break;
     }
   });
   if (!supported) {
@@ -316,6 +396,12 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
     // jitted loop fed it, then its strong result, compiles once, not twice).
     return Array::scalar(v, dtype.value_or(default_float_dtype()));
   }
+  if (PyComplex_Check(obj.ptr())) {
+    const DType d = dtype.value_or(complex_of(default_float_dtype()));
+    Array a = Array::empty(d, {});
+    store_complex(d, a.storage->data(), PyComplex_RealAsDouble(obj.ptr()), PyComplex_ImagAsDouble(obj.ptr()));
+    return a;
+  }
   if (is_sequence(obj)) {
     Shape shape;
     list_shape(obj, shape);
@@ -323,13 +409,14 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
     r.values.reserve(static_cast<std::size_t>(num_elements(shape)));
     r.read(obj, 0);
     // An empty list is float, as in NumPy.
-    const DType natural = r.values.empty() ? default_float_dtype()
-                          : r.all_bool  ? DType::bool_
-                          : r.all_int   ? default_int_dtype()
-                                        : default_float_dtype();
+    const DType natural = r.values.empty()  ? default_float_dtype()
+                          : !r.imags.empty() ? complex_of(default_float_dtype())
+                          : r.all_bool       ? DType::bool_
+                          : r.all_int        ? default_int_dtype()
+                                             : default_float_dtype();
     const DType d = dtype.value_or(natural);
     if (r.all_int && !r.ints.empty() && is_int(d)) return from_ints(r.ints, shape, d);
-    return from_doubles(r.values, shape, d);
+    return from_doubles(r.values, shape, d, r.imags);
   }
   if (auto a = from_buffer(obj, dtype)) return *a;
   if (nb::hasattr(obj, "__array__")) {
@@ -366,9 +453,18 @@ Array to_operand(nb::handle obj) {
     if (PyErr_Occurred()) throw nb::python_error();
     return Array::scalar(v, DType::f64, true);
   }
+  if (PyComplex_Check(obj.ptr())) {  // a weak complex, as a Python float is a weak float
+    Array a = Array::empty(DType::c128, {});
+    a.type.weak = true;
+    store_complex(DType::c128, a.storage->data(), PyComplex_RealAsDouble(obj.ptr()), PyComplex_ImagAsDouble(obj.ptr()));
+    return a;
+  }
   if (is_numpy_scalar(obj)) {
     nb::object value = obj.attr("item")();
-    if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr())) return to_operand(value);
+    if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()) ||
+        PyComplex_Check(value.ptr())) {
+      return to_operand(value);
+    }
   }
   return to_array(obj);
 }
@@ -434,6 +530,14 @@ nb::object element(const Array& a, std::int64_t i) {
     case DType::bool_: return nb::bool_(a.storage->as<std::uint8_t>()[i] != 0);
     case DType::i32: return nb::int_(a.storage->as<std::int32_t>()[i]);
     case DType::i64: return nb::int_(a.storage->as<std::int64_t>()[i]);
+    case DType::c64: {
+      const float* p = a.storage->as<float>() + 2 * i;
+      return nb::steal(PyComplex_FromDoubles(static_cast<double>(p[0]), static_cast<double>(p[1])));
+    }
+    case DType::c128: {
+      const double* p = a.storage->as<double>() + 2 * i;
+      return nb::steal(PyComplex_FromDoubles(p[0], p[1]));
+    }
   }
   return nb::none();
 }

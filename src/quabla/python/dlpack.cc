@@ -23,6 +23,8 @@ nb::dlpack::dtype dl_dtype(DType d) {
     case DType::i32: return nb::dtype<std::int32_t>();
     case DType::i64: return nb::dtype<std::int64_t>();
     case DType::bool_: return nb::dtype<bool>();
+    case DType::c64: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Complex), 64, 1};
+    case DType::c128: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Complex), 128, 1};
   }
   return nb::dtype<std::uint8_t>();
 }
@@ -32,6 +34,8 @@ std::optional<DType> quabla_dtype(nb::dlpack::dtype t) {
   using C = nb::dlpack::dtype_code;
   if (t.code == static_cast<std::uint8_t>(C::Float) && t.bits == 32) return DType::f32;
   if (t.code == static_cast<std::uint8_t>(C::Float) && t.bits == 64) return DType::f64;
+  if (t.code == static_cast<std::uint8_t>(C::Complex) && t.bits == 64) return DType::c64;
+  if (t.code == static_cast<std::uint8_t>(C::Complex) && t.bits == 128) return DType::c128;
   if (t.code == static_cast<std::uint8_t>(C::Int) && t.bits == 32) return DType::i32;
   if (t.code == static_cast<std::uint8_t>(C::Int) && t.bits == 64) return DType::i64;
   if (t.code == static_cast<std::uint8_t>(C::Bool) && t.bits == 8) return DType::bool_;

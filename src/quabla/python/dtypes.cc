@@ -19,6 +19,9 @@ std::optional<DType> dtype_from_name(std::string_view s) {
   if (s == "int32" || s == "i32" || s == "i") return DType::i32;
   if (s == "int64" || s == "i64" || s == "q" || s == "l") return DType::i64;
   if (s == "int") return default_int_dtype();
+  if (s == "complex64" || s == "c64" || s == "F") return DType::c64;
+  if (s == "complex128" || s == "c128" || s == "D") return DType::c128;
+  if (s == "complex") return complex_of(default_float_dtype());
   return std::nullopt;
 }
 }  // namespace
@@ -33,6 +36,7 @@ std::optional<DType> parse_dtype(nb::handle obj) {
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return default_float_dtype();
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::bool_;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return default_int_dtype();
+  if (obj.ptr() == reinterpret_cast<PyObject*>(&PyComplex_Type)) return complex_of(default_float_dtype());
   std::string name;
   if (PyType_Check(obj.ptr()) && nb::hasattr(obj, "__module__") &&
       nb::cast<std::string>(nb::str(obj.attr("__module__"))) == "numpy") {  // np.float32 (a scalar type)
@@ -56,7 +60,7 @@ std::optional<DType> parse_dtype(nb::handle obj) {
     throw TypeError("unsupported dtype " + name + "; Quabla's integer dtypes are qb.int32 and qb.int64");
   }
   throw TypeError("unsupported dtype " + nb::cast<std::string>(nb::repr(obj)) +
-                  "; use qb.float32, qb.float64, qb.int32, qb.int64 or qb.bool_");
+                  "; use qb.float32, qb.float64, qb.int32, qb.int64, qb.bool_, qb.complex64 or qb.complex128");
 }
 
 void bind_dtypes(nb::module_& m) {
@@ -91,6 +95,8 @@ void bind_dtypes(nb::module_& m) {
   m.attr("bool_") = DTypeObject{DType::bool_};
   m.attr("int32") = DTypeObject{DType::i32};
   m.attr("int64") = DTypeObject{DType::i64};
+  m.attr("complex64") = DTypeObject{DType::c64};
+  m.attr("complex128") = DTypeObject{DType::c128};
   m.def("default_dtype", [] { return DTypeObject{default_float_dtype()}; });
   m.def("set_default_dtype", [](nb::handle dtype) {
     std::optional<DType> d;

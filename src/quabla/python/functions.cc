@@ -192,6 +192,17 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     });
   }
   def_both(m, cls, "power", &power_op);
+  // Complex parts and the FFT's kernel (python/quabla/_complex.py and fft.py build the
+  // jax.numpy functions on these).
+  def_fn(m, "_real", [](nb::handle x) { return call1("real", x, [](Builder& b, V a) { return api::real_part(b, a); }); });
+  def_fn(m, "_imag", [](nb::handle x) { return call1("imag", x, [](Builder& b, V a) { return api::imag_part(b, a); }); });
+  def_fn(m, "_conj", [](nb::handle x) { return call1("conj", x, [](Builder& b, V a) { return api::conjugate(b, a); }); });
+  def_fn(m, "_complex", [](nb::handle re, nb::handle im) {
+    return call2("complex", re, im, [](Builder& b, V a, V c) { return api::make_complex(b, a, c); });
+  });
+  def_fn(m, "_fft_last", [](nb::handle x, bool inverse) {
+    return call1(inverse ? "ifft" : "fft", x, [inverse](Builder& b, V a) { return api::fft_last(b, a, inverse); });
+  }, nb::arg("x"), nb::arg("inverse") = false);
   def_both(m, cls, "mod", [](nb::handle x, nb::handle y) { return call2("mod", x, y, &api::mod); });
   def_both(m, cls, "remainder", [](nb::handle x, nb::handle y) { return call2("mod", x, y, &api::mod); });
   def_fn(m, "floor_divide", [](nb::handle x, nb::handle y) { return call2("floor_divide", x, y, &api::floor_divide); });
@@ -254,6 +265,17 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   def_both(m, cls, "astype", [](nb::handle x, nb::handle dtype, nb::handle /*copy*/) {
     auto d = parse_dtype(dtype);
     if (!d) throw TypeError("astype: dtype must be qb.float32, qb.float64 or qb.bool_, not None");
+    if (!is_complex(*d) && nb::isinstance<Array>(x) && is_complex(nb::cast<const Array&>(x).dtype())) {
+      // NumPy's and JAX's warning: the result is the real part.
+      nb::object cls = nb::borrow(PyExc_UserWarning);
+      try {
+        cls = nb::module_::import_("numpy.exceptions").attr("ComplexWarning");
+      } catch (const nb::python_error&) {  // no NumPy: a UserWarning says the same
+      }
+      if (PyErr_WarnEx(cls.ptr(), "Casting complex values to real discards the imaginary part", 1) < 0) {
+        throw nb::python_error();
+      }
+    }
     return to_array(x, d);
   }, nb::arg("x"), nb::arg("dtype"), nb::arg("copy") = nb::none());
 

@@ -177,7 +177,7 @@ void bind_graph(nb::module_& m) {
     std::vector<ValueType> rp_rule = rp;
     if (op == Op::CustomJvp) {
       for (std::int64_t i = 0; i < num_consts && i < static_cast<std::int64_t>(rp.size()); ++i)
-        if (is_float(rp[static_cast<std::size_t>(i)].dtype)) rp_rule.push_back(rp[static_cast<std::size_t>(i)]);
+        if (is_inexact(rp[static_cast<std::size_t>(i)].dtype)) rp_rule.push_back(rp[static_cast<std::size_t>(i)]);
     }
     Regions graphs;
     for (const auto& [g, feed] : regions) {
@@ -194,7 +194,7 @@ void bind_graph(nb::module_& m) {
         rp_rule.clear();
         for (std::size_t k = nout; k < fwd.results.size(); ++k) rp_rule.push_back(strong_type(fwd.type(fwd.results[k])));
         for (std::size_t k = 0; k < nout; ++k)
-          if (is_float(fwd.type(fwd.results[k]).dtype)) rp_rule.push_back(strong_type(fwd.type(fwd.results[k])));
+          if (is_inexact(fwd.type(fwd.results[k]).dtype)) rp_rule.push_back(strong_type(fwd.type(fwd.results[k])));
         rp_rule.insert(rp_rule.end(), rp.begin(), rp.end());
       }
       const bool rule_layout = (op == Op::CustomJvp && graphs.size() == 1) || (op == Op::CustomVjp && graphs.size() == 2);

@@ -21,7 +21,7 @@ using ad::Emit;
 using ad::V;
 using T = std::optional<V>;
 
-bool has_tangent(const ValueType& t) { return is_float(t.dtype); }
+bool has_tangent(const ValueType& t) { return is_inexact(t.dtype); }
 
 namespace {
 
@@ -147,7 +147,14 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
     case Op::Parameter: case Op::Constant:
       return std::nullopt;
     case Op::Neg: return e.neg(*t[0]);
-    case Op::Abs: return e.mul(*t[0], e.op(Op::Sign, {x[0]}));
+    case Op::Abs: {
+      if (!is_complex(e.type(x[0]).dtype)) return e.mul(*t[0], e.op(Op::Sign, {x[0]}));
+      // d|z| = Re(conj(z) dz) / |z|, 0 at z == 0.
+      V zero = e.like(y, 0.0);
+      V at_zero = e.eq(y, zero);
+      V re = e.op(Op::Real, {e.mul(e.op(Op::Conj, {x[0]}), *t[0])});
+      return e.select(at_zero, zero, e.div(re, e.select(at_zero, e.like(y, 1.0), y)));
+    }
     case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round: case Op::StopGradient:
       return std::nullopt;
     case Op::Sqrt: {
@@ -247,6 +254,16 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
     case Op::Pow: {
       T r;
       V zero = e.like(x[0], 0.0);
+      if (is_complex(e.type(x[0]).dtype)) {  // y x^(y-1) dx + x^y log(x) dy, 0 at x == 0
+        V at_zero = e.eq(x[0], zero);
+        if (t[0]) r = e.mul(*t[0], e.select(at_zero, zero, e.mul(x[1], e.op(Op::Pow, {x[0], e.sub(x[1], e.like(x[1], 1.0))}))));
+        if (t[1]) {
+          V safe = e.select(at_zero, e.like(x[0], 1.0), x[0]);
+          V term = e.mul(*t[1], e.select(at_zero, zero, e.mul(y, e.op(Op::Log, {safe}))));
+          r = r ? e.add(*r, term) : term;
+        }
+        return r;
+      }
       if (t[0]) {
         V dx = e.mul(x[1], e.op(Op::Pow, {x[0], e.sub(x[1], e.like(x[1], 1.0))}));
         V at_zero = e.op(Op::And, {e.eq(x[0], zero), e.op(Op::Lt, {x[1], e.like(x[1], 1.0)})});
@@ -333,8 +350,15 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       if (!t[1] && !t[2]) return std::nullopt;
       return e.select(x[0], tz(1), tz(2));
     case Op::Convert:
-      if (!is_float(a.dtype) || !t[0]) return std::nullopt;
+      if (!is_inexact(a.dtype) || !t[0]) return std::nullopt;
       return e.convert(*t[0], a.dtype);
+    case Op::Real: case Op::Imag: case Op::Conj:
+      return e.op(n.op, {*t[0]});
+    case Op::Complex:
+      if (!t[0] && !t[1]) return std::nullopt;
+      return e.op(Op::Complex, {tz(0), tz(1)});
+    case Op::Fft:
+      return e.op(Op::Fft, {*t[0]}, a);
     case Op::Reshape: case Op::BroadcastInDim: case Op::Transpose: case Op::Slice: case Op::Reverse:
     case Op::ReduceSum: case Op::Cumsum: case Op::Gather:
       return e.op(n.op, {*t[0]}, a);

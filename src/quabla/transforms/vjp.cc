@@ -60,7 +60,17 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
     case Op::Div:
       if (lin[1]) not_linear(n.op);
       return give(0, e.div(c, x[1]));
-    case Op::Convert: return give(0, e.convert(c, in_type(0).dtype));
+    case Op::Convert: return give(0, e.convert(c, in_type(0).dtype));  // complex -> real: the real part
+    // JAX's convention: transposes are plain (not conjugated) linear transposes, so grad of a
+    // real function of z = x + iy is df/dx - i df/dy.
+    case Op::Real: return give(0, e.op(Op::Complex, {c, e.zeros(e.type(c))}));
+    case Op::Imag: return give(0, e.op(Op::Complex, {e.zeros(e.type(c)), e.neg(c)}));
+    case Op::Conj: return give(0, e.op(Op::Conj, {c}));
+    case Op::Complex:
+      give(0, e.op(Op::Real, {c}));
+      if (lin[1]) give(1, e.neg(e.op(Op::Imag, {c})));
+      return;
+    case Op::Fft: return give(0, e.op(Op::Fft, {c}, a));  // the DFT matrix is symmetric
     case Op::Reshape: return give(0, e.reshape(c, in_type(0).shape));
     case Op::BroadcastInDim: {
       const Shape& in = in_type(0).shape;

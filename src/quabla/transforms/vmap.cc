@@ -159,7 +159,10 @@ struct Batcher {
       case Op::LogAddExp: case Op::And: case Op::Or: case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight:
       case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
       case Op::Eq: case Op::Ne: case Op::Select: case Op::Convert:
+      case Op::Real: case Op::Imag: case Op::Conj: case Op::Complex:
         return e.b.emit(n.op, all_batched(), std::move(a));
+      case Op::Fft:  // along the last axis; the batch axis is in front
+        return {e.op(Op::Fft, {x[0]}, std::move(a))};
       case Op::Argsort:
         return {e.op(Op::Argsort, {x[0]}, std::move(a))};
       case Op::SearchSorted:

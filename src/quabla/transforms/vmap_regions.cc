@@ -124,7 +124,7 @@ std::vector<V> vmap_region(Emit& e, std::int64_t batch, const Node& n, const std
       for (std::size_t i = 0; i < x.size(); ++i) in.push_back(bx[i] ? x[i] : lift(e, batch, x[i]));
       std::size_t rule_params = x.size();
       for (std::int64_t i = 0; i < n.attrs.num_consts; ++i)
-        if (is_float(e.type(x[static_cast<std::size_t>(i)]).dtype)) ++rule_params;
+        if (is_inexact(e.type(x[static_cast<std::size_t>(i)]).dtype)) ++rule_params;
       if (n.attrs.mode & 1) rule_params += n.outputs.size();
       std::vector<bool> every(x.size(), true), every_rule(rule_params, true);
       std::vector<bool> all0(n.regions[0]->results.size(), true), all1(n.regions[1]->results.size(), true);

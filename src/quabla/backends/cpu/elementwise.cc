@@ -204,7 +204,7 @@ void float_op(Op op, std::span<const Operand> in, std::byte* out, std::int64_t n
     case Op::TriangularSolve: case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Gather:
     case Op::ScatterAdd: case Op::Take: case Op::Scatter: case Op::Argsort: case Op::SearchSorted:
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:
-    case Op::HostCall: case Op::NamedAxis:
+    case Op::HostCall: case Op::NamedAxis: case Op::Real: case Op::Imag: case Op::Conj: case Op::Complex: case Op::Fft:
       break;
   }
   throw InternalError("cpu::elementwise: " + std::string(op_name(op)) + " is not a float elementwise op");
@@ -294,6 +294,7 @@ void convert_from(DType to, std::span<const Operand> in, std::byte* out, std::in
     case DType::f64: return map1<From, double>(in, out, n, [](From x) { return static_cast<double>(x); });
     case DType::bool_: return map1<From, std::uint8_t>(in, out, n, [](From x) { return x != From(0); });  // NaN -> true
     case DType::i32: case DType::i64: break;
+    case DType::c64: case DType::c128: throw InternalError("cpu::convert: complex values are lowered before planning");
   }
   auto to_int = [&](auto tag) {
     using I = decltype(tag);
@@ -316,6 +317,7 @@ void elementwise(Op op, DType in_dtype, DType out_dtype, std::span<const Operand
       case DType::bool_: return convert_from<std::uint8_t>(out_dtype, in, out, n);
       case DType::i32: return convert_from<std::int32_t>(out_dtype, in, out, n);
       case DType::i64: return convert_from<std::int64_t>(out_dtype, in, out, n);
+      case DType::c64: case DType::c128: break;  // lowered before planning
     }
     throw InternalError("cpu::convert: unsupported source dtype");
   }
@@ -325,6 +327,7 @@ void elementwise(Op op, DType in_dtype, DType out_dtype, std::span<const Operand
     case DType::bool_: return bool_op(op, in, out, n);
     case DType::i32: return int_op<std::int32_t>(op, in, out, n);
     case DType::i64: return int_op<std::int64_t>(op, in, out, n);
+    case DType::c64: case DType::c128: break;  // lowered before planning
   }
   throw InternalError("cpu::elementwise: unknown dtype");
 }

@@ -1,6 +1,7 @@
 #include "quabla/backends/cpu/executable.h"
 #include "quabla/runtime/host_call.h"
 #include "quabla/backends/cpu/cholesky_fold.h"
+#include "quabla/transforms/lower_complex.h"
 
 #include <algorithm>
 #include <array>
@@ -25,7 +26,8 @@ bool all_uses_elementwise(const Graph& g, const std::vector<std::vector<std::uin
 
 }  // namespace
 
-Executable::Executable(std::shared_ptr<const Graph> graph) : graph_(fold_symmetrized_cholesky(std::move(graph))) {
+Executable::Executable(std::shared_ptr<const Graph> graph)
+    : graph_(fold_symmetrized_cholesky(lower_complex(graph))), interface_(has_complex(*graph) ? graph : graph_) {
   const Graph& g = *graph_;
   const FusionPlan fusion = plan_fusion(g);
   std::vector<std::vector<std::uint32_t>> users(g.values.size());
@@ -698,6 +700,14 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
         default: return solve(ot.dtype, in(0), in(1), batch, dim, k, alloc());
       }
     }
+    case Op::Fft: {  // the lowered form: [..., n, 2] of (re, im)
+      const auto& xs = in_type(0).shape;
+      const std::int64_t len = xs[xs.size() - 2];
+      fft(ot.dtype, in(0), len ? num_elements(xs) / (2 * len) : 0, len, n.attrs.mode == 1, alloc());
+      return;
+    }
+    case Op::Real: case Op::Imag: case Op::Conj: case Op::Complex:
+      throw InternalError("cpu::Executable: complex values reach the planner unlowered");
     case Op::MatMul: {
       const auto& xs = in_type(0).shape;
       const std::size_t r = xs.size();

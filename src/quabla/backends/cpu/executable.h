@@ -52,7 +52,9 @@ class Executable {
   };
   static const std::byte* locate(const Location& l, std::span<const std::byte* const> params, const std::byte* arena);
 
-  const Graph& graph() const { return *graph_; }
+  // The program as given (complex parameters and results with their complex types; the plan
+  // runs its lowered form, transforms/lower_complex.h, on the same buffers).
+  const Graph& graph() const { return *interface_; }
   const PlanStats& stats() const { return stats_; }
   // Whether running the program may call into Python (host_call nodes, regions included):
   // the bindings then let go of the GIL while it runs, so a communication thread can run
@@ -95,7 +97,8 @@ class Executable {
   void run_region(const Step& s, std::vector<BufferPtr>& env) const;  // control_flow.cc
   void compute_stats();
 
-  std::shared_ptr<const Graph> graph_;
+  std::shared_ptr<const Graph> graph_;      // what the plan runs
+  std::shared_ptr<const Graph> interface_;  // graph_, or the complex program it lowers
   std::vector<Step> steps_;
   PlanStats stats_;
   bool small_ = false;

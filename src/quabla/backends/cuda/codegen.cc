@@ -176,6 +176,7 @@ std::string convert(DType in, DType out, const std::string& a) {
     case DType::bool_: return "(qb_u8)((" + a + ") != 0)";  // NaN -> true, as NumPy
     case DType::i32: return is_float(in) ? "qb_f2i32(" + a + ")" : "(qb_i32)(" + a + ")";
     case DType::i64: return is_float(in) ? "qb_f2i64(" + a + ")" : "(qb_i64)(" + a + ")";
+    case DType::c64: case DType::c128: break;  // lowered before planning
   }
   return a;
 }
@@ -193,6 +194,7 @@ const char* c_type(DType d) {
     case DType::i64: return "qb_i64";
     case DType::i32: return "qb_i32";
     case DType::bool_: return "qb_u8";
+    case DType::c64: case DType::c128: break;  // lowered before planning
   }
   return "double";
 }

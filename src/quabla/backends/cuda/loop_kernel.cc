@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "quabla/backends/cpu/scalar_loop.h"
+#include "quabla/ir/errors.h"
 #include "quabla/backends/cpu/scalar_loop_ir.h"
 #include "quabla/transforms/simplify.h"
 
@@ -38,6 +39,7 @@ std::string literal(DType d, const cpu::Reg& r) {
     case DType::i64: std::snprintf(buf, sizeof buf, "(qb_i64)0x%016llxull", static_cast<unsigned long long>(r.i64)); break;
     case DType::i32: std::snprintf(buf, sizeof buf, "(qb_i32)0x%08xu", static_cast<unsigned>(r.i32)); break;
     case DType::bool_: std::snprintf(buf, sizeof buf, "(qb_u8)%u", static_cast<unsigned>(r.b != 0)); break;
+    case DType::c64: case DType::c128: throw InternalError("cuda loop kernel: complex values are lowered before planning");
   }
   return buf;
 }

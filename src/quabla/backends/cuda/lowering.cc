@@ -1,4 +1,5 @@
 #include "quabla/backends/cuda/lowering.h"
+#include "quabla/transforms/lower_complex.h"
 
 #include <algorithm>
 #include <cmath>
@@ -53,6 +54,11 @@ class Lowerer {
 
   Plan run() {
     const Graph& g = *g_;
+    if (has_complex(g)) {
+      throw UnsupportedOperation("complex numbers run on the CPU backend only for now (" + device_ +
+                                     "); run this program on the CPU (device='cpu')",
+                                 "complex", device_);
+    }
     const cpu::FusionPlan fusion = cpu::plan_fusion(g);
     for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
       const int k = fusion.group[i];

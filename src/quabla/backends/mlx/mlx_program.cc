@@ -17,6 +17,7 @@
 #include "quabla/backends/mlx/program.h"
 #include "quabla/ir/errors.h"
 #include "quabla/ir/regions.h"
+#include "quabla/transforms/lower_complex.h"
 #include "quabla/runtime/interrupt.h"
 
 namespace qb::mlxb {
@@ -45,6 +46,7 @@ mx::Dtype to_mx(DType d) {
     case DType::i32: return mx::int32;
     case DType::i64: return mx::int64;
     case DType::bool_: return mx::bool_;
+    case DType::c64: case DType::c128: break;  // complex programs are refused at compile
   }
   return mx::float32;
 }
@@ -715,6 +717,10 @@ BufferPtr download(const Resident& r, const ValueType& type) {
 }
 
 std::shared_ptr<const Program> compile(std::shared_ptr<const Graph> graph) {
+  if (has_complex(*graph)) {
+    throw UnsupportedOperation("complex numbers run on the CPU backend only for now; run this program on the CPU "
+                               "(device='cpu')", "complex", "mlx");
+  }
   // MLX's graph building is not thread-safe across threads building at once: serialise.
   static std::mutex mu;
   std::lock_guard lock(mu);

@@ -1,0 +1,141 @@
+// The complex lowering (transforms/lower_complex.h) and the FFT kernel below the Python
+// layer: a lowered program holds no complex value and keeps the byte layout of its complex
+// parameters and results; its values match std::complex arithmetic; the FFT matches a direct
+// DFT for power-of-two and other lengths, forward and inverse; a host call on complex values
+// raises TypeError.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <numbers>
+#include <vector>
+
+#include "quabla/backends/cpu/executable.h"
+#include "quabla/backends/cpu/kernels.h"
+#include "quabla/ir/errors.h"
+#include "quabla/transforms/lower_complex.h"
+#include "test_util.h"
+
+namespace qb {
+namespace {
+
+using test::make_buffer;
+using test::read_buffer;
+using test::vt;
+using C = std::complex<double>;
+
+std::vector<double> interleave(const std::vector<C>& z) {
+  std::vector<double> out;
+  for (const C& c : z) {
+    out.push_back(c.real());
+    out.push_back(c.imag());
+  }
+  return out;
+}
+
+std::vector<C> deinterleave(const std::vector<double>& v) {
+  std::vector<C> out;
+  for (std::size_t i = 0; i + 1 < v.size(); i += 2) out.emplace_back(v[i], v[i + 1]);
+  return out;
+}
+
+// f(z, w) = exp(z) * w / (z - 2) + conj(z), and |z| as a second (real) result.
+Graph example() {
+  Graph g;
+  Builder b(g);
+  const ValueId z = b.param(vt(DType::c128, {3}));
+  const ValueId w = b.param(vt(DType::c128, {3}));
+  auto two = std::make_shared<Literal>();
+  two->type = vt(DType::c128, {});
+  two->data = Buffer::allocate(16);
+  store_complex(DType::c128, two->data->data(), 2.0, 0.0);
+  Attrs bc;
+  bc.shape = {3};
+  const ValueId t = b.emit1(Op::BroadcastInDim, {b.constant(two)}, bc);
+  const ValueId q = b.emit1(Op::Div, {b.emit1(Op::Mul, {b.emit1(Op::Exp, {z}), w}), b.emit1(Op::Sub, {z, t})});
+  b.set_results({b.emit1(Op::Add, {q, b.emit1(Op::Conj, {z})}), b.emit1(Op::Abs, {z})});
+  verify(g);
+  return g;
+}
+
+TEST(LowerComplex, LeavesNoComplexValueAndKeepsTheByteLayout) {
+  auto g = std::make_shared<const Graph>(example());
+  ASSERT_TRUE(has_complex(*g));
+  auto lowered = lower_complex(g);
+  EXPECT_FALSE(has_complex(*lowered));
+  verify(*lowered);
+  EXPECT_EQ(lowered->type(lowered->params[0]), vt(DType::f64, {3, 2}));
+  EXPECT_EQ(lowered->type(lowered->results[0]), vt(DType::f64, {3, 2}));
+  EXPECT_EQ(lowered->type(lowered->results[1]), vt(DType::f64, {3}));
+  // A program without complex values is returned as it is.
+  Graph r;
+  Builder b(r);
+  b.set_results({b.emit1(Op::Sin, {b.param(vt(DType::f64, {2}))})});
+  auto real = std::make_shared<const Graph>(r);
+  EXPECT_EQ(lower_complex(real), real);
+}
+
+TEST(LowerComplex, ValuesMatchStdComplex) {
+  cpu::Executable exe(std::make_shared<const Graph>(example()));
+  EXPECT_EQ(exe.graph().type(exe.graph().params[0]).dtype, DType::c128);  // the interface keeps its types
+  const std::vector<C> z{{0.3, 0.2}, {-1.5, 2.0}, {4.0, -0.5}}, w{{1.0, -1.0}, {0.5, 0.25}, {-2.0, 3.0}};
+  auto out = exe.run(std::vector<BufferPtr>{make_buffer<double>(interleave(z)), make_buffer<double>(interleave(w))});
+  const auto got = deinterleave(read_buffer<double>(out[0], 6));
+  const auto mag = read_buffer<double>(out[1], 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const C want = std::exp(z[i]) * w[i] / (z[i] - 2.0) + std::conj(z[i]);
+    EXPECT_NEAR(std::abs(got[i] - want), 0.0, 1e-13 * std::abs(want)) << i;
+    EXPECT_NEAR(mag[i], std::abs(z[i]), 1e-15 * std::abs(z[i])) << i;
+  }
+}
+
+std::vector<C> direct_dft(const std::vector<C>& x, bool inverse) {
+  const auto n = static_cast<std::int64_t>(x.size());
+  std::vector<C> out(x.size());
+  for (std::int64_t k = 0; k < n; ++k) {
+    C acc{};
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double angle = (inverse ? 2.0 : -2.0) * std::numbers::pi * static_cast<double>((j * k) % n) / n;
+      acc += x[static_cast<std::size_t>(j)] * C(std::cos(angle), std::sin(angle));
+    }
+    out[static_cast<std::size_t>(k)] = inverse ? acc / static_cast<double>(n) : acc;
+  }
+  return out;
+}
+
+TEST(Fft, MatchesTheDirectTransformForAnyLength) {
+  for (std::int64_t n : {1, 2, 3, 5, 8, 12, 31, 64, 100}) {
+    for (bool inverse : {false, true}) {
+      std::vector<C> x;
+      for (std::int64_t j = 0; j < 2 * n; ++j) x.emplace_back(std::sin(0.7 * j + 1.0), std::cos(1.3 * j) - 0.2);
+      const std::vector<double> in = interleave(x);
+      std::vector<double> out(in.size());
+      cpu::fft(DType::f64, reinterpret_cast<const std::byte*>(in.data()), 2, n, inverse,
+               reinterpret_cast<std::byte*>(out.data()));
+      const auto got = deinterleave(out);
+      for (int row = 0; row < 2; ++row) {
+        const std::vector<C> part(x.begin() + row * n, x.begin() + (row + 1) * n);
+        const auto want = direct_dft(part, inverse);
+        for (std::int64_t k = 0; k < n; ++k) {
+          EXPECT_NEAR(std::abs(got[static_cast<std::size_t>(row * n + k)] - want[static_cast<std::size_t>(k)]), 0.0,
+                      1e-12 * static_cast<double>(n))
+              << "n=" << n << " inverse=" << inverse << " k=" << k;
+        }
+      }
+    }
+  }
+}
+
+TEST(LowerComplex, HostCallOnComplexRaisesTypeError) {
+  Graph g;
+  Builder b(g);
+  Attrs a;
+  a.dtype = DType::c64;
+  a.shape = {2};
+  a.num_consts = -1;
+  b.set_results({b.emit1(Op::HostCall, {b.param(vt(DType::c64, {2}))}, a)});
+  EXPECT_THROW(lower_complex(std::make_shared<const Graph>(g)), TypeError);
+}
+
+}  // namespace
+}  // namespace qb
