@@ -103,7 +103,7 @@ from ._numpy_names import (  # noqa: E402,F401,F811
     acos, asin, atan, acosh, asinh, atanh, atan2, pow, permute_dims, unstack, cumulative_sum, cumulative_prod, vecdot,
     matvec, vecmat, divmod, gcd, lcm, insert, delete, lexsort, partition, argpartition, fill_diagonal, mgrid, ogrid,
     r_, c_, ix_, vectorize, apply_along_axis, apply_over_axes, piecewise, ediff1d, modf, ldexp, frexp, nextafter,
-    spacing, bitwise_count, linspace, reshape, full_like, block, isdtype,
+    spacing, bitwise_count, linspace, reshape, full_like, block, isdtype, full, nan_to_num,
 )
 from ._special_incomplete import i0  # noqa: E402,F401  (numpy.i0)
 ndarray = Array  # jax.numpy.ndarray / numpy.ndarray's role: isinstance(x, jnp.ndarray)

@@ -504,7 +504,24 @@ def _assemble(out_def, out_leaves, d: _DiffArgs, block):
     return _tree.unflatten(out_def, per_out)
 
 
-def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str, aux_of: Callable = None):
+def _check_complex_jacobian(dtypes, side: str, name: str, holomorphic: bool):
+    """JAX's rules: forward mode needs real inputs and reverse mode real outputs, unless
+    holomorphic=True, which needs complex ones."""
+    dtypes = list(dtypes)
+    if holomorphic:
+        bad = [d for d in dtypes if d not in _COMPLEX]
+        if bad:
+            raise TypeError(f"{name} with holomorphic=True requires {side}s with a complex dtype, got "
+                            f"{bad[0].name}")
+        return
+    bad = [d for d in dtypes if d in _COMPLEX]
+    if bad:
+        raise TypeError(f"{name} requires real-valued {side}s (a float dtype), but got {bad[0].name}; for a "
+                        f"holomorphic function pass holomorphic=True, for other complex functions use qb.vjp or "
+                        f"qb.jvp directly (as in JAX)")
+
+
+def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str, aux_of: Callable = None, holomorphic: bool = False):
     """aux_of(*args) gives the aux output when has_aux (default: fun's second output); the
     aux is one more evaluation at the primal point (forward mode cannot return it from the
     batched directions without out_axes=None for arbitrary aux values)."""
@@ -514,6 +531,7 @@ def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str, aux_of: Callable =
 
     def jac(*args):
         d = _DiffArgs(args, argnums, name)
+        _check_complex_jacobian((a.dtype for a in d.flat.leaves), "input", name, holomorphic)
         info = {}
 
         def column(direction):  # one JVP: the Jacobian's column along one input element
@@ -546,13 +564,15 @@ def _jacfwd(fun: Callable, argnums, has_aux: bool, name: str, aux_of: Callable =
     return jac
 
 
-def _jacrev(fun: Callable, argnums, has_aux: bool, name: str):
+def _jacrev(fun: Callable, argnums, has_aux: bool, name: str, holomorphic: bool = False):
     if not callable(fun):
         raise TypeError(f"{name}: expected a callable, got {type(fun).__name__}")
     _check_argnums_type(argnums, name)
 
     def jac(*args):
         d = _DiffArgs(args, argnums, name)
+        if holomorphic:
+            _check_complex_jacobian((a.dtype for a in d.flat.leaves), "input", name, True)
 
         def f(*trees):
             return d.call(fun, trees)
@@ -560,6 +580,7 @@ def _jacrev(fun: Callable, argnums, has_aux: bool, name: str):
         res = _vjp(f, d.primals, has_aux, name)
         out, pull = res[0], res[1]
         out_leaves, out_def = _check_outputs(out, name)
+        _check_complex_jacobian((o.dtype for o in out_leaves), "output", name, holomorphic)
         out_flat = _FlatLeaves(out_leaves)
 
         def row(direction):  # one VJP: the Jacobian's row for one output element
@@ -580,22 +601,27 @@ def _jacrev(fun: Callable, argnums, has_aux: bool, name: str):
     return jac
 
 
-def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
+           holomorphic: bool = False):
     """The Jacobian by forward mode: one JVP per input element, batched with vmap in chunks
     of JACOBIAN_CHUNK directions. Pytrees in and out (see the section comment); with
-    has_aux, fun returns (output, aux) and the result is (jacobian, aux)."""
-    return _concrete_control.allowing(lambda f: _jacfwd(f, argnums, has_aux, "jacfwd"), fun, argnums) \
-        if callable(fun) else _jacfwd(fun, argnums, has_aux, "jacfwd")
+    has_aux, fun returns (output, aux) and the result is (jacobian, aux). Inputs must be
+    real, or complex with holomorphic=True (as in JAX)."""
+    make = lambda f: _jacfwd(f, argnums, has_aux, "jacfwd", holomorphic=holomorphic)  # noqa: E731
+    return _concrete_control.allowing(make, fun, argnums) if callable(fun) else make(fun)
 
 
-def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
+           holomorphic: bool = False):
     """The Jacobian by reverse mode: one VJP per output element, batched with vmap in chunks
-    of JACOBIAN_CHUNK directions. Same structure and has_aux as jacfwd."""
-    return _concrete_control.allowing(lambda f: _jacrev(f, argnums, has_aux, "jacrev"), fun, argnums) \
-        if callable(fun) else _jacrev(fun, argnums, has_aux, "jacrev")
+    of JACOBIAN_CHUNK directions. Same structure and has_aux as jacfwd. Outputs must be
+    real, or complex with holomorphic=True (as in JAX)."""
+    make = lambda f: _jacrev(f, argnums, has_aux, "jacrev", holomorphic=holomorphic)  # noqa: E731
+    return _concrete_control.allowing(make, fun, argnums) if callable(fun) else make(fun)
 
 
-def jacobian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+def jacobian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
+             holomorphic: bool = False):
     """The Jacobian: reverse mode when the output has fewer elements than the differentiated
     inputs, forward mode otherwise (JAX's jacrev/jacfwd choice, made per call)."""
     if not callable(fun):
@@ -608,8 +634,12 @@ def jacobian(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: boo
         staged.trace.close()
         out, _ = _value_and_aux(staged.out, has_aux, "jacobian")
         n_out = sum(getattr(o, "size", 1) for o in _tree.leaves(out))
-        chosen = _jacrev if n_out < d.flat.size else _jacfwd
-        return chosen(fun, argnums, has_aux, "jacobian")(*args)
+        complex_out = any(getattr(o, "dtype", None) in _COMPLEX for o in _tree.leaves(out))
+        complex_in = any(a.dtype in _COMPLEX for a in d.flat.leaves)
+        # Complex outputs of real inputs: forward mode (reverse mode refuses them).
+        reverse = n_out < d.flat.size and not (complex_out and not complex_in and not holomorphic)
+        chosen = _jacrev if reverse else _jacfwd
+        return chosen(fun, argnums, has_aux, "jacobian", holomorphic=holomorphic)(*args)
     return jac
 
 

@@ -165,6 +165,7 @@ def _item_method(core_item):
 def install_more() -> None:
     cls = _core.Array
     cls.__index__ = _index
+    cls.__complex__ = lambda self: complex(self.item())
     cls.item = _item_method(cls.item)
     cls.__divmod__ = lambda self, other: _qb_divmod(self, other)
     cls.__rdivmod__ = lambda self, other: _qb_divmod(other, self)

@@ -12,7 +12,7 @@ import operator
 
 from . import _core
 from ._core import Array
-from ._numpy_extra import _axis, moveaxis
+from ._numpy_extra import _axis, moveaxis, _cast, _no_complex, _NO_ORDER, _COMPLEX
 
 _static_getitem = _core.Array.__getitem__
 
@@ -210,14 +210,18 @@ def dynamic_getitem(x, index, mode="clip", fill_value=None):
         shape = list(flat.shape)
         bad = (flat < 0) | (flat >= y.shape[axis])
         bad = _core.reshape(bad, (1,) * axis + tuple(shape) + (1,) * (r.ndim - axis - len(shape)))
+        if isinstance(fill_value, complex) and x.dtype not in _COMPLEX:
+            fill_value = _core.asarray(fill_value)  # (refused below: a real array cannot hold it)
         fill = fill_value if isinstance(fill_value, Array) else _core.asarray(fill_value, dtype=x.dtype)
-        return _core.where(bad, _core.astype(fill, x.dtype), r)
+        return _core.where(bad, _cast("take", fill, x.dtype, "a fill_value"), r)
     raise ValueError(f"unknown gather mode {mode!r}; use 'clip', 'fill' or 'promise_in_bounds'")
 
 
 def _default_fill(dtype):
     if dtype in (_core.float32, _core.float64):
         return float("nan")
+    if dtype in _COMPLEX:
+        return complex(float("nan"), float("nan"))  # as JAX: NaN in both parts
     if dtype == _core.int32:
         return -(2 ** 31)
     if dtype == _core.int64:
@@ -248,10 +252,14 @@ def _scatter(x, index, updates, how, unique=False, mode=None):
     if mode not in (None, "drop", "promise_in_bounds", "clip"):
         raise ValueError(f"unknown scatter mode {mode!r}; use 'drop' (the default), 'clip' or 'promise_in_bounds'")
     idx_mode = "clip" if mode == "clip" else "drop"
+    if how != "add" and how != "set" and x.dtype in _COMPLEX:
+        verb = {"multiply": "multiply, divide and power", "min": "min", "max": "max"}[how]
+        _no_complex(f"x.at[...].{how}", x, hint=f"the scatter behind .at[].{verb} has no complex form yet"
+                    + ("" if how == "multiply" else f" ({_NO_ORDER})"))
     if not isinstance(updates, (Array, int, float)):  # Python numbers stay weak (and range-checked)
         updates = _core.asarray(updates)
     if isinstance(updates, Array) and updates.dtype != x.dtype:  # as jax.numpy's .at[]: the array's dtype
-        updates = _core.astype(updates, x.dtype)
+        updates = _cast(f"x.at[...].{how}", updates, x.dtype)  # (complex into a real array: TypeError)
     if x.dtype == _core.bool_ and how in ("min", "max"):  # and / or, through int32 (as JAX accepts them)
         as_int = _core.astype(updates, _core.int32) if isinstance(updates, Array) else int(bool(updates))
         return _core.astype(_scatter(_core.astype(x, _core.int32), index, as_int, how, unique, mode), _core.bool_)
@@ -314,7 +322,7 @@ class _IndexUpdateRef:
         # x / (the product of the divisors landing at each position): exact division, and
         # true division's dtype (an integer array gives floats, as JAX).
         x = self._x
-        if x.dtype not in (_core.float32, _core.float64):
+        if x.dtype not in (_core.float32, _core.float64) and x.dtype not in _COMPLEX:
             x = _core.astype(x, _core.float32 if x.dtype == _core.int32 else _core.float64)
         den = _scatter(_core.ones_like(x), self._index, values, "multiply", unique_indices, mode)
         return x / den
@@ -343,7 +351,8 @@ class _IndexUpdateRef:
 
         def once_more(r, v):
             fv = func(v)
-            fv = fv if isinstance(fv, Array) and fv.dtype == x.dtype else _core.astype(_core.asarray(fv), x.dtype)
+            fv = fv if isinstance(fv, Array) and fv.dtype == x.dtype else _cast("x.at[...].apply", _core.asarray(fv),
+                                                                                 x.dtype, "results of func")
             return _core.where(count > r, fv, v)
         return fori_loop(0, _core.max(count) if x.size else 0, once_more, x)
 
@@ -430,6 +439,8 @@ def _start(st, n, k):
     """A block start as XLA takes it: negative counts from the end (JAX's
     allow_negative_indices), then clamped so a block of k fits in n."""
     st = st if isinstance(st, Array) else _core.asarray(st, dtype=_core.int64)
+    if not _is_int_dtype(st.dtype):  # (a float or complex start is refused, as JAX does, never truncated)
+        raise TypeError(f"dynamic slicing: start indices must be integers, got {st.dtype.name}")
     st = _core.astype(st, _core.int64)
     st = _core.where(st < 0, st + n, st)
     return _core.clip(st, 0, n - k)
@@ -511,8 +522,20 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     axis = _axis(axis, a.ndim, "argsort")
     last = axis == a.ndim - 1
     x = a if last else moveaxis(a, axis, -1)
-    r = _core._argsort(x, bool(descending))
+    r = _complex_argsort(x, bool(descending)) if x.dtype in _COMPLEX else _core._argsort(x, bool(descending))
     return r if last else moveaxis(r, -1, axis)
+
+
+def _complex_argsort(x, descending):
+    """The stable sorting permutation of complex x along its last axis in JAX's order:
+    lexicographic, by the real part and then the imaginary part (NaN last in each); descending
+    is the reverse order with ties kept in their original order, as jnp.argsort's."""
+    if descending:
+        n = x.shape[-1]
+        return (n - 1) - _core.flip(_complex_argsort(_core.flip(x, axis=-1), False), axis=-1)
+    by_imag = _core._argsort(_core._imag(x), False)  # the secondary key first: stable sorts compose
+    re = take_along_axis(_core._real(x), by_imag, axis=-1, mode="clip")
+    return take_along_axis(by_imag, _core._argsort(re, False), axis=-1, mode="clip")
 
 
 def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
@@ -537,6 +560,7 @@ def _arg_extremum(a, axis, keepdims, largest, fname):
         flat = False
     if a.size == 0:
         raise ValueError(f"attempt to get {fname} of an empty sequence")
+    _no_complex(fname, a, hint=_NO_ORDER)
     axis = _axis(axis, a.ndim, fname)
     if a.dtype == _core.bool_:
         a = _core.astype(a, _core.int32)
@@ -569,6 +593,7 @@ def top_k(operand, k):
     """lax.top_k: the k largest entries along the last axis and their indices (ties: the
     lower index first)."""
     x = operand if isinstance(operand, Array) else _core.asarray(operand)
+    _no_complex("top_k", x, hint=_NO_ORDER)
     k = operator.index(k)
     if x.ndim == 0 or not 0 <= k <= x.shape[-1]:
         raise ValueError(f"top_k: k={k} must be in [0, {x.shape[-1] if x.ndim else 0}] for an operand of shape {x.shape}")
@@ -580,6 +605,7 @@ def top_k(operand, k):
 def searchsorted(a, v, side="left", sorter=None, *, method=None):
     """jnp.searchsorted: insertion indices of v into the sorted 1-D a (binary search)."""
     a = a if isinstance(a, Array) else _core.asarray(a)
+    _no_complex("searchsorted", a, v, hint=_NO_ORDER)
     if a.ndim != 1:
         raise ValueError(f"searchsorted: a must be 1-D, got shape {a.shape}")
     if side not in ("left", "right"):
@@ -672,6 +698,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
                         return_counts=return_counts, equal_nan=equal_nan)
         return tuple(_core.asarray(r) for r in res) if isinstance(res, tuple) else _core.asarray(res)
     size = _check_size(size, "unique")
+    _no_complex("unique", x, hint="with size= (under jit) the values are sorted, and complex numbers have no order "
+                "here yet; call it eagerly without size=")
     n = x.shape[0]
     perm = _core._argsort(x, False)
     s = take(x, perm, mode="clip")

@@ -666,9 +666,9 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int, *, allow_nega
 
 
 def reciprocal(x):
-    """jax.lax.reciprocal: 1 / x for float arrays."""
+    """jax.lax.reciprocal: 1 / x for float and complex arrays."""
     x = _arr(x)
-    if x.dtype not in _floats():
+    if x.dtype not in _floats() and x.dtype not in (_qb.complex64, _qb.complex128):
         raise TypeError(f"lax.reciprocal: needs a float array, got {x.dtype.name} (integers cannot be raised to "
                         f"negative powers, as in JAX); convert with .astype(qb.float64)")
     return 1.0 / x
@@ -995,6 +995,8 @@ def igamma_grad_a(a, x):
     """jax.lax.igamma_grad_a: the derivative of the regularized lower incomplete gamma
     function P(a, x) with respect to a (by differentiating qb.lax.igamma)."""
     from ._numpy_names import common_float
+    from ._numpy_extra import _no_complex
+    _no_complex("lax.igamma_grad_a", a, x)
     dt = common_float(a, x)
     a = _arr(a).astype(dt)
     x = _arr(x).astype(dt)
@@ -1007,6 +1009,8 @@ def random_gamma_grad(a, x):
     """jax.lax.random_gamma_grad: the derivative of a Gamma(a, 1) sample x with respect to
     a at fixed uniform noise: -(dP/da) / (dP/dx), P the regularized incomplete gamma."""
     from ._numpy_names import common_float
+    from ._numpy_extra import _no_complex
+    _no_complex("lax.random_gamma_grad", a, x)
     dt = common_float(a, x)
     a = _arr(a).astype(dt)
     x = _arr(x).astype(dt)

@@ -4,10 +4,10 @@ hilbert, invhilbert, pascal, invpascal, leslie), hessenberg, qr_multiply, schur 
 Schur form), sqrtm (real results) and solve_sylvester (real). Re-exported by
 quabla.scipy.linalg.
 
-Quabla has no complex dtype, so where JAX returns complex arrays (sqrtm, schur's
-output='complex') these give the real answer when there is one and raise ValueError
-otherwise.
-"""
+Quabla's linear algebra kernels are real, so where JAX returns complex arrays (sqrtm,
+schur's output='complex') these give the real answer when there is one and raise ValueError
+otherwise; complex input raises TypeError (the special matrices that only arrange their
+entries, such as circulant, hankel and leslie, keep a complex dtype)."""
 from __future__ import annotations
 
 import math
@@ -15,6 +15,7 @@ import math
 from . import _core
 from . import linalg as _la
 from ._numpy_names import common_float
+from ._numpy_extra import _no_complex
 from ._package import qb
 
 __all__ = ["circulant", "companion", "convolution_matrix", "fiedler", "fiedler_companion", "hadamard", "hankel",
@@ -37,6 +38,7 @@ def _array(x, fname, what):
 def _floats(fname, *named):
     """The arrays as one float dtype (JAX's promotion: integers become the default float)."""
     arrays = [_array(x, fname, what) for what, x in named]
+    _no_complex(f"qb.scipy.linalg.{fname}", *arrays)
     d = common_float(*arrays)
     return [a.astype(d) for a in arrays]
 
@@ -290,6 +292,7 @@ def hessenberg(a, *, calc_q: bool = False, overwrite_a: bool = False, check_fini
     """The upper Hessenberg form H of a (..., n, n), a = Q H Q^T with Q orthogonal, by n - 2
     Householder reflections with LAPACK's sign conventions (so H and Q are SciPy's): H, or
     (H, Q) with calc_q=True. Batched and differentiable (made of array operations)."""
+    _no_complex("qb.scipy.linalg.hessenberg", a)
     a = _la._square("hessenberg", a)
     n = a.shape[-1]
     h = a
@@ -313,6 +316,7 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
     c of shape (..., P, M)) with Q (M, K) and R (K, N) the reduced QR of a (..., M, N), K =
     min(M, N), as scipy.linalg.qr_multiply. A 1-D c is a column (left) or a row (right) and
     the product comes back 1-D. conjugate has no effect on real arrays."""
+    _no_complex("qb.scipy.linalg.qr_multiply", a, c)
     if pivoting:
         raise NotImplementedError("qr_multiply: pivoting=True is not available (Quabla has no pivoted QR)")
     if mode not in ("left", "right"):
@@ -517,6 +521,7 @@ def schur(a, output: str = "real"):
     output='real' (Quabla has no complex dtype). Not differentiable in general (the
     iteration count depends on the values); a matrix where the iteration does not converge
     (30 n steps) raises ValueError (NaN under jit)."""
+    _no_complex("qb.scipy.linalg.schur", a)
     if output not in ("real", "r", "complex", "c"):
         raise ValueError(f"schur: output must be 'real' or 'complex', got {output!r}")
     if output in ("complex", "c"):
@@ -627,6 +632,7 @@ def sqrtm(A, blocksize: int = 1):
     array; the values agree where the root is real. Differentiable: the symmetric path by the
     root's own derivative (dX solves X dX + dX X = dA), the general one through the
     iteration's steps. blocksize other than 1 is not supported (as in JAX)."""
+    _no_complex("qb.scipy.linalg.sqrtm", A)
     if blocksize != 1:
         raise NotImplementedError("sqrtm: blocksize other than 1 is not available (as in JAX)")
     a = _la._square("sqrtm", A)
@@ -683,6 +689,7 @@ def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
     names) both take this path. As JAX, the result is NaN where some eigenvalues of A and B
     sum to within tol of zero (the equation then has no unique solution; eigenvalues from
     schur). Differentiable in A, B and C."""
+    _no_complex("qb.scipy.linalg.solve_sylvester", A, B, C)
     if method not in ("schur", "eigen"):
         raise ValueError(f'solve_sylvester: unrecognized method {method!r}; the two valid methods are "schur" and '
                          f'"eigen"')

@@ -18,6 +18,7 @@ import math
 
 from . import _core
 from ._package import qb as _qb
+from ._numpy_extra import _cast, _no_complex, _NO_ORDER
 
 __all__ = [
     "angle", "choose", "compress", "extract", "place", "put", "put_along_axis", "diag_indices_from",
@@ -43,10 +44,10 @@ def _arr(x):
 
 
 def _inexact(x):
-    """x as an array of a float dtype: float32/float64 kept, anything else the default float
-    (jax.numpy's promote_dtypes_inexact)."""
+    """x as an array of an inexact dtype: float32/float64 and complex kept, anything else the
+    default float (jax.numpy's promote_dtypes_inexact)."""
     x = _arr(x)
-    return x if x.dtype in _FLOATS else x.astype(_qb.default_dtype())
+    return x if x.dtype in _FLOATS or x.dtype in _COMPLEX else x.astype(_qb.default_dtype())
 
 
 def _common_inexact(*xs):
@@ -262,7 +263,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     shape = [1] * arr.ndim
     shape[axis] = size
     missing = (idx < 0).reshape(shape)
-    return _qb.where(missing, _arr(fill_value).astype(arr.dtype), picked)
+    return _qb.where(missing, _cast("compress", _arr(fill_value), arr.dtype, "fill_value"), picked)
 
 
 def extract(condition, arr, *, size=None, fill_value=0):
@@ -285,7 +286,7 @@ def place(arr, mask, vals, *, inplace: bool = True):
         return data
     n = m.size
     positions = _qb.flatnonzero(m, size=n, fill_value=n)  # unselected slots point past the end: dropped
-    values = _tile_to(v, n).astype(data.dtype)
+    values = _cast("place", _tile_to(v, n), data.dtype)
     return data.reshape(-1).at[positions].set(values, mode="drop").reshape(tuple(data.shape))
 
 
@@ -313,7 +314,7 @@ def put(a, ind, v, mode=None, *, inplace: bool = True):
         idx = _qb.clip(idx, 0, n - 1)
     else:
         idx = _qb.mod(idx, n)
-    vals = _tile_to(vals, idx.shape[0]).astype(arr.dtype)
+    vals = _cast("put", _tile_to(vals, idx.shape[0]), arr.dtype)
     return arr.reshape(-1).at[idx].set(vals).reshape(tuple(arr.shape))
 
 
@@ -355,7 +356,7 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True, *, mode=Non
             s = [1] * a.ndim
             s[d] = a.shape[d]
             index.append(_qb.broadcast_to(_qb.arange(a.shape[d]).reshape(tuple(s)), full))
-    out = a.at[tuple(index)].set(_qb.broadcast_to(vals, full).astype(a.dtype), mode=mode)
+    out = a.at[tuple(index)].set(_cast("put_along_axis", _qb.broadcast_to(vals, full), a.dtype), mode=mode)
     return out.reshape(shape0)
 
 
@@ -523,6 +524,7 @@ def unwrap(p, discont=None, axis: int = -1, period=2 * math.pi):
     defaults to period/2) replaced by their complement modulo period (numpy.unwrap);
     integer p with an integer period stays integer."""
     p = _arr(p)
+    _no_complex("unwrap", p, period, hint="unwrap the phase qb.angle(z) instead")
     dtype = _qb.result_type(p, period)
     p = p.astype(dtype)
     axis = _axis(axis, p.ndim, "unwrap")
@@ -548,6 +550,7 @@ def unwrap(p, discont=None, axis: int = -1, period=2 * math.pi):
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 (NumPy's name)
     """The bin edges qb.histogram uses: bins + 1 equal-width edges over range (default a's
     min and max, widened by 0.5 each side when they are equal), or the given edges."""
+    _no_complex("histogram_bin_edges", a, hint=_NO_ORDER)
     if isinstance(bins, str):
         raise NotImplementedError(f"histogram_bin_edges: string values for bins ({bins!r}) are not supported "
                                   f"(as in jax.numpy); give a number of bins or the edges")
@@ -560,6 +563,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
     dimension. A point on the last edge of a dimension falls in its last bin; points outside
     are left out. counts are integers without weights or density (as jax.numpy)."""
     s = _arr(sample)
+    _no_complex("histogramdd", s, weights, hint=_NO_ORDER)
     if s.ndim != 2:
         raise ValueError(f"histogramdd: sample must be a 2-D array of N points in D dimensions, got shape "
                          f"{tuple(s.shape)}")
@@ -616,6 +620,7 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa:
     """(counts, x_edges, y_edges) of the points (x[i], y[i]): histogramdd of the two columns;
     bins an int, [nx, ny], one edge array for both, or [x_edges, y_edges]."""
     x, y = _arr(x), _arr(y)
+    _no_complex("histogram2d", x, y, weights, hint=_NO_ORDER)
     if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"histogram2d: x and y must be 1-D of one length, got shapes {tuple(x.shape)} and "
                          f"{tuple(y.shape)}")
@@ -684,6 +689,7 @@ def kaiser(M, beta):
     """The Kaiser window of M points: i0(beta sqrt(1 - (2n/(M-1) - 1)^2)) / i0(beta);
     differentiable in beta."""
     m, r = _window_points(M, "kaiser")
+    _no_complex("kaiser", beta, hint="beta must be a real number")
     b = _arr(beta).astype(_qb.default_dtype())
     if r is None:
         return _qb.ones((m,), dtype=_qb.default_dtype())

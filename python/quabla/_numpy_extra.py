@@ -27,6 +27,75 @@ def _arr(x):
     return x if isinstance(x, _core.Array) else _core.asarray(x)
 
 
+_COMPLEX = (_core.complex64, _core.complex128)
+
+
+def _is_complex(x, depth: int = 0) -> bool:
+    """Whether x holds complex numbers: a complex Quabla or NumPy array, a Python or NumPy
+    complex scalar, or a (shallow) list or tuple holding one."""
+    if isinstance(x, _core.Array):
+        return x.dtype in _COMPLEX
+    if isinstance(x, complex):
+        return True
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    if kind is not None:
+        return kind == "c"
+    if isinstance(x, (list, tuple)) and depth < 4:
+        return any(_is_complex(v, depth + 1) for v in x)
+    return False
+
+
+def _real_dtype(dtype):
+    """The real dtype of a complex one's parts (complex64 -> float32); other dtypes as they are."""
+    return _core.float32 if dtype == _core.complex64 else _core.float64 if dtype == _core.complex128 else dtype
+
+
+_NO_ORDER = "complex numbers have no order; apply it to qb.real(x), qb.imag(x) or qb.abs(x) instead"
+_PARTS = "apply it to the real and imaginary parts (qb.real(x), qb.imag(x)) separately, or pass a real array"
+
+
+def _no_complex(name: str, *xs, hint: str = _PARTS):
+    """TypeError, naming the function, when any of xs holds complex numbers (for the functions
+    not defined, or not available yet, for complex input: never a silently dropped imaginary
+    part)."""
+    for x in xs:
+        if _is_complex(x):
+            dtype = getattr(getattr(x, "dtype", None), "name", None) or "complex"
+            raise TypeError(f"{name}: complex input ({dtype}) is not supported yet by this function; {hint}")
+
+
+def _reject_complex(*xs, hint: str = _PARTS):
+    """_no_complex for shared helpers (the special functions' promotions): the error names the
+    public Quabla function that called the helper."""
+    if not any(_is_complex(x) for x in xs):
+        return
+    import sys
+    frame, name, private = sys._getframe(1), None, None
+    while frame is not None:
+        fn, module = frame.f_code.co_name, frame.f_globals.get("__name__", "")
+        if module.startswith("quabla") and not fn.startswith("<") and fn not in ("wrapper", "call"):
+            if not fn.startswith("_"):
+                name = fn
+                break
+            if not fn.startswith("__"):
+                private = fn.lstrip("_")  # (the outermost private one: e.g. a distribution's _norm_logpdf)
+        frame = frame.f_back
+    name = name or private
+    _no_complex(name or "this function", *xs, hint=hint)
+
+
+def _cast(name: str, v, dtype, what: str = "values"):
+    """v (an array) in dtype; TypeError instead of dropping the imaginary part of complex v
+    cast to a real dtype (NumPy raises for such an assignment too)."""
+    if v.dtype == dtype:
+        return v
+    if v.dtype in _COMPLEX and dtype not in _COMPLEX:
+        raise TypeError(f"{name}: cannot store complex {what} ({v.dtype.name}) in an array of dtype {dtype.name}: the "
+                        f"imaginary part would be lost; make the array complex first (.astype(qb.complex128)) or "
+                        f"pass real {what} (qb.real(v))")
+    return v.astype(dtype)
+
+
 def _axis(axis: int, ndim: int, name: str) -> int:
     if isinstance(axis, bool) or not hasattr(axis, "__index__") or isinstance(axis, _core.Array):
         raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}")
@@ -79,8 +148,11 @@ def swapaxes(x, axis1: int, axis2: int):
 
 def norm(x, axis=None, keepdims: bool = False):
     """The 2-norm sqrt(sum(x**2)) over axis (all axes when None), overflow-safe (the core's
-    scaled form); an empty reduction gives 0 (as numpy.linalg.norm), never -inf."""
+    scaled form); an empty reduction gives 0 (as numpy.linalg.norm), never -inf. Complex x:
+    the norm of |x| (a real result)."""
     x = _arr(x)
+    if x.dtype in _COMPLEX:
+        x = _core.abs(x)
     if x.size != 0 or x.dtype == _core.bool_:  # (bool: the core's error)
         return _core.norm(x, axis=axis, keepdims=keepdims)
     x = _core.sqrt(x)  # the core's result dtype (int32 -> float32, int64 -> float64)
@@ -407,11 +479,13 @@ def ravel(a, order: str = "C"):
 
 def cummax(x, axis=None, reverse: bool = False):
     """Running maxima along axis (NaN propagates, ties share the derivative as maximum does)."""
+    _no_complex("cummax", x, hint=_NO_ORDER)
     return _cumulative("cummax", _core.maximum, x, axis, reverse)
 
 
 def cummin(x, axis=None, reverse: bool = False):
     """Running minima along axis."""
+    _no_complex("cummin", x, hint=_NO_ORDER)
     return _cumulative("cummin", _core.minimum, x, axis, reverse)
 
 
@@ -501,8 +575,11 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     left / right) outside. Written as fp[0] + sum_k t_k (fp[k+1] - fp[k]) with t_k = x's
     clipped position in interval k, so it is a composition of elementwise ops and one sum
     (traced x, xp and fp work; cost O(len(x) len(xp))). With period, x and xp are taken
-    modulo it (xp need not be sorted) and the data wrap around, as NumPy's."""
+    modulo it (xp need not be sorted) and the data wrap around, as NumPy's. Complex fp (and
+    left / right) interpolate the real and imaginary parts alike, as NumPy's."""
     x, xp, fp = _arr(x), _arr(xp), _arr(fp)
+    _no_complex("interp", x, xp, period, hint="the sample points x and xp must be real (only fp, left and right may "
+                "be complex)")
     if xp.ndim != 1 or fp.ndim != 1 or xp.shape != fp.shape:
         raise ValueError(f"interp: xp and fp must be 1-D of the same length, got {xp.shape} and {fp.shape}")
     if period is not None:
@@ -524,6 +601,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     else:
         xe = _core.expand_dims(x, -1)
         t = _core.clip((xe - xp[:-1]) / (xp[1:] - xp[:-1]), 0.0, 1.0)
+        if fp.dtype in _COMPLEX and t.dtype != _real_dtype(fp.dtype):  # real weights of fp's precision
+            t = t.astype(_real_dtype(fp.dtype))
         out = fp[0] + _core.sum(t * (fp[1:] - fp[:-1]), axis=-1)
     if left is not None:
         out = _core.where(x < xp[0], left, out)
@@ -571,7 +650,7 @@ _PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "linear_ramp",
 
 
 def _is_scalar(v) -> bool:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
+    if isinstance(v, (int, float, complex)) and not isinstance(v, bool):
         return True
     return isinstance(v, _core.Array) and v.ndim == 0
 
@@ -604,6 +683,8 @@ def _pad_widths(pad_width, ndim):
 def _float_dtype_of(x):
     if x.dtype in (_core.float32, _core.float64):
         return x.dtype
+    if x.dtype in _COMPLEX:
+        return _real_dtype(x.dtype)
     return _core.zeros(()).dtype
 
 
@@ -647,6 +728,15 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0.0, end_values=0.
                 raise ValueError(f"pad: pad widths must be non-negative ints, got {(before, after)} on axis {ax}")
         if all(b == 0 and a == 0 for b, a in widths):
             return x
+        if _is_complex(constant_values):
+            if x.dtype not in _COMPLEX:
+                raise TypeError(f"pad: constant_values {constant_values!r} is complex but the array is "
+                                f"{x.dtype.name}, which would lose its imaginary part; make the array complex first "
+                                f"(.astype(qb.complex128))")
+            c = _core.asarray(constant_values)
+            lo, hi = [b for b, _ in widths], [a for _, a in widths]
+            return _core._complex(_core._pad_constant(_core._real(x), _core._real(c), lo, hi),
+                                  _core._pad_constant(_core._imag(x), _core._imag(c), lo, hi))
         return _core._pad_constant(x, constant_values, [b for b, _ in widths], [a for _, a in widths])
     sides = _side_values(constant_values if mode == "constant" else end_values, x.ndim,
                          "constant_values" if mode == "constant" else "end_values")
@@ -664,7 +754,8 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0.0, end_values=0.
             shape = list(x.shape)
             shape[ax] = width
             if mode == "constant":
-                piece = _core.full(tuple(shape), sides[ax][0 if side == "before" else 1], dtype=x.dtype)
+                from ._numpy_names import full
+                piece = full(tuple(shape), sides[ax][0 if side == "before" else 1], dtype=x.dtype, _name="pad")
             elif mode == "linear_ramp":
                 end = sides[ax][0 if side == "before" else 1]
                 edge = _take(x, 0, 1, ax) if side == "before" else _take(x, n - 1, n, ax)
@@ -673,9 +764,15 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0.0, end_values=0.
                 steps = [k / width for k in range(width)] if side == "before" else \
                     [(width - 1 - k) / width for k in range(width)]
                 t = _core.reshape(_core.asarray(steps, dtype=_float_dtype_of(x)), tuple(view))
-                ramp = end + (edge.astype(t.dtype) - end) * t
-                piece = (ramp if x.dtype == t.dtype else _core.floor(ramp)).astype(x.dtype)  # NumPy floors
+                if x.dtype in _COMPLEX:
+                    piece = _cast("pad", _arr(end + (edge - end) * t), x.dtype, "end_values")
+                else:
+                    _no_complex("pad", end, hint="complex end_values need a complex array")
+                    ramp = end + (edge.astype(t.dtype) - end) * t
+                    piece = (ramp if x.dtype == t.dtype else _core.floor(ramp)).astype(x.dtype)  # NumPy floors
             elif mode in ("maximum", "minimum", "mean"):
+                if mode != "mean":
+                    _no_complex(f"pad(mode={mode!r})", x, hint=_NO_ORDER)
                 stat = {"maximum": _core.max, "minimum": _core.min, "mean": _core.mean}[mode](x, axis=ax, keepdims=True)
                 if mode == "mean" and x.dtype in (_core.int32, _core.int64):
                     stat = _core.round(stat)  # NumPy rounds an integer mean (half to even)

@@ -14,6 +14,7 @@ from typing import Optional, Sequence
 
 from ._package import qb as _qb
 from . import _core
+from ._numpy_extra import _is_complex, _no_complex, _real_dtype, _NO_ORDER, _COMPLEX
 
 __all__ = [
     "pi", "e", "inf", "nan", "newaxis", "euler_gamma",
@@ -49,9 +50,26 @@ def _arr(x):
     return x if isinstance(x, _qb.Array) else _qb.asarray(x)
 
 
+_INEXACT = (_core.float32, _core.float64, _core.complex64, _core.complex128)
+
+
 def _float(x):
+    """x as an inexact array: float and complex dtypes kept, integers and bools as float64."""
     x = _arr(x)
-    return x if x.dtype in (_qb.float32, _qb.float64) else x.astype(_qb.float64)
+    return x if x.dtype in _INEXACT else x.astype(_qb.float64)
+
+
+def _real(name, x):
+    """x as a float array, TypeError for complex input (functions of real numbers only)."""
+    _no_complex(name, x)
+    return _float(x)
+
+
+def _common(*xs):
+    """The arrays in one dtype (the first complex one when any is complex, with its precision)."""
+    arrs = [_arr(x) for x in xs]
+    dtype = _qb.result_type(*[a.dtype for a in arrs]) if len(arrs) > 1 else arrs[0].dtype
+    return [a if a.dtype == dtype else a.astype(dtype) for a in arrs]
 
 
 def _int(v, name: str, what: str) -> int:
@@ -251,8 +269,8 @@ def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = Fa
     """|a - b| <= atol + rtol * |b| elementwise; infinities are close only to themselves and
     NaNs to nothing unless equal_nan."""
     a, b = _arr(a), _arr(b)
-    if a.dtype in (_qb.float32, _qb.float64) or b.dtype in (_qb.float32, _qb.float64):
-        fa, fb = (x if x.dtype in (_qb.float32, _qb.float64) else x.astype(_qb.float64) for x in (a, b))
+    if a.dtype in _INEXACT or b.dtype in _INEXACT:
+        fa, fb = (x if x.dtype in _INEXACT else x.astype(_qb.float64) for x in (a, b))
         finite = _qb.isfinite(fa) & _qb.isfinite(fb)
         close = _qb.abs(fa - fb) <= atol + rtol * _qb.abs(fb)
         out = _qb.where(finite, close, fa == fb)
@@ -273,7 +291,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
     if tuple(a1.shape) != tuple(a2.shape):
         return _qb.asarray(False)
     eq = a1 == a2
-    if equal_nan and (a1.dtype in (_qb.float32, _qb.float64) or a2.dtype in (_qb.float32, _qb.float64)):
+    if equal_nan and (a1.dtype in _INEXACT or a2.dtype in _INEXACT):
         eq = eq | (_qb.isnan(_float(a1)) & _qb.isnan(_float(a2)))
     return _qb.all(eq)
 
@@ -291,12 +309,14 @@ def array_equiv(a1, a2):
 def isneginf(x):
     """x == -inf elementwise."""
     x = _arr(x)
+    _no_complex("isneginf", x, hint="an infinite complex number has no sign; test qb.real(x) or qb.imag(x)")
     return _qb.isinf(x) & (x < 0)
 
 
 def isposinf(x):
     """x == +inf elementwise."""
     x = _arr(x)
+    _no_complex("isposinf", x, hint="an infinite complex number has no sign; test qb.real(x) or qb.imag(x)")
     return _qb.isinf(x) & (x > 0)
 
 
@@ -312,7 +332,7 @@ def isscalar(x) -> bool:
 
 def _nan_fill(x, value):
     x = _arr(x)
-    if x.dtype not in (_qb.float32, _qb.float64):
+    if x.dtype not in _INEXACT:
         return x
     return _qb.where(_qb.isnan(x), _qb.full_like(x, value), x)
 
@@ -333,6 +353,7 @@ def _all_nan(x, axis, keepdims):
 
 def nanmax(x, axis=None, keepdims: bool = False):
     """max ignoring NaNs; NaN where every element of the slice is NaN."""
+    _no_complex("nanmax", x, hint=_NO_ORDER)
     x = _arr(x)
     if x.dtype not in (_qb.float32, _qb.float64):
         return _qb.max(x, axis=axis, keepdims=keepdims)
@@ -342,6 +363,7 @@ def nanmax(x, axis=None, keepdims: bool = False):
 
 def nanmin(x, axis=None, keepdims: bool = False):
     """min ignoring NaNs; NaN where every element of the slice is NaN."""
+    _no_complex("nanmin", x, hint=_NO_ORDER)
     x = _arr(x)
     if x.dtype not in (_qb.float32, _qb.float64):
         return _qb.min(x, axis=axis, keepdims=keepdims)
@@ -350,8 +372,8 @@ def nanmin(x, axis=None, keepdims: bool = False):
 
 
 def _count(x, axis, keepdims):
-    x = _float(x)
-    return _qb.sum((~_qb.isnan(x)).astype(x.dtype), axis=axis, keepdims=keepdims)
+    x = _float(x)  # (a real count, also for complex x)
+    return _qb.sum((~_qb.isnan(x)).astype(_real_dtype(x.dtype)), axis=axis, keepdims=keepdims)
 
 
 def nanmean(x, axis=None, keepdims: bool = False):
@@ -365,7 +387,8 @@ def nanvar(x, axis=None, ddof: int = 0, keepdims: bool = False):
     x = _float(x)
     mean = nanmean(x, axis=axis, keepdims=True)
     dev = _nan_fill(x - mean, 0.0)
-    return _qb.sum(dev * dev, axis=axis, keepdims=keepdims) / (_count(x, axis, keepdims) - ddof)
+    sq = dev * dev if x.dtype not in _COMPLEX else _core._real(dev * _core._conj(dev))  # |dev|^2: a real var
+    return _qb.sum(sq, axis=axis, keepdims=keepdims) / (_count(x, axis, keepdims) - ddof)
 
 
 def nanstd(x, axis=None, ddof: int = 0, keepdims: bool = False):
@@ -375,6 +398,7 @@ def nanstd(x, axis=None, ddof: int = 0, keepdims: bool = False):
 
 def nanargmax(x, axis=None, keepdims: bool = False):
     """argmax ignoring NaNs (-1 for an all-NaN slice, as jax.numpy)."""
+    _no_complex("nanargmax", x, hint=_NO_ORDER)
     x = _arr(x)
     if x.dtype not in (_qb.float32, _qb.float64):
         return _qb.argmax(x, axis=axis, keepdims=keepdims)
@@ -384,6 +408,7 @@ def nanargmax(x, axis=None, keepdims: bool = False):
 
 def nanargmin(x, axis=None, keepdims: bool = False):
     """argmin ignoring NaNs (-1 for an all-NaN slice, as jax.numpy)."""
+    _no_complex("nanargmin", x, hint=_NO_ORDER)
     x = _arr(x)
     if x.dtype not in (_qb.float32, _qb.float64):
         return _qb.argmin(x, axis=axis, keepdims=keepdims)
@@ -411,7 +436,7 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
             return avg
         n = a.size if axis is None else math.prod(a.shape[i] for i in ([axis] if _isint(axis) else axis))
         return avg, _qb.full_like(avg, float(n))
-    w = _arr(weights).astype(a.dtype)
+    a, w = _common(a, _float(weights))
     if tuple(w.shape) != tuple(a.shape):
         if axis is None or not _isint(axis) or w.ndim != 1 or w.shape[0] != a.shape[axis]:
             raise ValueError(f"average: weights of shape {tuple(w.shape)} do not match a of shape {tuple(a.shape)} "
@@ -426,6 +451,7 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
 
 def ptp(x, axis=None, keepdims: bool = False):
     """max - min along axis."""
+    _no_complex("ptp", x, hint=_NO_ORDER)
     return _qb.max(x, axis=axis, keepdims=keepdims) - _qb.min(x, axis=axis, keepdims=keepdims)
 
 
@@ -442,6 +468,7 @@ _QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 def _quantile(x, q, axis, keepdims, method, ignore_nan, name):
     if method not in _QUANTILE_METHODS:
         raise ValueError(f"{name}: method={method!r} is not one of {', '.join(map(repr, _QUANTILE_METHODS))}")
+    _no_complex(name, x, q, hint=_NO_ORDER)
     x = _float(x)
     q = _arr(q).astype(x.dtype)
     if axis is None:
@@ -526,7 +553,9 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: Optional[int] 
         aweights=None):
     """The covariance matrix of the variables (rows, or columns with rowvar=False), with
     NumPy's frequency (fweights, integers) and reliability (aweights) weights of the
-    observations."""
+    observations. Complex variables give NumPy's Hermitian covariance (the second factor
+    conjugated)."""
+    _no_complex("cov", fweights, aweights, hint="the weights must be real")
     x = atleast_2d(_float(m))
     if not rowvar and x.shape[0] != 1:
         x = x.T
@@ -534,20 +563,21 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: Optional[int] 
         yy = atleast_2d(_float(y))
         if not rowvar and yy.shape[0] != 1:
             yy = yy.T
-        x = _qb.concatenate([x, yy.astype(x.dtype)], axis=0)
+        x, yy = _common(x, yy)
+        x = _qb.concatenate([x, yy], axis=0)
     n = x.shape[1]
     d = (0 if bias else 1) if ddof is None else ddof
     if fweights is None and aweights is None:
         xc = x - _qb.mean(x, axis=1, keepdims=True)
-        c = (xc @ xc.T) / float(n - d)
+        c = (xc @ _core._conj(xc).T) / float(n - d)
         return c.reshape(()) if c.shape == (1, 1) else c
-    w = _qb.ones((n,), dtype=x.dtype)
+    w = _qb.ones((n,), dtype=_real_dtype(x.dtype))
     for name, given in (("fweights", fweights), ("aweights", aweights)):
         if given is not None:
             g = _arr(given)
             if g.shape != (n,):
                 raise ValueError(f"cov: {name} must be 1-D with one weight per observation ({n}), got {tuple(g.shape)}")
-            w = w * g.astype(x.dtype)
+            w = w * g.astype(w.dtype)
     v1 = _qb.sum(w)
     avg = _qb.sum(x * w, axis=1, keepdims=True) / v1
     if d == 0:
@@ -555,9 +585,9 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: Optional[int] 
     elif aweights is None:
         norm = v1 - d
     else:
-        norm = v1 - d * _qb.sum(w * _arr(aweights).astype(x.dtype)) / v1
+        norm = v1 - d * _qb.sum(w * _arr(aweights).astype(w.dtype)) / v1
     xc = x - avg
-    c = ((xc * w) @ xc.T) / norm
+    c = ((xc * w) @ _core._conj(xc).T) / norm
     return c.reshape(()) if c.shape == (1, 1) else c
 
 
@@ -566,12 +596,16 @@ def corrcoef(x, y=None, rowvar: bool = True):
     c = cov(x, y, rowvar=rowvar)
     if c.ndim == 0:
         return c / c
-    d = _qb.sqrt(_qb.diagonal(c))
-    return _qb.clip(c / d[:, None] / d[None, :], -1.0, 1.0)
+    d = _qb.sqrt(_core._real(_qb.diagonal(c)))  # (real: the variances, also for complex variables)
+    r = c / d[:, None] / d[None, :]
+    if r.dtype in _COMPLEX:  # each part clipped to [-1, 1], as NumPy
+        return _core._complex(_qb.clip(_core._real(r), -1.0, 1.0), _qb.clip(_core._imag(r), -1.0, 1.0))
+    return _qb.clip(r, -1.0, 1.0)
 
 
 def digitize(x, bins, right: bool = False):
     """The index of the bin each x falls in, for increasing bins (NumPy's convention)."""
+    _no_complex("digitize", x, bins, hint=_NO_ORDER)
     return _qb.searchsorted(_arr(bins), _arr(x), side="left" if right else "right")
 
 
@@ -594,6 +628,7 @@ degrees = rad2deg
 def trunc(x):
     """x rounded toward zero."""
     x = _arr(x)
+    _no_complex("trunc", x)
     if x.dtype not in (_qb.float32, _qb.float64):
         return x
     return _qb.where(x < 0, _qb.ceil(x), _qb.floor(x))
@@ -603,18 +638,19 @@ fix = trunc
 
 
 def rint(x):
-    """x rounded to the nearest integer, halves to even."""
-    return _qb.round(_float(x))
+    """x rounded to the nearest integer, halves to even (complex: each part)."""
+    return round(_float(x))
 
 
 def fabs(x):
     """|x| as a float."""
-    return _qb.abs(_float(x))
+    return _qb.abs(_real("fabs", x))
 
 
 def fmax(a, b):
     """maximum that ignores a NaN operand (NaN only when both are)."""
     a, b = _arr(a), _arr(b)
+    _no_complex("fmax", a, b, hint=_NO_ORDER)
     if a.dtype not in (_qb.float32, _qb.float64) and b.dtype not in (_qb.float32, _qb.float64):
         return _qb.maximum(a, b)
     return _qb.where(_qb.isnan(a), b, _qb.where(_qb.isnan(b), a, _qb.maximum(a, b)))
@@ -623,6 +659,7 @@ def fmax(a, b):
 def fmin(a, b):
     """minimum that ignores a NaN operand (NaN only when both are)."""
     a, b = _arr(a), _arr(b)
+    _no_complex("fmin", a, b, hint=_NO_ORDER)
     if a.dtype not in (_qb.float32, _qb.float64) and b.dtype not in (_qb.float32, _qb.float64):
         return _qb.minimum(a, b)
     return _qb.where(_qb.isnan(a), b, _qb.where(_qb.isnan(b), a, _qb.minimum(a, b)))
@@ -631,10 +668,12 @@ def fmin(a, b):
 def round(x, decimals: int = 0):  # noqa: A001 (jax.numpy's name)
     """x rounded to `decimals` decimals, halves to even (as NumPy: by scaling with 10**decimals,
     so a decimal that binary cannot hold exactly rounds as NumPy's does); integers are
-    returned as they are for decimals >= 0."""
+    returned as they are for decimals >= 0; complex numbers have each part rounded."""
     import operator
     decimals = operator.index(decimals)
     x = _arr(x)
+    if x.dtype in _COMPLEX:
+        return _core._complex(round(_core._real(x), decimals), round(_core._imag(x), decimals))
     if x.dtype in (_qb.float32, _qb.float64):
         if decimals == 0:
             return _qb._core.round(x)
@@ -660,6 +699,7 @@ def signbit(x):
     """Whether x is negative, -0.0 included (a NaN counts as positive: without a bit cast
     its sign bit is not visible)."""
     x = _arr(x)
+    _no_complex("signbit", x, hint="a complex number has no sign bit; test qb.real(x) or qb.imag(x)")
     if x.dtype == _qb.bool_:
         return _qb.zeros_like(x, dtype=_qb.bool_)
     if x.dtype not in (_qb.float32, _qb.float64):
@@ -670,12 +710,14 @@ def signbit(x):
 
 def copysign(x1, x2):
     """|x1| with the sign of x2 (as a float; -0.0 counts as negative, as in NumPy)."""
+    _no_complex("copysign", x1, x2)
     x1, x2 = _float(x1), _arr(x2)
     return _qb.where(signbit(x2), -_qb.abs(x1), _qb.abs(x1))
 
 
 def heaviside(x1, x2):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0 (NaN stays NaN)."""
+    _no_complex("heaviside", x1, x2, hint=_NO_ORDER)
     x1 = _float(x1)
     x2 = _arr(x2).astype(x1.dtype)
     zero, one = _qb.zeros_like(x1), _qb.ones_like(x1)
@@ -684,7 +726,8 @@ def heaviside(x1, x2):
 
 
 def sinc(x):
-    """sin(pi x) / (pi x), 1 at 0 (its derivatives there too: the division is never 0 / 0)."""
+    """sin(pi x) / (pi x), 1 at 0 (its derivatives there too: the division is never 0 / 0);
+    complex x too."""
     x = _float(x)
     at_zero = x == 0
     safe = _qb.where(at_zero, _qb.ones_like(x), x) * math.pi
@@ -692,8 +735,10 @@ def sinc(x):
 
 
 def float_power(x, y):
-    """x ** y in float64."""
-    return _qb.power(_arr(x).astype(_qb.float64), _arr(y).astype(_qb.float64))
+    """x ** y in float64 (complex128 when either is complex, as NumPy)."""
+    x, y = _arr(x), _arr(y)
+    dtype = _qb.complex128 if _is_complex(x) or _is_complex(y) else _qb.float64
+    return _qb.power(x.astype(dtype), y.astype(dtype))
 
 
 def positive(x):
@@ -703,6 +748,7 @@ def positive(x):
 
 def logaddexp2(a, b):
     """log2(2**a + 2**b) without overflow."""
+    _no_complex("logaddexp2", a, b)
     a, b = _float(a), _float(b)
     ln2 = math.log(2.0)
     return _qb.logaddexp(a * ln2, b * ln2) / ln2
@@ -742,13 +788,36 @@ def empty_like(x, dtype=None, shape=None):
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10.0, dtype=None):
     """base ** linspace(start, stop, num)."""
     exponents = _qb.linspace(start, stop, num, endpoint=endpoint)
-    base = base if isinstance(base, (int, float)) else _float(base).astype(exponents.dtype)
+    if not isinstance(base, (int, float, complex)):
+        base = _float(base)
+        if base.dtype in _COMPLEX or exponents.dtype in _COMPLEX:  # complex: the wider of the two
+            exponents, base = _common(exponents, base)
+        else:
+            base = base.astype(exponents.dtype)
     out = _qb.power(base, exponents)
     return out if dtype is None else out.astype(dtype)
 
 
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None):
-    """num numbers spaced evenly on a log scale from start to stop (same sign, nonzero)."""
+    """num numbers spaced evenly on a log scale from start to stop (same sign, nonzero; for
+    complex ends, NumPy's path: the principal logarithm of stop / start's phase)."""
+    if _is_complex(start) or _is_complex(stop):
+        if isinstance(start, (int, float, complex)) and isinstance(stop, (int, float, complex)) and \
+                (start == 0 or stop == 0):
+            raise ValueError(f"geomspace: start and stop must be nonzero, got {start} and {stop}")
+        start_a, stop_a = _common(_float(start), _float(stop))
+        if start_a.dtype not in _COMPLEX:
+            start_a, stop_a = (v.astype(_qb.complex128) for v in (start_a, stop_a))
+        # As NumPy: rotated so that start is real and positive (by its phase, start / |start|),
+        # along the principal logarithm from there, and rotated back.
+        phase = _qb.sign(start_a)
+        out = phase * _qb.exp(_qb.linspace(_qb.log(_qb.abs(start_a).astype(start_a.dtype)),
+                                           _qb.log(stop_a / phase), num, endpoint=endpoint))
+        if num > 0:
+            out = out.at[0].set(start_a)
+            if endpoint and num > 1:
+                out = out.at[num - 1].set(stop_a)
+        return out if dtype is None else out.astype(dtype)
     if isinstance(start, (int, float)) and isinstance(stop, (int, float)):
         if start == 0 or stop == 0 or (start < 0) != (stop < 0):
             raise ValueError(f"geomspace: start and stop must be nonzero and of one sign, got {start} and {stop}")
@@ -835,7 +904,8 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
         _check_precision(precision, "vdot")
     if preferred_element_type is not None:
         return vdot(a, b).astype(preferred_element_type)
-    return _qb.sum(_arr(a).reshape(-1) * _arr(b).reshape(-1))
+    # NumPy's vdot conjugates its first argument (a no-op for real a).
+    return _qb.sum(_core._conj(_arr(a)).reshape(-1) * _arr(b).reshape(-1))
 
 
 def select(condlist, choicelist, default=0):
@@ -915,6 +985,8 @@ def _set_operation(name, values, keep, size, fill_value, numpy_fn, numpy_args):
                              f"pass the number to keep (extra slots take fill_value)")
         import numpy as np
         return _qb.asarray(numpy_fn(*[np.asarray(a) for a in numpy_args]))
+    _no_complex(name, values, hint="with size= (under jit) the sorted values need an order, which complex numbers "
+                "lack; call it eagerly without size=")
     size = _qb._indexing._check_size(size, name)
     n = values.shape[0]
     if n == 0:
@@ -986,8 +1058,9 @@ def _full_convolution(a, v):
 
 
 def convolve(a, v, mode: str = "full"):
-    """The discrete linear convolution of two 1-D arrays ('full', 'same' or 'valid')."""
-    a, v = _float(a), _float(v)
+    """The discrete linear convolution of two 1-D arrays ('full', 'same' or 'valid'; real or
+    complex)."""
+    a, v = _common(_float(a), _float(v))
     if a.ndim != 1 or v.ndim != 1:
         raise ValueError(f"convolve: needs 1-D arrays, got shapes {tuple(a.shape)} and {tuple(v.shape)}")
     if a.shape[0] == 0 or v.shape[0] == 0:
@@ -1007,13 +1080,15 @@ def convolve(a, v, mode: str = "full"):
 
 
 def correlate(a, v, mode: str = "valid"):
-    """The cross-correlation of two 1-D arrays (NumPy's definition, real inputs)."""
-    a, v = _float(a), _float(v)
+    """The cross-correlation of two 1-D arrays: c[k] = sum_n a[n + k] conj(v[n]) (NumPy's
+    definition, complex v conjugated)."""
+    a, v = _common(_float(a), _float(v))
     if a.ndim != 1 or v.ndim != 1:
         raise ValueError(f"correlate: needs 1-D arrays, got shapes {tuple(a.shape)} and {tuple(v.shape)}")
     if a.shape[0] < v.shape[0]:
-        return _qb.flip(correlate(v, a, mode), 0)
-    return convolve(a, _qb.flip(v, 0), mode)
+        # correlate(a, v) is the reverse of conj(correlate(v, a))
+        return _qb.flip(_core._conj(correlate(v, a, mode)), 0)
+    return convolve(a, _qb.flip(_core._conj(v), 0), mode)
 
 
 def polyfit(x, y, deg: int):
@@ -1023,6 +1098,7 @@ def polyfit(x, y, deg: int):
     deg = _int(deg, "polyfit", "deg")
     if deg < 0:
         raise ValueError(f"polyfit: deg must be >= 0, got {deg}")
+    _no_complex("polyfit", x, y, hint="fit the real and imaginary parts of y (qb.real(y), qb.imag(y)) separately")
     x, y = _float(x), _float(y)
     a = vander(x, deg + 1)
     scale = _qb.sqrt(_qb.sum(a * a, axis=0))  # column scaling, as NumPy does
@@ -1189,6 +1265,7 @@ def bincount(x, weights=None, minlength: int = 0, *, length: Optional[int] = Non
 def histogram(a, bins=10, range=None, weights=None, density: bool = False):  # noqa: A002 (NumPy's name)
     """(counts, bin_edges): bins equal-width bins over range (default: a's min and max) or the
     given increasing edges; the last bin includes its right edge, values outside are left out."""
+    _no_complex("histogram", a, bins, range, weights, hint=_NO_ORDER)
     a = _float(a).reshape(-1)
     if _isint(bins) and not isinstance(bins, bool):
         if bins <= 0:

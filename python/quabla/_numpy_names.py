@@ -9,14 +9,14 @@ import math
 import re
 
 from . import _core
-from ._numpy_extra import _axis
+from ._numpy_extra import _axis, _cast, _is_complex, _no_complex, _real_dtype, _NO_ORDER, _COMPLEX
 from ._package import qb
 
 __all__ = ["acos", "asin", "atan", "acosh", "asinh", "atanh", "atan2", "pow", "permute_dims", "unstack",
            "cumulative_sum", "cumulative_prod", "vecdot", "matvec", "vecmat", "divmod", "gcd", "lcm", "insert",
            "delete", "lexsort", "partition", "argpartition", "fill_diagonal", "mgrid", "ogrid", "r_", "c_", "ix_",
            "vectorize", "apply_along_axis", "apply_over_axes", "piecewise", "ediff1d", "modf", "ldexp", "frexp",
-           "nextafter", "spacing", "bitwise_count", "linspace", "reshape", "full_like", "block", "isdtype"]
+           "nextafter", "spacing", "bitwise_count", "linspace", "reshape", "full_like", "full", "nan_to_num", "block", "isdtype"]
 
 acos, asin, atan = _core.arccos, _core.arcsin, _core.arctan
 acosh, asinh, atanh = _core.arccosh, _core.arcsinh, _core.arctanh
@@ -39,8 +39,9 @@ def _isint(v) -> bool:
         getattr(v, "dtype", None) in (_core.int32, _core.int64)
 
 
-def _float_of(x):
+def _float_of(x, name):
     x = qb.asarray(x)
+    _no_complex(name, x)
     return x if x.dtype in (_core.float32, _core.float64) else x.astype(qb.default_dtype())
 
 
@@ -87,8 +88,9 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = Fals
 
 
 def vecdot(x1, x2, /, *, axis: int = -1):
-    """sum(x1 * x2) along axis, broadcasting the other axes."""
-    return qb.sum(qb.asarray(x1) * qb.asarray(x2), axis=axis)
+    """sum(conj(x1) * x2) along axis, broadcasting the other axes (x1 conjugated, as the
+    array API's vecdot; a no-op for real x1)."""
+    return qb.sum(_core._conj(qb.asarray(x1)) * qb.asarray(x2), axis=axis)
 
 
 def matvec(x1, x2, /):
@@ -97,12 +99,14 @@ def matvec(x1, x2, /):
 
 
 def vecmat(x1, x2, /):
-    """Vector-matrix products over broadcast batches: x1 (..., m), x2 (..., m, n)."""
-    return qb.einsum("...i,...ij->...j", x1, x2)
+    """Vector-matrix products over broadcast batches: x1 (..., m), x2 (..., m, n); x1 is
+    conjugated (as jax.numpy.vecmat; a no-op for real x1)."""
+    return qb.einsum("...i,...ij->...j", _core._conj(qb.asarray(x1)), x2)
 
 
 def divmod(x1, x2, /):  # noqa: A001 (NumPy's name)
     """(floor_divide(x1, x2), remainder(x1, x2))."""
+    _no_complex("divmod", x1, x2, hint="floor division needs an order, which complex numbers lack")
     return qb.floor_divide(x1, x2), qb.remainder(x1, x2)
 
 
@@ -186,7 +190,7 @@ def insert(arr, obj, values, axis=None):
     axis = _axis(axis, a.ndim, "insert")
     n = a.shape[axis]
     idx = _static_indices(obj, n + 1, "insert")
-    v = qb.asarray(values).astype(a.dtype)
+    v = _cast("insert", qb.asarray(values), a.dtype)
     shape = list(a.shape)
     if isinstance(idx, int):
         if not -n <= idx <= n:
@@ -254,11 +258,13 @@ def _checked_kth(a, kth, axis, name):
 def partition(a, kth, axis: int = -1):
     """a rearranged so that the kth entry along axis is where sorting puts it, smaller ones
     before and larger ones after (here: sorted, which satisfies that)."""
+    _no_complex("partition", a, hint=_NO_ORDER)
     return qb.sort(_checked_kth(a, kth, axis, "partition"), axis=axis)
 
 
 def argpartition(a, kth, axis: int = -1):
     """Indices that partition a at kth (here: the sorting indices, which do)."""
+    _no_complex("argpartition", a, hint=_NO_ORDER)
     return qb.argsort(_checked_kth(a, kth, axis, "argpartition"), axis=axis, stable=True)
 
 
@@ -280,7 +286,7 @@ def fill_diagonal(a, val, wrap: bool = False, *, inplace: bool = True):
         step = 1 + sum(math.prod(a.shape[:i]) for i in range(1, a.ndim))
         end = a.size
     positions = list(range(0, end, step))
-    v = qb.asarray(val).astype(a.dtype).reshape(-1)
+    v = _cast("fill_diagonal", qb.asarray(val), a.dtype).reshape(-1)
     reps = -(-len(positions) // v.shape[0])
     values = qb.tile(v, reps)[:len(positions)]
     flat = a.reshape(-1).at[qb.asarray(positions, dtype=_core.int64)].set(values)
@@ -484,7 +490,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
 
     def value(f):
         v = f(x, *args, **kw) if callable(f) else f
-        return qb.broadcast_to(qb.asarray(v).astype(x.dtype), tuple(x.shape))
+        return qb.broadcast_to(_cast("piecewise", qb.asarray(v), x.dtype, "function values"), tuple(x.shape))
     out = value(funcs[-1]) if len(funcs) == len(conds) + 1 else qb.zeros_like(x)
     for c, f in zip(conds, funcs):
         out = qb.where(c, value(f), out)
@@ -530,7 +536,8 @@ def isdtype(dtype, kind):
         return any(isdtype(d, k) for k in kind)
     groups = {"bool": (_core.bool_,), "signed integer": (_core.int32, _core.int64), "unsigned integer": (),
               "integral": (_core.int32, _core.int64), "real floating": (_core.float32, _core.float64),
-              "complex floating": (), "numeric": (_core.int32, _core.int64, _core.float32, _core.float64)}
+              "complex floating": _COMPLEX,
+              "numeric": (_core.int32, _core.int64, _core.float32, _core.float64) + _COMPLEX}
     if isinstance(kind, str):
         if kind not in groups:
             raise ValueError(f"isdtype: unknown kind {kind!r}; one of {sorted(groups)}")
@@ -541,10 +548,10 @@ def isdtype(dtype, kind):
 def ediff1d(ary, to_end=None, to_begin=None):
     """The differences of the flattened array, with to_begin and to_end attached."""
     a = qb.asarray(ary).reshape(-1)
-    parts = [] if to_begin is None else [qb.asarray(to_begin).astype(a.dtype).reshape(-1)]
+    parts = [] if to_begin is None else [_cast("ediff1d", qb.asarray(to_begin), a.dtype, "to_begin").reshape(-1)]
     parts.append(a[1:] - a[:-1])
     if to_end is not None:
-        parts.append(qb.asarray(to_end).astype(a.dtype).reshape(-1))
+        parts.append(_cast("ediff1d", qb.asarray(to_end), a.dtype, "to_end").reshape(-1))
     return qb.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
@@ -552,7 +559,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
 
 def modf(x, /):
     """(fractional part, integral part), both with x's sign (modf(inf) = (0, inf))."""
-    x = _float_of(x)
+    x = _float_of(x, "modf")
     whole = qb.trunc(x)
     frac = qb.where(qb.isinf(x), qb.copysign(qb.zeros_like(x), x), x - whole)
     return frac, whole
@@ -560,7 +567,7 @@ def modf(x, /):
 
 def ldexp(x1, x2, /):
     """x1 * 2**x2 (x2 an integer), without overflowing in the power for large |x2|."""
-    x1 = _float_of(x1)
+    x1 = _float_of(x1, "ldexp")
     n = qb.asarray(x2)
     if n.dtype not in (_core.int32, _core.int64):
         raise TypeError(f"ldexp: the exponent must be an integer array, got {n.dtype}")
@@ -579,7 +586,7 @@ def ldexp(x1, x2, /):
 def frexp(x, /):
     """(mantissa, exponent) with x = mantissa * 2**exponent and 0.5 <= |mantissa| < 1
     ((0, 0) for 0; inf and NaN keep their value with exponent 0)."""
-    x = _float_of(x)
+    x = _float_of(x, "frexp")
     finite = qb.isfinite(x) & (x != 0)
     ax = qb.where(finite, qb.abs(x), qb.ones_like(x))
     e = (qb.floor(qb.log2(ax)) + 1.0).astype(_core.int32)
@@ -599,7 +606,7 @@ def common_float(*args):
     implicitly, so compositions cast their operands to this first."""
     kinds = set()
     for a in args:
-        if isinstance(a, (bool, int, float)) or a is None:
+        if isinstance(a, (bool, int, float, complex)) or a is None:
             continue
         d = getattr(a, "dtype", None)
         if d is None:
@@ -610,11 +617,21 @@ def common_float(*args):
             except Exception:
                 continue
         kinds.add(d)
+    kinds = {_real_dtype(k) for k in kinds}  # complex64 counts as float32, complex128 as float64
     if _core.float64 in kinds:
         return _core.float64
     if _core.float32 in kinds:
         return _core.float32
     return qb.default_dtype()
+
+
+def common_inexact(*args):
+    """common_float, or the complex dtype of its precision when an argument is complex
+    (jax.numpy's promote_dtypes_inexact)."""
+    d = common_float(*args)
+    if any(_is_complex(a) for a in args):
+        return _core.complex64 if d == _core.float32 else _core.complex128
+    return d
 
 
 def _float_constants(dtype):
@@ -625,6 +642,7 @@ def _float_constants(dtype):
 
 def nextafter(x1, x2, /):
     """The next float after x1 in the direction of x2 (x2 itself when they are equal)."""
+    _no_complex("nextafter", x1, x2)
     dtype = common_float(x1, x2)
     x, y = qb.asarray(x1).astype(dtype), qb.asarray(x2).astype(dtype)
     shape = tuple(qb.broadcast_shapes(tuple(x.shape), tuple(y.shape)))
@@ -646,7 +664,7 @@ def nextafter(x1, x2, /):
 
 def spacing(x, /):
     """The distance from x to the next float away from zero (NumPy's spacing)."""
-    x = _float_of(x)
+    x = _float_of(x, "spacing")
     return nextafter(x, qb.where(x < 0, qb.full_like(x, -math.inf), qb.full_like(x, math.inf))) - x
 
 
@@ -664,13 +682,17 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     values, as NumPy."""
     out_dtype = None if dtype is None else _core.zeros((), dtype).dtype
     integer = out_dtype in (_core.int32, _core.int64)
+    complex_ends = _is_complex(start) or _is_complex(stop)
+    if complex_ends and out_dtype is not None and out_dtype not in _COMPLEX:
+        raise TypeError(f"linspace: complex start or stop with dtype={out_dtype.name} would lose the imaginary "
+                        f"part; pass a complex dtype (qb.complex128) or real ends")
     scalar = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, stop))
     if scalar and not retstep and axis == 0 and not integer and _isint(num):
         return _core.linspace(start, stop, int(num), endpoint=endpoint, dtype=dtype)
     if not _isint(num) or int(num) < 0:
         raise ValueError(f"linspace: num must be a non-negative int, got {num!r}")
     num = int(num)
-    calc = common_float(start, stop) if out_dtype is None or integer else out_dtype
+    calc = common_inexact(start, stop) if out_dtype is None or integer else out_dtype
     if out_dtype is None:
         out_dtype = calc
     lo, hi = qb.asarray(start).astype(calc), qb.asarray(stop).astype(calc)
@@ -678,7 +700,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     lo, hi = qb.broadcast_to(lo, shape), qb.broadcast_to(hi, shape)
     div = (num - 1) if endpoint else num
     step = (hi - lo) / div if div > 0 else qb.full_like(lo, math.nan)
-    t = qb.arange(num, dtype=calc).reshape((num,) + (1,) * len(shape))
+    t = qb.arange(num, dtype=_real_dtype(calc)).reshape((num,) + (1,) * len(shape))
     values = lo + t * (hi - lo) / div if div > 0 else qb.broadcast_to(lo, (num,) + shape)
     if endpoint and num > 1:
         values = qb.concatenate([values[:-1], hi[None]], axis=0)
@@ -707,8 +729,41 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-    """An array like a (its shape unless shape is given, its dtype unless dtype is) of fill_value."""
-    if shape is None:
+    """An array like a (its shape unless shape is given, its dtype unless dtype is) of
+    fill_value (a complex one needs a complex dtype: a or dtype)."""
+    if shape is None and not _is_complex(fill_value):
         return _core.full_like(a, fill_value, dtype)
     a = qb.asarray(a)
-    return qb.full((shape,) if _isint(shape) else tuple(shape), fill_value, dtype=a.dtype if dtype is None else dtype)
+    shape = tuple(a.shape) if shape is None else (shape,) if _isint(shape) else tuple(shape)
+    return full(shape, fill_value, dtype=a.dtype if dtype is None else dtype, _name="full_like")
+
+
+def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None):
+    """x with NaN replaced by nan and infinities by posinf / neginf (default: the dtype's
+    largest and smallest finite values): the core's nan_to_num, and for complex x applied to
+    the real and imaginary parts alike (as NumPy and jax.numpy)."""
+    x = x if isinstance(x, _core.Array) else qb.asarray(x)
+    for name, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if _is_complex(v):
+            raise TypeError(f"nan_to_num: {name} must be a real number (it replaces each part of a complex "
+                            f"number alike), got {v!r}")
+    kw = {k: v for k, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)) if v is not None}
+    if x.dtype not in _COMPLEX:
+        return _core.nan_to_num(x, **kw)
+    return _core._complex(_core.nan_to_num(_core._real(x), **kw), _core.nan_to_num(_core._imag(x), **kw))
+
+
+def full(shape, fill_value, dtype=None, *, _name="full"):
+    """An array of shape filled with fill_value (the core's full, and complex fill values:
+    their dtype, or a complex dtype given; a real dtype for a complex value raises)."""
+    if not _is_complex(fill_value):
+        return _core.full(shape, fill_value, dtype=dtype)
+    v = qb.asarray(fill_value)
+    d = v.dtype if dtype is None else _core.zeros((), dtype).dtype
+    if d not in _COMPLEX:
+        raise TypeError(f"{_name}: the fill value {fill_value!r} is complex but the dtype is {d.name}, which would "
+                        f"lose its imaginary part; pass a complex dtype (dtype=qb.complex128)")
+    part = _real_dtype(d)
+    re = _core.full(shape, _core._real(v).astype(part), dtype=part)
+    im = _core.full(shape, _core._imag(v).astype(part), dtype=part)
+    return _core._complex(re, im)

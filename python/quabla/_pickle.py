@@ -16,7 +16,7 @@ __all__ = []
 
 
 def _dtype_named(name: str):
-    for d in (_core.float32, _core.float64, _core.bool_, _core.int32, _core.int64):
+    for d in (_core.float32, _core.float64, _core.bool_, _core.int32, _core.int64, _core.complex64, _core.complex128):
         if d.name == name:
             return d
     raise ValueError(f"quabla: cannot unpickle an array of dtype {name!r}: this Quabla has no such dtype")
@@ -26,6 +26,10 @@ def _rebuild_array(dtype_name: str, shape: tuple, data: bytes):
     dt = _dtype_named(dtype_name)
     if 0 in shape:
         return _core.zeros(shape, dtype=dt)
+    if dt in (_core.complex64, _core.complex128):  # memoryview cannot cast to "Zf"/"Zd": the parts
+        part = _core.float32 if dt == _core.complex64 else _core.float64
+        pairs = _core.array(memoryview(data).cast(memoryview(_core.zeros((1,), dtype=part)).format, shape + (2,)))
+        return _core._complex(pairs[..., 0], pairs[..., 1])
     view = memoryview(data).cast(memoryview(_core.zeros((1,), dtype=dt)).format, shape)
     out = _core.array(view)
     return out if out.dtype == dt else out.astype(dt)

@@ -10,7 +10,8 @@ _PLAIN = {"amax": "max", "amin": "min"}
 
 
 def _combine(name, result, initial):
-    initial = _core.asarray(initial).astype(result.dtype)
+    from ._numpy_extra import _cast
+    initial = _cast(name, _core.asarray(initial), result.dtype, "initial=")
     if name == "sum":
         return result + initial
     if name == "prod":
@@ -56,16 +57,18 @@ def _moments(name, x, axis, keepdims, where, ddof):
         if name == "mean":
             return _core.mean(x, axis=axis, keepdims=keepdims)
         return getattr(_core, name)(x, axis=axis, ddof=ddof, keepdims=keepdims)
-    if x.dtype not in (_core.float32, _core.float64):
+    from ._numpy_extra import _COMPLEX, _real_dtype
+    if x.dtype not in (_core.float32, _core.float64) and x.dtype not in _COMPLEX:
         x = x.astype(_core.float64 if _core.default_dtype() == _core.float64 else _core.float32)
     w = _mask(where, x, name)
     zero = _core.zeros_like(x)
-    count = _core.sum(w.astype(x.dtype), axis=axis, keepdims=True)
+    count = _core.sum(w.astype(_real_dtype(x.dtype)), axis=axis, keepdims=True)
     mean = _core.sum(_core.where(w, x, zero), axis=axis, keepdims=True) / count
     if name == "mean":
         return mean if keepdims else _squeeze(mean, axis, x.ndim)
     dev = _core.where(w, x - mean, zero)
-    var = _core.sum(dev * dev, axis=axis, keepdims=True) / (count - ddof)
+    sq = _core._real(dev * _core._conj(dev)) if x.dtype in _COMPLEX else dev * dev  # |dev|^2: var is real
+    var = _core.sum(sq, axis=axis, keepdims=True) / (count - ddof)
     out = _core.sqrt(var) if name == "std" else var
     return out if keepdims else _squeeze(out, axis, x.ndim)
 

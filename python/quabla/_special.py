@@ -21,6 +21,7 @@ import math
 from fractions import Fraction
 
 from . import _core
+from ._numpy_extra import _reject_complex
 from ._indexing import take as _take
 
 __all__ = ["gammaln", "lgamma", "gamma", "digamma", "polygamma", "betaln", "beta", "erfinv", "erf_inv", "erfcinv",
@@ -37,6 +38,7 @@ def _float(x):
     x = _core.asarray(x)
     if x.dtype in (_core.float32, _core.float64):
         return x
+    _reject_complex(x)  # (these functions are of real arguments only: never a dropped imaginary part)
     return x.astype(_core.float64 if _core.zeros(()).dtype == _core.float64 else _core.float32)
 
 

@@ -29,6 +29,7 @@ import operator
 from fractions import Fraction
 
 from . import _core
+from ._numpy_extra import _reject_complex
 from ._custom import custom_jvp
 from ._package import qb as _qb
 from ._special import _sinpi_cospi, digamma, gammaln
@@ -77,6 +78,7 @@ def _promote(*xs, upcast: bool = True):
     for x in xs:
         weak = isinstance(x, (int, float)) and not isinstance(x, bool)
         a = _qb.asarray(x)
+        _reject_complex(a)  # (functions of real arguments only: never a dropped imaginary part)
         arrs.append(a)
         if not weak and a.dtype in (_F32, _F64):
             floats.append(a.dtype)

@@ -19,6 +19,7 @@ import math
 
 from . import _core
 from ._package import qb as _qb
+from ._numpy_extra import _reject_complex
 from ._special import betaln, gammaln
 
 __all__ = ["gammainc", "gammaincc", "betainc", "i0", "i0e", "i1", "i1e"]
@@ -29,6 +30,7 @@ _TINY = 1e-300
 
 def _as_f64(*xs):
     arrs = [_qb.asarray(x) for x in xs]
+    _reject_complex(*arrs)  # (functions of real arguments only: never a dropped imaginary part)
     # Python numbers are weak (they take the arrays' dtype), as in arithmetic.
     floats = [a.dtype for a, x in zip(arrs, xs)
               if a.dtype in (_core.float32, _core.float64) and not isinstance(x, (int, float))]

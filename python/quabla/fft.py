@@ -36,6 +36,13 @@ def _axis(axis, ndim, fname):
     return axis % ndim
 
 
+def _first(x, n, axis):
+    """The first n entries along axis (a static slice)."""
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(0, n)
+    return x[tuple(index)]
+
+
 def _resize(x, n, axis, fname):
     """x cropped or zero-padded to n entries along axis (numpy.fft's n)."""
     qb = _qb()
@@ -47,7 +54,7 @@ def _resize(x, n, axis, fname):
     if n == m:
         return x
     if n < m:
-        return qb.take(x, qb.arange(n), axis=axis)
+        return _first(x, n, axis)
     pad = [(0, 0)] * x.ndim
     pad[axis] = (0, n - m)
     return qb.pad(x, pad)
@@ -100,13 +107,12 @@ def _real_input(a, fname):
 
 def rfft(a, n: Optional[int] = None, axis: int = -1, norm: Optional[str] = None):
     """The transform of a real array: the n // 2 + 1 non-negative frequencies (numpy.fft.rfft)."""
-    qb = _qb()
     x = _real_input(a, "rfft")
     if x.ndim == 0:
         raise ValueError("rfft: needs an array of at least one dimension, got a scalar")
     axis = _axis(axis, x.ndim, "rfft")
     y = _transform(x, n, axis, norm, False, "rfft")
-    return qb.take(y, qb.arange(y.shape[axis] // 2 + 1), axis=axis)
+    return _first(y, y.shape[axis] // 2 + 1, axis)
 
 
 def irfft(a, n: Optional[int] = None, axis: int = -1, norm: Optional[str] = None):
@@ -128,7 +134,7 @@ def irfft(a, n: Optional[int] = None, axis: int = -1, norm: Optional[str] = None
     x = qb.moveaxis(x, axis, -1)
     if x.dtype not in _COMPLEX:
         x = _core._complex(x, qb.zeros_like(x))
-    tail = qb.flip(qb.conj(qb.take(x, qb.arange(1, n - n // 2), axis=-1)), axis=-1)
+    tail = qb.flip(qb.conj(x[..., 1:n - n // 2]), axis=-1)
     full = qb.concatenate([x, tail], axis=-1)
     y = qb.real(_core._fft_last(full, True))
     y = _scale(y, n, norm, True)

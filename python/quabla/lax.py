@@ -72,7 +72,10 @@ def switch(index, branches: Sequence[Callable], *operands):
         raise ValueError("switch: needs at least one branch")
     if len(branches) == 1:
         return branches[0](*operands)
-    idx = _qb.clip(_qb.asarray(index).astype(_qb.int32), 0, len(branches) - 1)
+    index = _qb.asarray(index)
+    if index.dtype in (_qb.complex64, _qb.complex128):
+        raise TypeError(f"switch: the branch index must be an integer, got {index.dtype.name}")
+    idx = _qb.clip(index.astype(_qb.int32), 0, len(branches) - 1)
 
     def pick(lo: int, hi: int):  # branches[lo:hi] by bisection
         if hi - lo == 1:

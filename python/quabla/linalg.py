@@ -12,6 +12,7 @@ from typing import NamedTuple, Sequence
 from . import _core
 from ._package import qb as _qb
 from ._indexing import argsort as _argsort, take_along_axis as _take_along_axis
+from ._numpy_extra import _is_complex, _COMPLEX
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eigh", "eigvalsh", "expm", "inv", "lstsq", "lu",
            "lu_factor", "lu_solve", "matrix_power",
@@ -46,10 +47,23 @@ def _arr(x):
     return x if isinstance(x, _core.Array) else _core.asarray(x)
 
 
-def _float(x, like=None):
+def _no_complex(fname, *xs):
+    """TypeError for complex matrices in the functions that have no complex kernel yet (never
+    a silently dropped imaginary part)."""
+    for x in xs:
+        if _is_complex(x):
+            raise TypeError(f"complex matrices are not supported by qb.linalg.{fname} yet (got "
+                            f"{getattr(getattr(x, 'dtype', None), 'name', 'complex')}); its kernels are real: "
+                            f"for a real problem pass the real matrix (qb.real(a) when the imaginary part is zero)")
+
+
+def _float(x, like=None, fname=None):
     """x as an array of a float dtype: integers and bools become like's float dtype or the
-    default one (as jax.numpy.linalg promotes them)."""
+    default one (as jax.numpy.linalg promotes them); complex input raises TypeError naming
+    fname."""
     x = _arr(x)
+    if x.dtype in _COMPLEX:
+        _no_complex(fname or "(a real-only function)", x)
     if x.dtype in (_core.float32, _core.float64):
         return x
     if like is not None and like.dtype in (_core.float32, _core.float64):
@@ -64,7 +78,7 @@ def _mT(x):
 
 
 def _square(fname, a, promote: bool = True):
-    a = _float(a) if promote else _arr(a)
+    a = _float(a, fname=fname) if promote else _arr(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"{fname}: expected a square matrix or a stack of them [..., n, n], got shape {list(a.shape)}")
     return a
@@ -73,7 +87,7 @@ def _square(fname, a, promote: bool = True):
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     """The Cholesky factor L (A = L L^T; with upper=True, U = L^T). The input is symmetrized
     ((A + A^T) / 2) first, as jnp.linalg.cholesky does; NaN where A is not positive definite."""
-    a = _float(a)
+    a = _float(a, fname="cholesky")
     if symmetrize_input and a.ndim >= 2 and a.dtype in (_core.float32, _core.float64):
         a = (a + _mT(a)) * 0.5
     l = _core.linalg_cholesky(a)
@@ -90,6 +104,7 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
         t = True
     else:
         raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
+    _no_complex("solve_triangular", a, b)
     a = _float(a)
     return _core.linalg_triangular_solve(a, _float(b, a), bool(lower), t, bool(unit_diagonal))
 
@@ -97,13 +112,14 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
 def solve(a, b):
     """x with a x = b (LU with partial pivoting). b is [..., n, k], or [n] for one vector
     (NumPy 2's rule); batch axes broadcast."""
+    _no_complex("solve", a, b)
     a = _float(a)
     return _core.linalg_solve(a, _float(b, a))
 
 
 def slogdet(a) -> SlogdetResult:
     """(sign, log|det a|) of each matrix; (0, -inf) for a singular one."""
-    r = _core.linalg_slogdet(_float(a))
+    r = _core.linalg_slogdet(_float(a, fname="slogdet"))
     return SlogdetResult(r[..., 0], r[..., 1])
 
 
@@ -125,6 +141,7 @@ def eigh(a, UPLO=None, symmetrize_input: bool = True) -> EighResult:
 
 def eigvalsh(a, UPLO="L", *, symmetrize_input: bool = True):
     """The eigenvalues of each symmetric matrix, ascending."""
+    _no_complex("eigvalsh", a)
     return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
@@ -132,7 +149,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     """SVDResult(U, S, Vh) with A = U diag(S) Vh, S descending (numpy.linalg.svd); only S
     when compute_uv=False. Derivatives as JAX's rule (full_matrices=True has one only for
     square matrices, where it is the reduced SVD)."""
-    a = _float(a)
+    a = _float(a, fname="svd")
     if a.ndim < 2:
         raise ValueError(f"svd: expected a matrix or a stack of them [..., m, n], got shape {list(a.shape)}")
     m, n = a.shape[-2], a.shape[-1]
@@ -151,7 +168,7 @@ def qr(a, mode: str = "reduced"):
     """QRResult(Q, R) with A = Q R (numpy.linalg.qr): mode 'reduced' (Q m x k, R k x n),
     'complete' (Q m x m, R m x n) or 'r' (R alone). Derivatives for the reduced QR of a
     matrix with m >= n, as in JAX."""
-    a = _float(a)
+    a = _float(a, fname="qr")
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     if a.ndim < 2:
@@ -166,6 +183,7 @@ def qr(a, mode: str = "reduced"):
 
 def svdvals(a):
     """The singular values, descending."""
+    _no_complex("svdvals", a)
     return svd(a, compute_uv=False)
 
 
@@ -183,7 +201,7 @@ def _inverse_above(s, cut):
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     """The Moore-Penrose pseudo-inverse through the SVD: singular values at or below
     rtol * max(s) (default max(m, n) * eps, as JAX) count as zero."""
-    a = _float(a)
+    a = _float(a, fname="pinv")
     if rcond is not None:
         rtol = rcond
     u, s, vh = svd(a, full_matrices=False)
@@ -196,6 +214,7 @@ def lstsq(a, b, rcond=None):
     """(x, residuals, rank, s) minimising ||a x - b|| (numpy.linalg.lstsq), through the SVD;
     residuals are the squared norms of b - a x when a has full column rank and more rows
     than columns, else empty."""
+    _no_complex("lstsq", a, b)
     a = _float(a)
     b = _float(b, a)
     if a.ndim != 2:
@@ -223,7 +242,7 @@ def lstsq(a, b, rcond=None):
 
 def matrix_rank(M, rtol=None, hermitian: bool = False, *, tol=None):
     """The number of singular values above tol (default: rtol * max(s), rtol = max(m, n) * eps)."""
-    M = _float(M)
+    M = _float(M, fname="matrix_rank")
     if M.ndim < 2:
         return _core.any(M != 0).astype(_core.int32)
     s = svdvals(M)
@@ -234,7 +253,7 @@ def matrix_rank(M, rtol=None, hermitian: bool = False, *, tol=None):
 def cond(x, p=None):
     """The condition number in the norm p (None or 2: s_max / s_min; -2: s_min / s_max;
     'fro', 1, -1, inf, -inf: norm(x) * norm(inv(x)))."""
-    x = _float(x)
+    x = _float(x, fname="cond")
     if p is None or p in (2, -2):
         s = svdvals(x)
         r = s[..., 0] / s[..., -1]
@@ -286,6 +305,7 @@ def _lu_parts(a):
 def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
     """(lu, piv) as scipy.linalg.lu_factor: L (unit diagonal, not stored) and U in one
     matrix, and the 0-based row interchanges (row i was swapped with row piv[i])."""
+    _no_complex("lu_factor", a)
     _, piv, lu_ = _lu_parts(a)
     return lu_, piv
 
@@ -314,6 +334,7 @@ def _perm_from_pivots(piv):
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b: bool = False, check_finite: bool = True):
     """x with a x = b (trans 0) or a^T x = b (trans 1 or 2) from lu_factor's (lu, piv)."""
     lu_, piv = lu_and_piv
+    _no_complex("lu_solve", lu_, b)
     lu_, piv, b = _arr(lu_), _arr(piv), _arr(b)
     perm = _perm_from_pivots(piv)
     vec = b.ndim == lu_.ndim - 1
@@ -350,6 +371,7 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
 
 def det(a):
     """The determinant, sign * exp(log|det|) (from the LU factorization)."""
+    _no_complex("det", a)
     s, l = slogdet(a)
     return s * _core.exp(l)
 
@@ -371,6 +393,7 @@ def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: 
 def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = True):
     """x with A x = b from cho_factor's (c, lower)."""
     c, lower = c_and_lower
+    _no_complex("cho_solve", c, b)
     if lower:
         y = _core.linalg_triangular_solve(c, b, True, False, False)
         return _core.linalg_triangular_solve(c, y, True, True, False)
@@ -390,6 +413,7 @@ def matrix_power(a, n: int):
     if n == 0:
         return _core.broadcast_to(_core.eye(a.shape[-1], dtype=a.dtype), a.shape)
     if n < 0:
+        _no_complex("matrix_power (of a negative power)", a)
         a, n = inv(a), -n
     result = None
     base = a
@@ -463,8 +487,14 @@ def _norm_min(a, axis, keepdims, ord):
 def norm(x, ord=None, axis=None, keepdims: bool = False):
     """Vector and matrix norms as numpy.linalg.norm: vector ord None/2, inf, -inf, 0, other
     p; matrix ord None/'fro', 1, -1, inf, -inf, 2, -2 and 'nuc' (the last three through the
-    SVD)."""
+    SVD). Complex x: the norms of |x|, except 2, -2 and 'nuc' for matrices (which need the
+    singular values of a complex matrix: TypeError)."""
     x = _arr(x)
+    if x.dtype in _COMPLEX:
+        if ord in (2, -2, "nuc") and (axis is None and x.ndim == 2 or not isinstance(axis, int) and axis is not None
+                                      and len(axis) == 2):
+            _no_complex(f"norm(ord={ord!r}) of a matrix", x)
+        x = _core.abs(x)
     if x.dtype not in (_core.float32, _core.float64):
         x = x.astype(_core.default_dtype())
     if axis is None:
@@ -596,12 +626,13 @@ def tensordot(x1, x2, /, *, axes=2):
 
 
 def vecdot(x1, x2, /, *, axis: int = -1):
-    """sum(x1 * x2) along axis (broadcast)."""
-    return _core.sum(_arr(x1) * _arr(x2), axis=axis)
+    """sum(conj(x1) * x2) along axis (broadcast; x1 conjugated, as the array API's vecdot)."""
+    return _core.sum(_core._conj(_arr(x1)) * _arr(x2), axis=axis)
 
 
 def tensorsolve(a, b, axes=None):
     """x with tensordot(a, x, x.ndim) = b (numpy.linalg.tensorsolve)."""
+    _no_complex("tensorsolve", a, b)
     a, b = _arr(a), _arr(b)
     if axes is not None:
         axes = [ax % a.ndim for ax in ((axes,) if isinstance(axes, int) else axes)]
@@ -622,6 +653,7 @@ def tensorsolve(a, b, axes=None):
 
 def tensorinv(a, ind: int = 2):
     """The inverse of a with respect to tensordot over its first ind axes."""
+    _no_complex("tensorinv", a)
     a = _arr(a)
     if ind <= 0:
         raise ValueError(f"linalg.tensorinv: ind must be positive, got {ind}")

@@ -520,7 +520,13 @@ def _above_minus_one(d) -> float:
 
 
 def normal(k, shape=(), dtype=None):
-    """Standard normal samples: sqrt(2) erfinv(u), u uniform in (-1, 1), as JAX."""
+    """Standard normal samples: sqrt(2) erfinv(u), u uniform in (-1, 1), as JAX. A complex
+    dtype gives (re + i im) / sqrt(2) from two independent real draws (split keys), as JAX."""
+    if dtype is not None and qb.dtype(dtype) in (_core.complex64, _core.complex128):
+        part = _core.float32 if qb.dtype(dtype) == _core.complex64 else _core.float64
+        k_re, k_im = split(k)
+        sqrt2 = math.sqrt(2.0)
+        return _core._complex(normal(k_re, shape, part) / sqrt2, normal(k_im, shape, part) / sqrt2)
     key_, _ = _key_arg(k, "normal")
     shape = _shape(shape)
     if key_._concrete_words() is not None:

@@ -564,6 +564,14 @@ def test_device_put_round_trip(value):
     assert "device='cuda:0'" in repr(d) and repr(d).startswith("DeviceArray(")
 
 
+def test_complex_values_stay_on_the_cpu_with_a_clear_error():
+    z = qb.array([1 + 2j, 3 - 1j])
+    with pytest.raises(TypeError, match="complex arrays .* run on the CPU backend only"):
+        qb.device_put(z, "cuda")
+    with pytest.raises(qb.UnsupportedOperationError, match="complex numbers run on the CPU backend only"):
+        qb.jit(lambda x: qb.real(qb.exp(1j * x)), device="cuda:0")(qb.array([0.5, 1.0]))
+
+
 def test_device_put_of_a_pytree_keeps_its_structure():
     t = qb.device_put({"w": np.ones((2, 2)), "b": [1.0, np.zeros(3)]}, "cuda")
     assert isinstance(t["w"], qb.DeviceArray) and isinstance(t["b"], list) and isinstance(t["b"][0], qb.DeviceArray)

@@ -145,6 +145,14 @@ def test_readme_pinn_on_mlx():
     assert mlx == pytest.approx(cpu, rel=1e-3)
 
 
+def test_complex_values_stay_on_the_cpu_with_a_clear_error():
+    z = qb.array([1 + 2j, 3 - 1j], dtype=qb.complex64)
+    with pytest.raises(TypeError, match="complex arrays .* run on the CPU backend only"):
+        qb.device_put(z, "mlx")
+    with pytest.raises(qb.UnsupportedOperationError, match="complex numbers run on the CPU backend only"):
+        qb.jit(lambda x: qb.real(qb.exp(1j * x)), device="mlx")(qb.array([0.5, 1.0], dtype=qb.float32))
+
+
 def test_mlx_arrays_stay_in_mlx():
     x = np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3)
     d = qb.device_put(x, "mlx")

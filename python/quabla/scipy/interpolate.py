@@ -28,6 +28,9 @@ class RegularGridInterpolator:
                                       "check the points yourself or use fill_value")
         self.grid = tuple(_qb.asarray(p) for p in points)
         values = _qb.asarray(values)
+        from .._numpy_extra import _no_complex
+        _no_complex("qb.scipy.interpolate.RegularGridInterpolator", values, *self.grid,
+                    hint="interpolate the real and imaginary parts of the values (qb.real(v), qb.imag(v)) separately")
         if values.dtype not in (_qb.float32, _qb.float64):
             values = values.astype(_qb.default_dtype())
         self.values = values
@@ -49,6 +52,8 @@ class RegularGridInterpolator:
         if method not in ("linear", "nearest"):
             raise ValueError(f"RegularGridInterpolator: method must be 'linear' or 'nearest', got {method!r}")
         d = len(self.grid)
+        from .._numpy_extra import _no_complex
+        _no_complex("qb.scipy.interpolate.RegularGridInterpolator", xi, hint="the points xi must be real")
         if isinstance(xi, tuple):  # SciPy's tuple of coordinate arrays: stacked on a last axis
             xi = _qb.stack([_qb.asarray(c).astype(self.values.dtype) for c in xi], axis=-1)
         xi = _qb.asarray(xi).astype(self.values.dtype)

@@ -66,8 +66,8 @@ def block_diag(*arrs):
         if a.ndim > 2:
             raise ValueError(f"block_diag: arguments must have at most two dimensions, got shape {tuple(a.shape)}")
         mats.append(a.reshape((1, -1)) if a.ndim < 2 else a)
-    from .._numpy_names import common_float
-    dtype = common_float(*mats)
+    from .._numpy_names import common_inexact
+    dtype = common_inexact(*mats)  # (complex blocks keep their dtype)
     cols = sum(m.shape[1] for m in mats)
     rows, start = [], 0
     for m in mats:  # each block padded with zeros to the full width, then stacked
@@ -77,13 +77,14 @@ def block_diag(*arrs):
 
 
 def toeplitz(c, r=None):
-    """The Toeplitz matrix with first column c and first row r (r = c when None; r[0] is
-    ignored, as SciPy's)."""
+    """The Toeplitz matrix with first column c and first row r (r = conj(c) when None, a
+    Hermitian matrix for complex c; r[0] is ignored, as SciPy's)."""
     from .._package import qb as _qb
     c = _qb.asarray(c).reshape(-1)
-    r = c if r is None else _qb.asarray(r).reshape(-1)
-    from .._numpy_names import common_float
-    dtype = common_float(c, r) if any(v.dtype in (_qb.float32, _qb.float64) for v in (c, r)) else _qb.result_type(c, r)
+    r = _qb.conj(c) if r is None else _qb.asarray(r).reshape(-1)
+    from .._numpy_names import common_inexact
+    inexact = (_qb.float32, _qb.float64, _qb.complex64, _qb.complex128)
+    dtype = common_inexact(c, r) if any(v.dtype in inexact for v in (c, r)) else _qb.result_type(c, r)
     values = _qb.concatenate([c[::-1].astype(dtype), r[1:].astype(dtype)])  # c[-1] ... c[0], r[1] ...
     n, m = c.shape[0], r.shape[0]
     index = (_qb.arange(m)[None, :] - _qb.arange(n)[:, None]) + (n - 1)
@@ -119,6 +120,8 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a", sel
         raise ValueError(f"eigh_tridiagonal: d must be a vector of n and e of n - 1 entries, got shapes "
                          f"{tuple(d.shape)} and {tuple(e.shape)}")
     from .._numpy_names import common_float
+    from .._numpy_extra import _no_complex
+    _no_complex("qb.scipy.linalg.eigh_tridiagonal", d, e)
     dtype = common_float(d, e)
     t = _qb.diag(d.astype(dtype)) + _qb.diag(e.astype(dtype), 1) + _qb.diag(e.astype(dtype), -1)
     w, v = _la.eigh(t)

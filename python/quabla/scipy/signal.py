@@ -4,6 +4,7 @@ to both inputs."""
 from __future__ import annotations
 
 from .._package import qb as _qb
+from .._numpy_extra import _no_complex
 
 __all__ = ["convolve", "correlate", "convolve2d", "correlate2d"]
 
@@ -17,6 +18,7 @@ def correlate(in1, in2, mode: str = "full", method: str = "auto"):
         raise ValueError(f"correlate: mode must be 'full', 'same' or 'valid', got {mode!r}")
     if method not in ("auto", "direct", "fft"):
         raise ValueError(f"correlate: method must be 'auto', 'direct' or 'fft', got {method!r}")
+    _no_complex("qb.scipy.signal.correlate", a, b)
     if a.ndim == 0:
         return a * b
     dtype = _qb.result_type(a, b)
@@ -44,6 +46,7 @@ def convolve(in1, in2, mode: str = "full", method: str = "auto"):
     """The convolution of in1 with in2, as scipy.signal.convolve."""
     b = _qb.asarray(in2)
     a = _qb.asarray(in1)
+    _no_complex("qb.scipy.signal.convolve", a, b)
     if mode == "valid" and a.ndim == b.ndim and any(sa < sb for sa, sb in zip(a.shape, b.shape)) and \
             all(sa <= sb for sa, sb in zip(a.shape, b.shape)):
         a, b = b, a  # convolution commutes: SciPy's swap for 'valid'

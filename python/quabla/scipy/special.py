@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .._package import qb as _qb
+from .._numpy_extra import _no_complex
 
 from .._special import beta, betaln, digamma, erfcinv, erfinv, gamma, gammaln, ndtri, polygamma  # noqa: F401
 from .._special_incomplete import betainc, gammainc, gammaincc, i0, i0e, i1, i1e  # noqa: F401
@@ -89,6 +90,7 @@ def log_ndtr(x):
     (ndtr itself underflows near -38). Computed in float64 (float32's ndtr underflows near
     -14) and returned in x's float dtype."""
     x = _qb.asarray(x)
+    _no_complex("log_ndtr", x)
     out_dtype = x.dtype if x.dtype in (_qb.float32, _qb.float64) else _qb.default_dtype()
     x = x.astype(_qb.float64)
     tail = x < -30.0
@@ -115,6 +117,7 @@ def factorial(n, exact: bool = False):
     if exact:
         raise ValueError("factorial: exact=True is not supported (as in jax.scipy); use math.factorial for ints")
     n = _qb.asarray(n)
+    _no_complex("factorial", n)
     n = n if n.dtype in (_qb.float32, _qb.float64) else n.astype(_qb.default_dtype())
     return _qb.where(n < 0, _qb.zeros_like(n), gamma(_qb.where(n < 0, _qb.zeros_like(n), n) + 1.0))
 
@@ -125,6 +128,7 @@ def multigammaln(a, d: int):
         raise ValueError(f"multigammaln: d must be a positive int, got {d!r}")
     d = int(d)
     a = _qb.asarray(a)
+    _no_complex("multigammaln", a)
     a = a if a.dtype in (_qb.float32, _qb.float64) else a.astype(_qb.default_dtype())
     total = 0.25 * d * (d - 1) * math.log(math.pi)
     for j in range(d):

@@ -22,6 +22,8 @@ _LOG_2PI = math.log(2.0 * math.pi)
 def _f(*xs):
     """The arguments as float arrays of one dtype (JAX's promotion; Python scalars weak)."""
     from .._numpy_names import common_float
+    from .._numpy_extra import _reject_complex
+    _reject_complex(*xs)  # (distributions of real variables: never a dropped imaginary part)
     dtype = common_float(*xs)
     return [_qb.asarray(x).astype(dtype) for x in xs]
 

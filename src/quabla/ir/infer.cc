@@ -227,6 +227,7 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       if (!is_numeric(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
       return {strong(in[0].dtype, reduce_shape(op, in[0], a.dims))};
     case Op::ReduceMax: case Op::ReduceMin:
+      if (is_complex(in[0].dtype)) fail(op, "complex numbers have no order, got " + in[0].str());
       if (!is_real_numeric(in[0].dtype)) fail(op, "needs a real numeric operand, got " + in[0].str());
       return {strong(in[0].dtype, reduce_shape(op, in[0], a.dims))};
     case Op::ReduceAny: case Op::ReduceAll:
@@ -360,11 +361,16 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       return {strong(complex_of(in[0].dtype), in[0].shape)};
     case Op::Fft: {
       const auto& x = in[0];
-      const bool lowered = is_float(x.dtype) && x.shape.size() >= 2 && x.shape.back() == 2;
-      if (!(is_complex(x.dtype) && !x.shape.empty()) && !lowered) {
-        fail(op, "needs a complex operand of rank >= 1 (or its lowered float [..., n, 2] form), got " + x.str());
+      if (a.mode < 0 || a.mode > 3 || ((a.mode & 2) && !is_float(x.dtype))) fail(op, "unknown mode " + std::to_string(a.mode));
+      if ((a.mode & 2) && !x.shape.empty()) {  // the lowered real-input form
+        Shape s = x.shape;
+        s.insert(s.begin(), 2);
+        return {strong(x.dtype, std::move(s))};
       }
-      if (a.mode != 0 && a.mode != 1) fail(op, "unknown mode " + std::to_string(a.mode));
+      const bool lowered = is_float(x.dtype) && x.shape.size() >= 2 && x.shape.front() == 2;
+      if (!(is_complex(x.dtype) && !x.shape.empty()) && !lowered) {
+        fail(op, "needs a complex operand of rank >= 1 (or its lowered planar float [2, ..., n] form), got " + x.str());
+      }
       return {strong(x.dtype, x.shape)};
     }
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin: case Op::Checkpoint: case Op::LinearSolve:

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "quabla/ir/builder.h"
 #include "quabla/ir/errors.h"
+#include "quabla/ir/regions.h"
 #include "quabla/transforms/emit.h"
 
 namespace qb {
@@ -65,11 +67,17 @@ std::optional<double> real_constant(const Graph& g, ValueId v) {
   }
 }
 
+Shape with_planes_axis(const Shape& s) {
+  Shape out{2};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
 class Lowering {
  public:
-  Lowering(const Graph& src, Graph& dst)
-      : g_(src), b_(dst), e_{b_}, real_(src.values.size(), kNone), parts_(src.values.size()),
-        packed_(src.values.size(), kNone) {}
+  Lowering(const Graph& src, Graph& dst, bool interleaved)
+      : g_(src), b_(dst), e_{b_}, interleaved_(interleaved), real_(src.values.size(), kNone),
+        parts_(src.values.size()), planes_(src.values.size(), kNone) {}
 
   void run() {
     for (ValueId p : g_.params) {
@@ -78,14 +86,38 @@ class Lowering {
         real_[p] = b_.param(t);
         continue;
       }
-      packed_[p] = b_.param(ValueType{complex_part(t.dtype), with_pair_axis(t.shape), false});
-      parts_[p] = unpack(packed_[p], t.shape);
+      const DType part = complex_part(t.dtype);
+      if (!interleaved_) {
+        planes_[p] = b_.param(ValueType{part, with_planes_axis(t.shape), false});
+        continue;
+      }
+      // [..., 2] -> [2, ...]: the pair axis to the front.
+      const V x = b_.param(ValueType{part, with_pair_axis(t.shape), false});
+      const auto r = static_cast<std::int64_t>(t.shape.size());
+      std::vector<std::int64_t> perm{r};
+      for (std::int64_t i = 0; i < r; ++i) perm.push_back(i);
+      planes_[p] = r ? e_.transpose(x, std::move(perm)) : x;
     }
     for (const Node& n : g_.nodes) {
       if (n.op != Op::Parameter) lower(n);
     }
     std::vector<ValueId> results;
-    for (ValueId r : g_.results) results.push_back(is_c(r) ? packed(r) : real_[r]);
+    for (ValueId v : g_.results) {
+      if (!is_c(v)) {
+        results.push_back(real_[v]);
+        continue;
+      }
+      const V pl = planes(v);
+      const auto r = static_cast<std::int64_t>(g_.type(v).shape.size());
+      if (!interleaved_ || r == 0) {
+        results.push_back(pl);
+        continue;
+      }
+      std::vector<std::int64_t> perm;
+      for (std::int64_t i = 1; i <= r; ++i) perm.push_back(i);
+      perm.push_back(0);
+      results.push_back(e_.transpose(pl, std::move(perm)));
+    }
     b_.set_results(std::move(results));
   }
 
@@ -101,44 +133,80 @@ class Lowering {
   V like(V x, double c) { return e_.like(x, c); }
   V sel(V p, V x, V y) { return e_.select(p, x, y); }
 
-  // One part (k = 0 real, 1 imaginary) of an interleaved [..., 2] value.
-  V part_of(V packed, const Shape& shape, std::int64_t k) {
-    const Shape ps = e_.type(packed).shape;
-    Attrs s;
-    s.starts.assign(ps.size(), 0);
-    s.limits = ps;
-    s.strides.assign(ps.size(), 1);
-    s.starts.back() = k;
-    s.limits.back() = k + 1;
-    return e_.reshape(op(Op::Slice, {packed}, std::move(s)), shape);
+  // A complex literal's parts as two real literals (a scalar stays a scalar, so broadcasting
+  // it stays a view).
+  Parts constant_parts(const Literal& lit) {
+    const DType part = complex_part(lit.type.dtype);
+    const std::size_t elem = itemsize(part);
+    const auto count = static_cast<std::size_t>(num_elements(lit.type.shape));
+    V out[2];
+    for (std::size_t k = 0; k < 2; ++k) {
+      auto p = std::make_shared<Literal>();
+      p->type = ValueType{part, lit.type.shape, false};
+      p->data = Buffer::allocate(std::max<std::size_t>(count * elem, 1));
+      for (std::size_t i = 0; i < count; ++i) {
+        std::memcpy(p->data->data() + i * elem, lit.data->data() + (2 * i + k) * elem, elem);
+      }
+      out[k] = b_.constant(std::move(p));
+    }
+    return {out[0], out[1]};
   }
-  Parts unpack(V packed, const Shape& shape) { return {part_of(packed, shape, 0), part_of(packed, shape, 1)}; }
+
+  // Inside a lowered program a complex value crossing a boundary is in its planar form
+  // [2, ...]: the real part, then the imaginary part, each contiguous. Splitting and
+  // joining it are contiguous copies; only the program's own parameters and results are
+  // interleaved (a transpose at entry and exit).
+  Parts unpack(V planes, const Shape& shape) {
+    return {e_.reshape(e_.slice_rows(planes, 0, 1), shape), e_.reshape(e_.slice_rows(planes, 1, 2), shape)};
+  }
 
   V pack(const Parts& p) {
-    const Shape s = e_.type(p.re).shape;
-    Shape s1 = s;
-    s1.push_back(1);
+    const Shape s1 = with_planes_axis(e_.type(p.re).shape);
+    Shape one = s1;
+    one[0] = 1;
     Attrs cat;
-    cat.axis = static_cast<std::int64_t>(s.size());
-    return b_.emit(Op::Concat, std::vector<V>{e_.reshape(p.re, s1), e_.reshape(p.im, s1)}, std::move(cat))[0];
+    cat.axis = 0;
+    return b_.emit(Op::Concat, std::vector<V>{e_.reshape(p.re, one), e_.reshape(p.im, one)}, std::move(cat))[0];
   }
 
-  V packed(ValueId v) {
-    if (packed_[v] == kNone) packed_[v] = pack(parts_[v]);
-    return packed_[v];
+  V planes(ValueId v) {
+    if (planes_[v] == kNone) planes_[v] = pack(parts_[v]);
+    return planes_[v];
   }
-  // A lowered operand as it crosses a boundary: real values as they are, complex interleaved.
-  V boundary(ValueId v) { return is_c(v) ? packed(v) : real_[v]; }
+  // A lowered operand as it crosses a boundary: real values as they are, complex planar.
+  V boundary(ValueId v) { return is_c(v) ? planes(v) : real_[v]; }
 
-  // The parts of operand v, a real one with a zero imaginary part.
+  // The parts of operand v (sliced from its interleaved form on first use), a real one with
+  // a zero imaginary part.
   Parts parts(ValueId v) {
-    if (is_c(v)) return parts_[v];
-    return {real_[v], e_.zeros(e_.type(real_[v]))};
+    if (is_c(v)) {
+      if (parts_[v].re == kNone) parts_[v] = unpack(planes_[v], g_.type(v).shape);
+      return parts_[v];
+    }
+    return {real_[v], real_zero(real_[v])};
   }
 
   // Complex arithmetic on parts.
+  // The imaginary part of a real value made complex: products with it are left out, so a
+  // real times a complex number is (x u, x v) as C99's Annex G computes it (no 0 * inf NaN
+  // from the real operand's zero part), and costs two products instead of four.
+  V real_zero(V like_value) {
+    V z = e_.zeros(e_.type(like_value));
+    if (zero_.size() <= z) zero_.resize(static_cast<std::size_t>(z) + 1, false);
+    zero_[z] = true;
+    return z;
+  }
+  bool is_zero(V v) const { return v < zero_.size() && zero_[v]; }
+  // a * b + s * c * d (s = +1 or -1), leaving out the products with a structural zero.
+  V mul_add(V a, V b, V c, V d, bool subtract, V shape_like) {
+    const bool first = !is_zero(a) && !is_zero(b), second = !is_zero(c) && !is_zero(d);
+    if (first && second) return subtract ? sub(mul(a, b), mul(c, d)) : add(mul(a, b), mul(c, d));
+    if (first) return mul(a, b);
+    if (second) return subtract ? e_.neg(mul(c, d)) : mul(c, d);
+    return real_zero(shape_like);
+  }
   Parts cmul(const Parts& x, const Parts& y) {
-    return {sub(mul(x.re, y.re), mul(x.im, y.im)), add(mul(x.re, y.im), mul(x.im, y.re))};
+    return {mul_add(x.re, y.re, x.im, y.im, true, x.re), mul_add(x.re, y.im, x.im, y.re, false, x.re)};
   }
   Parts cdiv(const Parts& x, const Parts& y) {
     // Smith's algorithm: divide through by the larger part of the divisor.
@@ -253,6 +321,41 @@ class Lowering {
   }
 
   void set_real(const Node& n, V v) { real_[n.outputs[0]] = v; }
+
+  // Whether v is complex and held only in its planar form so far: a structural op then acts
+  // on that form (the leading planes axis carried along) instead of splitting out the parts.
+  bool only_planar(ValueId v) const { return is_c(v) && planes_[v] != kNone && parts_[v].re == kNone; }
+
+  // Structural op n on planar operands: its attributes shifted past the planes axis.
+  void on_planes(const Node& n, std::vector<V> ins) {
+    Attrs a = n.attrs;
+    auto shifted = [](const std::vector<std::int64_t>& v) {
+      std::vector<std::int64_t> out;
+      for (auto d : v) out.push_back(d + 1);
+      return out;
+    };
+    switch (n.op) {
+      case Op::Reshape: a.shape.insert(a.shape.begin(), 2); break;
+      case Op::BroadcastInDim:
+        a.dims = shifted(a.dims);
+        a.dims.insert(a.dims.begin(), 0);
+        a.shape.insert(a.shape.begin(), 2);
+        break;
+      case Op::Transpose:
+        a.dims = shifted(a.dims);
+        a.dims.insert(a.dims.begin(), 0);
+        break;
+      case Op::Slice:
+        a.starts.insert(a.starts.begin(), 0);
+        a.limits.insert(a.limits.begin(), 2);
+        a.strides.insert(a.strides.begin(), 1);
+        break;
+      case Op::Reverse: case Op::ReduceSum: a.dims = shifted(a.dims); break;
+      case Op::Cumsum: case Op::Gather: case Op::Take: case Op::Concat: a.axis += 1; break;
+      default: throw InternalError("lower_complex: no planar form of " + std::string(op_name(n.op)));
+    }
+    planes_[n.outputs[0]] = b_.emit(n.op, ins, std::move(a))[0];
+  }
   void set_parts(const Node& n, Parts p) { parts_[n.outputs[0]] = p; }
 
   void lower(const Node& n) {
@@ -267,14 +370,7 @@ class Lowering {
       return;
     }
     switch (n.op) {
-      case Op::Constant: {
-        auto lit = std::make_shared<Literal>();
-        lit->type = ValueType{part_dtype(n.outputs[0]), with_pair_axis(n.attrs.literal->type.shape), false};
-        lit->data = n.attrs.literal->data;  // the same bytes
-        const V c = b_.constant(std::move(lit));
-        packed_[n.outputs[0]] = c;
-        return set_parts(n, unpack(c, g_.type(n.outputs[0]).shape));
-      }
+      case Op::Constant: return set_parts(n, constant_parts(*n.attrs.literal));
       case Op::Neg: {
         const Parts z = parts(n.inputs[0]);
         return set_parts(n, {e_.neg(z.re), e_.neg(z.im)});
@@ -342,7 +438,8 @@ class Lowering {
       }
       case Op::Add: case Op::Sub: {
         const Parts x = parts(n.inputs[0]), y = parts(n.inputs[1]);
-        return set_parts(n, {op(n.op, {x.re, y.re}), op(n.op, {x.im, y.im})});
+        V im = is_zero(y.im) ? x.im : is_zero(x.im) && n.op == Op::Add ? y.im : op(n.op, {x.im, y.im});
+        return set_parts(n, {op(n.op, {x.re, y.re}), im});
       }
       case Op::Mul: return set_parts(n, cmul(parts(n.inputs[0]), parts(n.inputs[1])));
       case Op::Div: return set_parts(n, cdiv(parts(n.inputs[0]), parts(n.inputs[1])));
@@ -380,7 +477,7 @@ class Lowering {
             return set_parts(n, {e_.convert(z.re, part), e_.convert(z.im, part)});
           }
           V re = e_.convert(real_[n.inputs[0]], part);
-          return set_parts(n, {re, e_.zeros(e_.type(re))});
+          return set_parts(n, {re, real_zero(re)});
         }
         const Parts z = parts(n.inputs[0]);  // complex -> real: the real part (NumPy's astype)
         return set_real(n, to == DType::bool_ ? cnonzero(z) : e_.convert(z.re, to));
@@ -394,12 +491,21 @@ class Lowering {
       case Op::Complex: return set_parts(n, {real_[n.inputs[0]], real_[n.inputs[1]]});
       case Op::Reshape: case Op::BroadcastInDim: case Op::Transpose: case Op::Slice: case Op::Reverse:
       case Op::ReduceSum: case Op::Cumsum: case Op::Gather:
+        if (only_planar(n.inputs[0])) return on_planes(n, {planes(n.inputs[0])});
         return set_parts(n, each_part(n, parts(n.inputs[0])));
       case Op::Take: {
+        if (only_planar(n.inputs[0])) return on_planes(n, {planes(n.inputs[0]), real_[n.inputs[1]]});
         const V idx[] = {real_[n.inputs[1]]};
         return set_parts(n, each_part(n, parts(n.inputs[0]), idx));
       }
       case Op::Concat: {
+        bool all_planar = true;
+        for (ValueId v : n.inputs) all_planar = all_planar && only_planar(v);
+        if (all_planar) {
+          std::vector<V> ins;
+          for (ValueId v : n.inputs) ins.push_back(planes(v));
+          return on_planes(n, std::move(ins));
+        }
         std::vector<V> re, im;
         for (ValueId v : n.inputs) {
           const Parts p = parts(v);
@@ -428,14 +534,24 @@ class Lowering {
         return set_parts(n, {sub(mm(x.re, y.re), mm(x.im, y.im)), add(mm(x.re, y.im), mm(x.im, y.re))});
       }
       case Op::Fft: {
-        V r = op(Op::Fft, {packed(n.inputs[0])}, n.attrs);
-        packed_[n.outputs[0]] = r;
-        return set_parts(n, unpack(r, g_.type(n.outputs[0]).shape));
+        // A real signal made complex (rfft, fft of real data) goes to the real-input kernel.
+        const Node& src = g_.producer_of(n.inputs[0]);
+        if (src.op == Op::Convert && !is_c(src.inputs[0]) && is_float(g_.type(src.inputs[0]).dtype) &&
+            g_.type(src.inputs[0]).dtype == part_dtype(n.inputs[0])) {
+          Attrs a = n.attrs;
+          a.mode |= 2;
+          planes_[n.outputs[0]] = op(Op::Fft, {real_[src.inputs[0]]}, std::move(a));
+          return;
+        }
+        planes_[n.outputs[0]] = op(Op::Fft, {planes(n.inputs[0])}, n.attrs);
+        return;
       }
-      case Op::NamedAxis: {  // never runs (the executor raises for it); keep it, interleaved
+      case Op::NamedAxis: {  // never runs (the executor raises for it); keep it, planar
         std::vector<V> ins;
         for (ValueId v : n.inputs) ins.push_back(boundary(v));
-        return finish_outputs(n, b_.emit(n.op, ins, n.attrs));
+        Attrs a = n.attrs;
+        if (a.mode == kAxisGather) a.axis += 1;
+        return finish_outputs(n, b_.emit(n.op, ins, std::move(a)));
       }
       case Op::HostCall:
         throw TypeError("a host call (qb.pure_callback, qb.debug, a qb.distributed collective) on complex values is "
@@ -445,7 +561,7 @@ class Lowering {
     }
   }
 
-  // The node's lowered outputs: interleaved complex ones unpacked, real ones as they are.
+  // The node's lowered outputs: complex ones planar, real ones as they are.
   void finish_outputs(const Node& n, const std::vector<V>& outs) {
     for (std::size_t k = 0; k < outs.size(); ++k) {
       const ValueId v = n.outputs[k];
@@ -453,27 +569,46 @@ class Lowering {
         real_[v] = outs[k];
         continue;
       }
-      packed_[v] = outs[k];
-      parts_[v] = unpack(outs[k], g_.type(v).shape);
+      planes_[v] = outs[k];
     }
+  }
+
+  // Swaps the two leading axes: a scan's complex xs and ys are [time, 2, ...] (each step's
+  // slice then is the body's planar [2, ...]), the planar form of the value [2, time, ...].
+  V swap_leading(V x) {
+    const auto r = static_cast<std::int64_t>(e_.type(x).shape.size());
+    std::vector<std::int64_t> perm{1, 0};
+    for (std::int64_t i = 2; i < r; ++i) perm.push_back(i);
+    return e_.transpose(x, std::move(perm));
   }
 
   void lower_region_node(const Node& n) {
     Regions regions;
-    for (const auto& r : n.regions) regions.push_back(lower_complex(r));
+    for (const auto& r : n.regions) regions.push_back(lower_complex(r, ComplexInterface::planar));
+    const bool scan = n.op == Op::Scan;
+    const ScanLayout layout = scan ? ScanLayout::of(n) : ScanLayout{};
     std::vector<V> ins;
-    for (ValueId v : n.inputs) ins.push_back(boundary(v));
+    for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+      const ValueId v = n.inputs[k];
+      const bool time_major = scan && k >= layout.consts + layout.carry && is_c(v);
+      ins.push_back(time_major ? swap_leading(planes(v)) : boundary(v));
+    }
     auto outs = b_.emit(n.op, ins, n.attrs, std::move(regions));
-    for (std::size_t k = 0; k < outs.size(); ++k) b_.graph().values[outs[k]].weak = g_.type(n.outputs[k]).weak && !is_c(n.outputs[k]);
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      b_.graph().values[outs[k]].weak = g_.type(n.outputs[k]).weak && !is_c(n.outputs[k]);
+      if (scan && k >= layout.carry && is_c(n.outputs[k])) outs[k] = swap_leading(outs[k]);
+    }
     finish_outputs(n, outs);
   }
 
   const Graph& g_;
   Builder b_;
   Emit e_;
+  bool interleaved_;          // parameters and results interleaved (else planar)
   std::vector<V> real_;       // lowered real values
   std::vector<Parts> parts_;  // complex values: their parts
-  std::vector<V> packed_;     // complex values: their interleaved form, once built
+  std::vector<V> planes_;     // complex values: their planar form, once built
+  std::vector<bool> zero_;    // lowered values that are structural zeros (real_zero)
 };
 
 }  // namespace
@@ -490,10 +625,10 @@ bool has_complex(const Graph& g) {
   return false;
 }
 
-std::shared_ptr<const Graph> lower_complex(std::shared_ptr<const Graph> g) {
+std::shared_ptr<const Graph> lower_complex(std::shared_ptr<const Graph> g, ComplexInterface interface) {
   if (!has_complex(*g)) return g;
   auto out = std::make_shared<Graph>();
-  Lowering(*g, *out).run();
+  Lowering(*g, *out, interface == ComplexInterface::interleaved).run();
   return out;
 }
 

@@ -700,10 +700,13 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
         default: return solve(ot.dtype, in(0), in(1), batch, dim, k, alloc());
       }
     }
-    case Op::Fft: {  // the lowered form: [..., n, 2] of (re, im)
+    case Op::Fft: {  // the lowered forms: planar [2, ..., n], or real [..., n] (mode bit 1)
       const auto& xs = in_type(0).shape;
-      const std::int64_t len = xs[xs.size() - 2];
-      fft(ot.dtype, in(0), len ? num_elements(xs) / (2 * len) : 0, len, n.attrs.mode == 1, alloc());
+      const bool real = (n.attrs.mode & 2) != 0, inverse = (n.attrs.mode & 1) != 0;
+      const std::int64_t len = xs.back();
+      const std::int64_t rows = len ? num_elements(xs) / (real ? len : 2 * len) : 0;
+      if (real) fft_real(ot.dtype, in(0), rows, len, inverse, alloc());
+      else fft(ot.dtype, in(0), rows, len, inverse, alloc());
       return;
     }
     case Op::Real: case Op::Imag: case Op::Conj: case Op::Complex:

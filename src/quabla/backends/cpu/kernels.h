@@ -83,9 +83,12 @@ void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, st
 // a: [batch, m, n]; out: [batch, m + rq, w] (ops.def: qr).
 void qr(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool complete, std::byte* out);
 
-// The discrete Fourier transform of `batch` rows of n complex numbers, interleaved (re, im)
-// of `part` (f32 or f64; the lowered form of ops.def's fft, fft.cc): unscaled with exponent
-// -2 pi i jk/n, or with `inverse` +2 pi i jk/n and scaled by 1/n. Computed in double.
+// The discrete Fourier transform of `batch` rows of n complex numbers in planar form (the
+// batch x n real parts of `part`, f32 or f64, then the imaginary parts: the lowered form of
+// ops.def's fft, fft.cc): unscaled with exponent -2 pi i jk/n, or with `inverse` +2 pi i
+// jk/n and scaled by 1/n. Computed in double.
 void fft(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, std::byte* out);
+// The same for real rows (`batch` rows of n reals in, planar complex rows out).
+void fft_real(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, std::byte* out);
 
 }  // namespace qb::cpu

@@ -12,11 +12,35 @@ namespace qb::cpu {
 namespace {
 
 template <class T>
-void copy_rows(const T* in, std::int64_t offset, std::span<const std::int64_t> shape,
-               std::span<const std::int64_t> strides, T* out) {
-  const std::size_t rank = shape.size();
-  if (rank == 0) {
+void copy_rows(const T* in, std::int64_t offset, std::span<const std::int64_t> shape_in,
+               std::span<const std::int64_t> strides_in, T* out) {
+  if (shape_in.empty()) {
     out[0] = in[offset];
+    return;
+  }
+  // Adjacent output axes that step through the input as one axis would are merged, so a
+  // transpose of [2, m, n] to [m, n, 2] is the two-axis copy below, not m n rows of two.
+  std::vector<std::int64_t> shape_v{shape_in[0]}, strides_v{strides_in[0]};
+  for (std::size_t a = 1; a < shape_in.size(); ++a) {
+    if (strides_v.back() == strides_in[a] * shape_in[a]) {
+      shape_v.back() *= shape_in[a];
+      strides_v.back() = strides_in[a];
+    } else {
+      shape_v.push_back(shape_in[a]);
+      strides_v.push_back(strides_in[a]);
+    }
+  }
+  const std::span<const std::int64_t> shape(shape_v), strides(strides_v);
+  const std::size_t rank = shape.size();
+  if (rank == 2 && shape[1] <= 4 && shape[0] >= 64) {
+    // Many short rows (interleaving the planes of complex values): column by column, each a
+    // strided write of a contiguous (or evenly strided) read, instead of a loop per row.
+    const std::int64_t rows = shape[0], cols = shape[1];
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const T* src = in + offset + c * strides[1];
+      T* dst = out + c;
+      for (std::int64_t r = 0; r < rows; ++r) dst[r * cols] = src[r * strides[0]];
+    }
     return;
   }
   const std::int64_t inner = shape[rank - 1];
