@@ -6,6 +6,7 @@
 #include "quabla/backends/cpu/axis_split.h"
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/ir/errors.h"
+#include "quabla/runtime/thread_pool.h"
 
 namespace qb::cpu {
 
@@ -34,13 +35,29 @@ void copy_rows(const T* in, std::int64_t offset, std::span<const std::int64_t> s
   const std::size_t rank = shape.size();
   if (rank == 2 && shape[1] <= 4 && shape[0] >= 64) {
     // Many short rows (interleaving the planes of complex values): column by column, each a
-    // strided write of a contiguous (or evenly strided) read, instead of a loop per row.
-    const std::int64_t rows = shape[0], cols = shape[1];
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const T* src = in + offset + c * strides[1];
-      T* dst = out + c;
-      for (std::int64_t r = 0; r < rows; ++r) dst[r * cols] = src[r * strides[0]];
-    }
+    // strided write of a contiguous (or evenly strided) read, instead of a loop per row;
+    // blocks of rows on the pool's threads.
+    const std::int64_t rows = shape[0], cols = shape[1], s0 = strides[0], s1 = strides[1];
+    parallel_for(rows, 1 << 15, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const T* src = in + offset + c * s1;
+        T* dst = out + c;
+        for (std::int64_t r = r0; r < r1; ++r) dst[r * cols] = src[r * s0];
+      }
+    });
+    return;
+  }
+  if (rank == 2 && shape[0] <= 4 && shape[1] >= (1 << 15) && strides[1] != 1) {
+    // A few long strided rows (splitting interleaved complex values into planes): each row
+    // cut into blocks on the pool's threads.
+    const std::int64_t rows = shape[0], inner = shape[1], s0 = strides[0], s1 = strides[1];
+    parallel_for(inner, 1 << 15, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const T* src = in + offset + r * s0;
+        T* dst = out + r * inner;
+        for (std::int64_t i = i0; i < i1; ++i) dst[i] = src[i * s1];
+      }
+    });
     return;
   }
   const std::int64_t inner = shape[rank - 1];
