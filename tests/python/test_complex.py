@@ -194,6 +194,10 @@ def test_structural_and_reductions():
     close(qb.sum(q, axis=0), m.sum(axis=0))
     close(qb.mean(q), m.mean())
     close(qb.cumsum(q, axis=1), np.cumsum(m, axis=1))
+    close(qb.prod(q / 5.0, axis=1), np.prod(m / 5.0, axis=1))
+    close(qb.prod(q[:, :3] / 5.0), np.prod(m[:, :3] / 5.0))
+    close(qb.grad(lambda z: qb.abs(qb.prod(z)) ** 2)(q[0] / 5.0),
+          jax.grad(lambda z: jnp.abs(jnp.prod(z)) ** 2)(m[0] / 5.0))
     close(qb.flip(q, axis=1), np.flip(m, axis=1))
     close(qb.pad(q, ((1, 0), (0, 2))), np.pad(m, ((1, 0), (0, 2))))
     close(qb.broadcast_to(q[0], (2, 4)), np.broadcast_to(m[0], (2, 4)))

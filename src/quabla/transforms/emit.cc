@@ -4,6 +4,25 @@
 
 namespace qb::ad {
 
+Emit::ReducedLayout Emit::reduced_layout(const Shape& xs, const std::vector<std::int64_t>& axes) {
+  ReducedLayout l;
+  l.perm.assign(axes.begin(), axes.end());
+  for (auto ax : axes) l.n *= xs[static_cast<std::size_t>(ax)];
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(xs.size()); ++i) {
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) {
+      l.perm.push_back(i);
+      l.rest.push_back(xs[static_cast<std::size_t>(i)]);
+    }
+  }
+  return l;
+}
+
+V Emit::lay_out(V x, const ReducedLayout& l) {
+  Shape flat{l.n};
+  flat.insert(flat.end(), l.rest.begin(), l.rest.end());
+  return reshape(transpose(x, l.perm), flat);
+}
+
 V Emit::scalar(double c, DType d) {
   auto lit = std::make_shared<Literal>();
   lit->type = ValueType{d, {}, false};

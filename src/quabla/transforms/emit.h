@@ -39,6 +39,17 @@ struct Emit {
   V mT(V x);
   // Rows [begin, end) of the leading axis (x itself for all of them).
   V slice_rows(V x, std::int64_t begin, std::int64_t end);
+
+  // A reduction's elements laid along one leading axis: for x of shape xs reduced over
+  // `axes`, the permutation putting them first, the count n of reduced elements and the
+  // kept axes' extents; lay_out(x) is x as [n, rest...].
+  struct ReducedLayout {
+    std::vector<std::int64_t> perm;
+    std::int64_t n = 1;
+    Shape rest;
+  };
+  static ReducedLayout reduced_layout(const Shape& xs, const std::vector<std::int64_t>& axes);
+  V lay_out(V x, const ReducedLayout& l);
 };
 
 }  // namespace qb::ad

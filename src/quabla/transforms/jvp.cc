@@ -31,21 +31,10 @@ namespace {
 // entries and overflows where the partial products do not) and, built from products only,
 // it is itself differentiable exactly to any order (Hessians of prod with zeros).
 V prod_tree_tangent(Emit& e, V x, V t, const std::vector<std::int64_t>& axes) {
-  const Shape& xs = e.type(x).shape;
-  std::vector<std::int64_t> perm(axes.begin(), axes.end());
-  Shape rest;
-  std::int64_t n = 1;
-  for (auto ax : axes) n *= xs[static_cast<std::size_t>(ax)];
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(xs.size()); ++i) {
-    if (std::find(axes.begin(), axes.end(), i) == axes.end()) {
-      perm.push_back(i);
-      rest.push_back(xs[static_cast<std::size_t>(i)]);
-    }
-  }
-  Shape flat{n};
-  flat.insert(flat.end(), rest.begin(), rest.end());
-  auto lay_out = [&](V v) { return e.reshape(e.transpose(v, perm), flat); };
-  V p = lay_out(x), dp = lay_out(t);
+  const Emit::ReducedLayout l = Emit::reduced_layout(e.type(x).shape, axes);
+  const Shape& rest = l.rest;
+  std::int64_t n = l.n;
+  V p = e.lay_out(x, l), dp = e.lay_out(t, l);
   while (n > 1) {
     if (n % 2) {
       Shape one_row{1};

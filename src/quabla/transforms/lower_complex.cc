@@ -271,21 +271,10 @@ class Lowering {
   // The product over `axes`: the reduced elements laid along one leading axis, then the
   // first half times the second half level by level (an odd level padded with a one).
   Parts cprod(Parts z, const std::vector<std::int64_t>& axes) {
-    const Shape xs = e_.type(z.re).shape;
-    std::vector<std::int64_t> perm(axes.begin(), axes.end());
-    Shape rest;
-    std::int64_t n = 1;
-    for (auto ax : axes) n *= xs[static_cast<std::size_t>(ax)];
-    for (std::int64_t i = 0; i < static_cast<std::int64_t>(xs.size()); ++i) {
-      if (std::find(axes.begin(), axes.end(), i) == axes.end()) {
-        perm.push_back(i);
-        rest.push_back(xs[static_cast<std::size_t>(i)]);
-      }
-    }
-    Shape flat{n};
-    flat.insert(flat.end(), rest.begin(), rest.end());
-    auto lay_out = [&](V v) { return e_.reshape(e_.transpose(v, perm), flat); };
-    z = {lay_out(z.re), lay_out(z.im)};
+    const Emit::ReducedLayout l = Emit::reduced_layout(e_.type(z.re).shape, axes);
+    const Shape& rest = l.rest;
+    std::int64_t n = l.n;
+    z = {e_.lay_out(z.re, l), e_.lay_out(z.im, l)};
     const DType d = e_.type(z.re).dtype;
     if (n == 0) return {e_.like(e_.zeros(ValueType{d, rest, false}), 1.0), e_.zeros(ValueType{d, rest, false})};
     while (n > 1) {
