@@ -1130,15 +1130,27 @@ def iinfo(dtype):
     return np.iinfo(_np_dtype(dtype))
 
 
+def _lattice_join(x, y):
+    """JAX's answer where Quabla's arithmetic refuses to mix precisions (float32 with float64,
+    complex64 with float64, ...): the wider precision, complex if either is."""
+    dx, dy = _qb.asarray(x).dtype, _qb.asarray(y).dtype
+    wide = any(d in (_qb.float64, _qb.complex128) for d in (dx, dy))
+    cplx = any(d in (_qb.complex64, _qb.complex128) for d in (dx, dy))
+    d = (_qb.complex128 if wide else _qb.complex64) if cplx else (_qb.float64 if wide else _qb.float32)
+    return _qb.zeros((), dtype=d)
+
+
 def result_type(*args):
-    """The dtype arithmetic on args gives under Quabla's promotion rules (JAX's)."""
+    """The dtype arithmetic on args gives under JAX's promotion rules. Where Quabla's own
+    arithmetic refuses to mix precisions implicitly (float32 with float64), this answers as
+    JAX does (float64), so code that promotes explicitly (astype(result_type(a, b))) works."""
     if not args:
         raise ValueError("result_type: needs at least one argument")
     samples = []
     for a in args:
         if isinstance(a, _qb.Array):  # its dtype only: shapes need not broadcast, nothing is computed
             samples.append(_qb.zeros((), dtype=a.dtype))
-        elif isinstance(a, (int, float, bool)):
+        elif isinstance(a, (int, float, bool, complex)):
             samples.append(a)
         else:
             samples.append(_qb.zeros((), dtype=a))
@@ -1147,12 +1159,18 @@ def result_type(*args):
 
     acc = samples[0]
     for s in samples[1:]:
-        acc = (_qb.asarray(acc) | _qb.asarray(s)) if is_bool(acc) and is_bool(s) else _qb.add(acc, s)
+        if is_bool(acc) and is_bool(s):
+            acc = _qb.asarray(acc) | _qb.asarray(s)
+            continue
+        try:
+            acc = _qb.add(acc, s)
+        except ValueError:
+            acc = _lattice_join(acc, s)
     return _qb.asarray(acc).dtype
 
 
 def promote_types(a, b):
-    """The dtype two dtypes promote to (Quabla's rules, as JAX's)."""
+    """The dtype two dtypes promote to (JAX's lattice: float32 with float64 is float64)."""
     return result_type(_qb.zeros((), dtype=a), _qb.zeros((), dtype=b))
 
 

@@ -75,6 +75,16 @@ def test_dlpack_round_trip():
 
 # ---- promotion ---------------------------------------------------------------------------------
 
+def test_dtype_queries_answer_as_jax():
+    pairs = [(qb.float32, qb.float64), (qb.complex64, qb.float64), (qb.complex64, qb.float32),
+             (qb.float32, qb.complex128), (qb.int32, qb.complex64), (qb.complex64, qb.complex128)]
+    for a, b in pairs:
+        want = jnp.promote_types(jnp.dtype(a.name), jnp.dtype(b.name))
+        assert qb.promote_types(a, b).name == want.name, (a, b)
+        assert qb.result_type(qb.zeros(2, dtype=a), qb.zeros(2, dtype=b)).name == want.name
+    assert qb.result_type(qb.zeros(2, dtype=qb.float32), 1j) == qb.complex64
+
+
 def test_promotion():
     c64 = qb.array([1j], dtype=qb.complex64)
     f32 = qb.array([2.0], dtype=qb.float32)
