@@ -38,7 +38,9 @@ struct Radix2 {
   std::vector<std::int64_t> reversed;
   std::vector<double> wr, wi;  // stage with half-length h at offset h - 1: exp(sign 2 pi i k / 2h)
 
-  Radix2(std::int64_t size, double sign) : m(size), reversed(static_cast<std::size_t>(size)) {
+  double sign_ = -1;
+
+  Radix2(std::int64_t size, double sign) : m(size), reversed(static_cast<std::size_t>(size)), sign_(sign) {
     int bits = 0;
     while ((std::int64_t{1} << bits) < m) ++bits;
     for (std::int64_t i = 0; i < m; ++i) {
@@ -63,7 +65,28 @@ struct Radix2 {
         std::swap(im[i], im[r]);
       }
     }
-    for (std::int64_t h = 1; h < m; h *= 2) {
+    std::int64_t first = 1;
+    if (m >= 4) {
+      // The first two stages as one radix-4 pass over groups of four (their inner loops
+      // would be one and two butterflies long): twiddles 1, then 1 and w = sign i.
+      for (std::int64_t g = 0; g < m; g += 4) {
+        const double b0r = re[g] + re[g + 1], b0i = im[g] + im[g + 1];
+        const double b1r = re[g] - re[g + 1], b1i = im[g] - im[g + 1];
+        const double b2r = re[g + 2] + re[g + 3], b2i = im[g + 2] + im[g + 3];
+        const double b3r = re[g + 2] - re[g + 3], b3i = im[g + 2] - im[g + 3];
+        const double wr3 = -sign_ * b3i, wi3 = sign_ * b3r;  // w b3
+        re[g] = b0r + b2r;
+        im[g] = b0i + b2i;
+        re[g + 2] = b0r - b2r;
+        im[g + 2] = b0i - b2i;
+        re[g + 1] = b1r + wr3;
+        im[g + 1] = b1i + wi3;
+        re[g + 3] = b1r - wr3;
+        im[g + 3] = b1i - wi3;
+      }
+      first = 4;
+    }
+    for (std::int64_t h = first; h < m; h *= 2) {
       const double* __restrict tr = wr.data() + (h - 1);
       const double* __restrict ti = wi.data() + (h - 1);
       for (std::int64_t start = 0; start < m; start += 2 * h) {
