@@ -1140,10 +1140,9 @@ def _lattice_join(x, y):
     return _qb.zeros((), dtype=d)
 
 
-def result_type(*args):
-    """The dtype arithmetic on args gives under JAX's promotion rules. Where Quabla's own
-    arithmetic refuses to mix precisions implicitly (float32 with float64), this answers as
-    JAX does (float64), so code that promotes explicitly (astype(result_type(a, b))) works."""
+def result_type(*args, _lattice: bool = False):
+    """The dtype arithmetic on args gives under Quabla's promotion rules (JAX's, except that
+    mixing float32 and float64 arrays raises, as the arithmetic does)."""
     if not args:
         raise ValueError("result_type: needs at least one argument")
     samples = []
@@ -1165,13 +1164,17 @@ def result_type(*args):
         try:
             acc = _qb.add(acc, s)
         except ValueError:
+            if not _lattice:
+                raise
             acc = _lattice_join(acc, s)
     return _qb.asarray(acc).dtype
 
 
 def promote_types(a, b):
-    """The dtype two dtypes promote to (JAX's lattice: float32 with float64 is float64)."""
-    return result_type(_qb.zeros((), dtype=a), _qb.zeros((), dtype=b))
+    """The dtype two dtypes promote to, JAX's lattice: float32 with float64 is float64 (a
+    query, so code that promotes explicitly, astype(promote_types(...)), works), although
+    arithmetic mixing them raises."""
+    return result_type(_qb.zeros((), dtype=a), _qb.zeros((), dtype=b), _lattice=True)
 
 
 def can_cast(from_, to, casting: str = "safe") -> bool:

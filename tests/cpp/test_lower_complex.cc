@@ -129,6 +129,31 @@ TEST(Fft, MatchesTheDirectTransformForAnyLength) {
   }
 }
 
+TEST(Fft, RealRowsMatchTheDirectTransformWholeAndHalf) {
+  for (std::int64_t n : {1, 2, 5, 8, 12, 37}) {
+    for (bool inverse : {false, true}) {
+      for (bool half : {false, true}) {
+        std::vector<double> x;
+        for (std::int64_t j = 0; j < 3 * n; ++j) x.push_back(std::sin(0.9 * j) + 0.1 * j);
+        const std::int64_t width = half ? n / 2 + 1 : n;
+        std::vector<double> out(static_cast<std::size_t>(2 * 3 * width));
+        cpu::fft_real(DType::f64, reinterpret_cast<const std::byte*>(x.data()), 3, n, inverse, half,
+                      reinterpret_cast<std::byte*>(out.data()));
+        for (std::int64_t row = 0; row < 3; ++row) {
+          std::vector<C> part;
+          for (std::int64_t j = 0; j < n; ++j) part.emplace_back(x[static_cast<std::size_t>(row * n + j)], 0.0);
+          const auto want = direct_dft(part, inverse);
+          for (std::int64_t k = 0; k < width; ++k) {
+            const C got(out[static_cast<std::size_t>(row * width + k)], out[static_cast<std::size_t>((3 + row) * width + k)]);
+            EXPECT_NEAR(std::abs(got - want[static_cast<std::size_t>(k)]), 0.0, 1e-12 * static_cast<double>(n))
+                << "n=" << n << " inverse=" << inverse << " half=" << half << " k=" << k;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(LowerComplex, HostCallOnComplexRaisesTypeError) {
   Graph g;
   Builder b(g);

@@ -81,8 +81,10 @@ def test_dtype_queries_answer_as_jax():
     for a, b in pairs:
         want = jnp.promote_types(jnp.dtype(a.name), jnp.dtype(b.name))
         assert qb.promote_types(a, b).name == want.name, (a, b)
-        assert qb.result_type(qb.zeros(2, dtype=a), qb.zeros(2, dtype=b)).name == want.name
     assert qb.result_type(qb.zeros(2, dtype=qb.float32), 1j) == qb.complex64
+    assert qb.result_type(qb.zeros(2, dtype=qb.complex64), qb.zeros(2, dtype=qb.float32)) == qb.complex64
+    with pytest.raises(ValueError, match="cannot mix"):  # as the arithmetic: no implicit float32/float64 mix
+        qb.result_type(qb.zeros(2, dtype=qb.complex64), qb.zeros(2, dtype=qb.float64))
 
 
 def test_promotion():

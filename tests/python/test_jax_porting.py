@@ -156,3 +156,13 @@ def test_numpy_integer_scalars_as_sizes_and_axes():
     assert qb.moveaxis(qb.ones((2, 3)), np.int64(0), 1).shape == (3, 2) and qb.repeat(qb.ones(2), n).shape == (6,)
     with pytest.raises(TypeError):
         qb.zeros(True)
+
+
+def test_ravel_pytree_of_mixed_precisions_promotes_as_jax():
+    # promote_types answers JAX's lattice, so the flat vector is float64 and unravel restores each
+    # leaf's own dtype, as jax.flatten_util.ravel_pytree.
+    flat, unravel = ravel_pytree({"a": qb.ones(2, dtype=qb.float32), "b": qb.zeros(3, dtype=qb.float64)})
+    assert flat.dtype == qb.float64 and flat.shape == (5,)
+    back = unravel(flat)
+    assert back["a"].dtype == qb.float32 and back["b"].dtype == qb.float64
+    assert back["a"].tolist() == [1.0, 1.0]

@@ -361,9 +361,12 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       return {strong(complex_of(in[0].dtype), in[0].shape)};
     case Op::Fft: {
       const auto& x = in[0];
-      if (a.mode < 0 || a.mode > 3 || ((a.mode & 2) && !is_float(x.dtype))) fail(op, "unknown mode " + std::to_string(a.mode));
-      if ((a.mode & 2) && !x.shape.empty()) {  // the lowered real-input form
+      if (a.mode < 0 || a.mode > 7 || ((a.mode & 2) && !is_float(x.dtype)) || ((a.mode & 4) && !(a.mode & 2))) {
+        fail(op, "unknown mode " + std::to_string(a.mode));
+      }
+      if ((a.mode & 2) && !x.shape.empty()) {  // the lowered real-input forms
         Shape s = x.shape;
+        if (a.mode & 4) s.back() = s.back() / 2 + 1;
         s.insert(s.begin(), 2);
         return {strong(x.dtype, std::move(s))};
       }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "quabla/ir/errors.h"
 #include "quabla/ir/regions.h"
 #include "quabla/transforms/emit.h"
+#include "quabla/transforms/simplify.h"
 
 namespace qb {
 
@@ -98,8 +100,14 @@ class Lowering {
       for (std::int64_t i = 0; i < r; ++i) perm.push_back(i);
       planes_[p] = r ? e_.transpose(x, std::move(perm)) : x;
     }
+    uses_.assign(g_.values.size(), 0);
     for (const Node& n : g_.nodes) {
-      if (n.op != Op::Parameter) lower(n);
+      for (ValueId v : n.inputs) ++uses_[v];
+    }
+    for (ValueId r : g_.results) ++uses_[r];
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (n.op != Op::Parameter && !folded_.count(static_cast<std::uint32_t>(i))) lower(n);
     }
     std::vector<ValueId> results;
     for (ValueId v : g_.results) {
@@ -310,6 +318,26 @@ class Lowering {
   }
 
   void set_real(const Node& n, V v) { real_[n.outputs[0]] = v; }
+
+  // The node index of fft node n's only user when that user is a slice keeping the first
+  // len / 2 + 1 entries of the last axis and all of the others (rfft's).
+  std::optional<std::uint32_t> half_spectrum_slice(const Node& n) const {
+    const ValueId out = n.outputs[0];
+    if (uses_[out] != 1 || std::find(g_.results.begin(), g_.results.end(), out) != g_.results.end()) return std::nullopt;
+    const Shape& s = g_.type(out).shape;
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& u = g_.nodes[i];
+      if (std::find(u.inputs.begin(), u.inputs.end(), out) == u.inputs.end()) continue;
+      if (u.op != Op::Slice) return std::nullopt;
+      const std::size_t r = s.size();
+      for (std::size_t a = 0; a < r; ++a) {
+        const std::int64_t limit = a + 1 == r ? s[a] / 2 + 1 : s[a];
+        if (u.attrs.starts[a] != 0 || u.attrs.strides[a] != 1 || u.attrs.limits[a] != limit) return std::nullopt;
+      }
+      return static_cast<std::uint32_t>(i);
+    }
+    return std::nullopt;
+  }
 
   // Whether v is complex and held only in its planar form so far: a structural op then acts
   // on that form (the leading planes axis carried along) instead of splitting out the parts.
@@ -529,6 +557,14 @@ class Lowering {
             g_.type(src.inputs[0]).dtype == part_dtype(n.inputs[0])) {
           Attrs a = n.attrs;
           a.mode |= 2;
+          // Read only through a slice of the non-negative frequencies (rfft): the kernel
+          // writes just those, and the slice is folded in.
+          if (const auto half = half_spectrum_slice(n)) {
+            a.mode |= 4;
+            planes_[g_.nodes[*half].outputs[0]] = op(Op::Fft, {real_[src.inputs[0]]}, std::move(a));
+            folded_.insert(*half);
+            return;
+          }
           planes_[n.outputs[0]] = op(Op::Fft, {real_[src.inputs[0]]}, std::move(a));
           return;
         }
@@ -598,6 +634,8 @@ class Lowering {
   std::vector<Parts> parts_;  // complex values: their parts
   std::vector<V> planes_;     // complex values: their planar form, once built
   std::vector<bool> zero_;    // lowered values that are structural zeros (real_zero)
+  std::vector<std::uint32_t> uses_;         // per source value: its readers (results count)
+  std::unordered_set<std::uint32_t> folded_;  // source nodes another node's lowering did
 };
 
 }  // namespace
@@ -616,9 +654,11 @@ bool has_complex(const Graph& g) {
 
 std::shared_ptr<const Graph> lower_complex(std::shared_ptr<const Graph> g, ComplexInterface interface) {
   if (!has_complex(*g)) return g;
-  auto out = std::make_shared<Graph>();
-  Lowering(*g, *out, interface == ComplexInterface::interleaved).run();
-  return out;
+  Graph out;
+  Lowering(*g, out, interface == ComplexInterface::interleaved).run();
+  // The rules emit parts and forms that nothing may read (an unused imaginary part, a
+  // planar copy), and the same constants many times: simplified like any traced program.
+  return std::make_shared<const Graph>(simplify(out));
 }
 
 }  // namespace qb

@@ -702,10 +702,10 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     }
     case Op::Fft: {  // the lowered forms: planar [2, ..., n], or real [..., n] (mode bit 1)
       const auto& xs = in_type(0).shape;
-      const bool real = (n.attrs.mode & 2) != 0, inverse = (n.attrs.mode & 1) != 0;
+      const bool real = (n.attrs.mode & 2) != 0, inverse = (n.attrs.mode & 1) != 0, half = (n.attrs.mode & 4) != 0;
       const std::int64_t len = xs.back();
       const std::int64_t rows = len ? num_elements(xs) / (real ? len : 2 * len) : 0;
-      if (real) fft_real(ot.dtype, in(0), rows, len, inverse, alloc());
+      if (real) fft_real(ot.dtype, in(0), rows, len, inverse, half, alloc());
       else fft(ot.dtype, in(0), rows, len, inverse, alloc());
       return;
     }

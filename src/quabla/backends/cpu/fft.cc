@@ -387,8 +387,9 @@ void fft_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse, T* 
 // An odd length runs the complex transform with zero imaginary parts. The inverse of a real
 // row is the conjugate of its forward transform, over n.
 template <class T>
-void fft_real_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse, T* out) {
+void fft_real_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse, bool half_out, T* out) {
   const bool half = n % 2 == 0 && n >= 2;
+  const std::int64_t width = half_out ? n / 2 + 1 : n;  // output entries per row
   const std::int64_t h = half ? n / 2 : n;
   const Plan plan(h, -1.0);
   std::vector<double> tw_r, tw_i;  // exp(-2 pi i k / n), k <= n/2
@@ -408,9 +409,10 @@ void fft_real_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse
     double* im = row.data() + h;
     for (std::int64_t b = b0; b < b1; ++b) {
       const T* src = in + b * n;
-      T* dst_re = out + b * n;
-      T* dst_im = out + (batch + b) * n;
+      T* dst_re = out + b * width;
+      T* dst_im = out + (batch + b) * width;
       auto put = [&](std::int64_t k, double xr, double xi) {
+        if (k >= width) return;
         dst_re[k] = static_cast<T>(xr * scale);
         dst_im[k] = static_cast<T>(conj_sign * xi * scale);
       };
@@ -456,13 +458,14 @@ void fft(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bo
   throw InternalError("cpu::fft: needs the lowered float form");
 }
 
-void fft_real(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, std::byte* out) {
+void fft_real(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, bool half,
+              std::byte* out) {
   if (batch == 0 || n == 0) return;
   switch (part) {
     case DType::f32:
-      return fft_real_rows(reinterpret_cast<const float*>(in), batch, n, inverse, reinterpret_cast<float*>(out));
+      return fft_real_rows(reinterpret_cast<const float*>(in), batch, n, inverse, half, reinterpret_cast<float*>(out));
     case DType::f64:
-      return fft_real_rows(reinterpret_cast<const double*>(in), batch, n, inverse, reinterpret_cast<double*>(out));
+      return fft_real_rows(reinterpret_cast<const double*>(in), batch, n, inverse, half, reinterpret_cast<double*>(out));
     case DType::bool_: case DType::i32: case DType::i64: case DType::c64: case DType::c128: break;
   }
   throw InternalError("cpu::fft_real: needs a float operand");

@@ -88,7 +88,9 @@ void qr(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std
 // ops.def's fft, fft.cc): unscaled with exponent -2 pi i jk/n, or with `inverse` +2 pi i
 // jk/n and scaled by 1/n. Computed in double.
 void fft(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, std::byte* out);
-// The same for real rows (`batch` rows of n reals in, planar complex rows out).
-void fft_real(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, std::byte* out);
+// The same for real rows (`batch` rows of n reals in, planar complex rows out: all n
+// frequencies, or with `half` the first n / 2 + 1).
+void fft_real(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, bool half,
+              std::byte* out);
 
 }  // namespace qb::cpu
