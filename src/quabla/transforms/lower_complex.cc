@@ -184,7 +184,7 @@ class Lowering {
   // A lowered operand as it crosses a boundary: real values as they are, complex planar.
   V boundary(ValueId v) { return is_c(v) ? planes(v) : real_[v]; }
 
-  // The parts of operand v (sliced from its interleaved form on first use), a real one with
+  // The parts of operand v (split from its planar form on first use), a real one with
   // a zero imaginary part.
   Parts parts(ValueId v) {
     if (is_c(v)) {
