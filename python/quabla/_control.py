@@ -34,7 +34,7 @@ def _leaf_array(x, what: str):
         return _core.asarray(x), False
     if isinstance(x, int):
         return _core.asarray(x), True  # a weak int: it becomes a float if the body makes it one
-    if isinstance(x, float):
+    if isinstance(x, (float, complex)):
         return _core.asarray(x), True
     if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
         return _core.asarray(x), False

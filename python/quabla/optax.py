@@ -25,6 +25,9 @@ __all__ = ["GradientTransformation", "EmptyState", "ScaleByAdamState", "ScaleByR
            "cosine_distance"]
 
 
+
+_abs_sq = _optim._abs_sq  # |g|^2, real for complex gradients (optax's abs_sq)
+
 class GradientTransformation(NamedTuple):
     init: Callable[[Any], Any]
     update: Callable[..., Any]
@@ -146,7 +149,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_roo
 
     def update(updates, state, params=None):
         mu = _tmap(lambda m, g: b1 * m + (1.0 - b1) * g, state.mu, updates)
-        nu = _tmap(lambda v, g: b2 * v + (1.0 - b2) * (g * g), state.nu, updates)
+        nu = _tmap(lambda v, g: b2 * v + (1.0 - b2) * _abs_sq(g), state.nu, updates)
         count = state.count + 1
         c = count.astype(_core.float64)
         c1 = 1.0 - _core.power(_core.asarray(b1, dtype=_core.float64), c)
@@ -163,7 +166,7 @@ def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0
         return ScaleByRmsState(_tree.map(lambda p: _core.full_like(_core.asarray(p), initial_scale), params))
 
     def update(updates, state, params=None):
-        nu = _tmap(lambda v, g: decay * v + (1.0 - decay) * (g * g), state.nu, updates)
+        nu = _tmap(lambda v, g: decay * v + (1.0 - decay) * _abs_sq(g), state.nu, updates)
         if eps_in_sqrt:
             out = _tmap(lambda g, v: g / _core.sqrt(v + eps), updates, nu)
         else:
@@ -179,7 +182,7 @@ def scale_by_rss(initial_accumulator_value: float = 0.1, eps: float = 1e-7):
                                          params))
 
     def update(updates, state, params=None):
-        sos = _tmap(lambda s, g: s + g * g, state.sum_of_squares, updates)
+        sos = _tmap(lambda s, g: s + _abs_sq(g), state.sum_of_squares, updates)
         out = _tmap(lambda g, s: _core.where(s > 0, g / _core.sqrt(s + eps), _core.zeros_like(g)), updates, sos)
         return out, ScaleByRssState(sos)
     return GradientTransformation(init, update)
@@ -526,7 +529,7 @@ def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_ro
 
     def update(updates, state, params=None):
         mu = _tmap(lambda g, m: _ema(g, m, b1), updates, state.mu)
-        nu = _tmap(lambda g, v: _ema(g * g, v, b2), updates, state.nu)
+        nu = _tmap(lambda g, v: _ema(_abs_sq(g), v, b2), updates, state.nu)
         c = state.count + 1
         mu_hat = _nesterov_or_plain_mu_hat(True, mu, updates, b1, c)
         out = _tmap(lambda m, v: m / (_core.sqrt(_bc(v, b2, c) + eps_root) + eps), mu_hat, nu)
@@ -546,7 +549,7 @@ def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_ro
 
     def update(updates, state, params=None):
         mu = _tmap(lambda g, m: _ema(g, m, b1), updates, state.mu)
-        nu = _tmap(lambda g, v: _ema(g * g, v, b2), updates, state.nu)
+        nu = _tmap(lambda g, v: _ema(_abs_sq(g), v, b2), updates, state.nu)
         c = state.count + 1
         mu_hat = _nesterov_or_plain_mu_hat(nesterov, mu, updates, b1, c)
 
@@ -594,7 +597,7 @@ def scale_by_yogi(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-3, eps_roo
 
     def update(updates, state, params=None):
         mu = _tmap(lambda g, m: _ema(g, m, b1), updates, state.mu)
-        nu = _tmap(lambda g, v: v - (1.0 - b2) * _core.sign(v - g * g) * (g * g), updates, state.nu)
+        nu = _tmap(lambda g, v: v - (1.0 - b2) * _core.sign(v - _abs_sq(g)) * _abs_sq(g), updates, state.nu)
         c = state.count + 1
         return (_tmap(lambda m, v: _bc(m, b1, c) / (_core.sqrt(_bc(v, b2, c) + eps_root) + eps), mu, nu),
                 ScaleByAdamState(c, mu, nu))
@@ -626,7 +629,7 @@ def scale_by_adadelta(rho: float = 0.9, eps: float = 1e-6):
         return ScaleByAdaDeltaState(_zeros_like(params), _zeros_like(params))
 
     def update(updates, state, params=None):
-        e_g = _tmap(lambda g, e: _ema(g * g, e, rho), updates, state.e_g)
+        e_g = _tmap(lambda g, e: _ema(_abs_sq(g), e, rho), updates, state.e_g)
         out = _tmap(lambda g, eg, ex: _core.sqrt(ex + eps) / _core.sqrt(eg + eps) * g, updates, e_g, state.e_x)
         e_x = _tmap(lambda u, e: _ema(u * u, e, rho), out, state.e_x)
         return out, ScaleByAdaDeltaState(e_g, e_x)
@@ -683,7 +686,7 @@ def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8, initial_scale: float 
 
     def update(updates, state, params=None):
         mu = _tmap(lambda g, m: _ema(g, m, decay), updates, state.mu)
-        nu = _tmap(lambda g, v: _ema(g * g, v, decay), updates, state.nu)
+        nu = _tmap(lambda g, v: _ema(_abs_sq(g), v, decay), updates, state.nu)
         if eps_in_sqrt:
             out = _tmap(lambda g, m, v: g / _core.sqrt(v - m * m + eps), updates, mu, nu)
         else:
@@ -711,7 +714,7 @@ def scale_by_novograd(b1: float = 0.9, b2: float = 0.25, eps: float = 1e-8, eps_
             raise ValueError("optax.scale_by_novograd: needs params; call update(updates, state, params)")
         c = state.count + 1
         first = c == 1
-        nu = _tmap(lambda g, n: _core.where(first, _core.sum(g * g), _ema(_core.sum(g * g), n, b2)), updates,
+        nu = _tmap(lambda g, n: _core.where(first, _core.sum(_abs_sq(g)), _ema(_core.sum(_abs_sq(g)), n, b2)), updates,
                    state.nu)
         mu = _tmap(lambda g, p, n, m: (g / (_core.sqrt(n + eps_root) + eps) + weight_decay * _core.asarray(p))
                    + _core.where(first, 0.0, b1) * m, updates, params, nu, state.mu)

@@ -30,7 +30,16 @@ __all__ = ["Adam", "AdamW", "SGD", "LBFGS", "LBFGSInfo", "Trainer", "AdamState",
 Schedule = Callable[[Any], Any]  # count (float64 scalar array) -> learning rate (float64 scalar)
 
 
+def _abs_sq(g):
+    """|g|^2: g * g, or Re(g conj(g)) for a complex g (optax's abs_sq), so second moments of
+    complex gradients stay real and non-negative."""
+    if getattr(g, "dtype", None) in (_core.complex64, _core.complex128):
+        return _core._real(g * _core._conj(g))
+    return g * g
+
+
 # ---- schedules (optax formulas); each maps the step count to a learning rate ------------
+
 
 def constant(value: float) -> Schedule:
     value = float(value)
@@ -239,7 +248,7 @@ class Adam(_Stateful):
         count = state.count + 1.0
         b1, b2 = self.b1, self.b2
         mu = _tree.map(lambda m, g: b1 * m + (1.0 - b1) * g, state.mu, grads)
-        nu = _tree.map(lambda v, g: b2 * v + (1.0 - b2) * (g * g), state.nu, grads)
+        nu = _tree.map(lambda v, g: b2 * v + (1.0 - b2) * _abs_sq(g), state.nu, grads)
         c1 = 1.0 - _core.power(_core.asarray(b1, dtype=_core.float64), count)
         c2 = 1.0 - _core.power(_core.asarray(b2, dtype=_core.float64), count)
         lr = _core.asarray(self.learning_rate(state.count), dtype=_core.float64)

@@ -380,3 +380,35 @@ def test_complex_normal_matches_jax():
         b = np.asarray(jax.random.normal(jax.random.PRNGKey(3), (5,), dtype=jdt))
         assert a.dtype == b.dtype
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_loops_laplacian_and_optimizers_with_complex_values():
+    x = np.linspace(0.1, 1.0, 6)
+
+    def loss(m, L):
+        def f(w):  # a Python complex as the initial carry (weak, as a Python float)
+            def step(c, xi):
+                c = c * m.exp(1j * w * xi) + xi
+                return c, c * (1 + 0.5j)
+            c, ys = L.scan(step, 1 + 0j, x)
+            return m.abs(c) ** 2 + m.sum(m.real(ys * m.conj(ys)))
+        return f
+
+    close(qb.grad(loss(qb, qb.lax))(qb.array(0.7)), jax.grad(loss(jnp, jax.lax))(0.7))
+    close(qb.vmap(qb.grad(loss(qb, qb.lax)))(qb.array([0.7, 1.3])),
+          jax.vmap(jax.grad(loss(jnp, jax.lax)))(jnp.array([0.7, 1.3])))
+    # the Laplacian (collapsed Taylor mode) through non-analytic complex steps (|z|, rfft)
+    h = lambda m: (lambda x: m.sum(m.abs(m.fft.rfft(x * x)) ** 2))  # noqa: E731
+    close(qb.laplacian(h(qb))(qb.asarray(x)), jnp.trace(jax.hessian(h(jnp))(x)), rtol=1e-11)
+    # Adam on complex parameters: optax's second moment |g|^2
+    optax = pytest.importorskip("optax")
+    p = {"z": np.array([1 + 1j, -0.5 + 2j])}
+    g = {"z": np.array([0.5 - 0.5j, 0.1 + 0.3j])}
+    opt = optax.adam(0.1)
+    up, _ = opt.update(g, opt.init(p), p)
+    want = optax.apply_updates(p, up)["z"]
+    close(qb.optim.Adam(0.1).step({"z": qb.asarray(p["z"])}, {"z": qb.asarray(g["z"])})["z"], want)
+    qo = qb.optax.adam(0.1)
+    qp, qg = {"z": qb.asarray(p["z"])}, {"z": qb.asarray(g["z"])}
+    qup, _ = qo.update(qg, qo.init(qp), qp)
+    close(qb.optax.apply_updates(qp, qup)["z"], want)

@@ -147,12 +147,15 @@ class Taylor {
         std::vector<std::size_t> feed = identity;
         for (std::size_t i = n_in; i < p1.size(); ++i) feed.push_back(i);
         Graph second = restricted(g2, p1, feed, keep);
-        if (is_elementwise(n.op) && jx.size() == 1 && n_out == 1) {
+        bool complex_values = is_complex(g_.type(n.outputs[0]).dtype);
+        for (ValueId v : n.inputs) complex_values = complex_values || is_complex(g_.type(v).dtype);
+        if (is_elementwise(n.op) && jx.size() == 1 && n_out == 1 && !complex_values) {
           // One moving operand of an elementwise op: f''[t, t] = f''(x) t^2 elementwise, so
           // f'' is evaluated once at a unit tangent and multiplied by the collapsed sum of
           // t^2, never broadcast over the directions (a first layer's t has no batch axis).
           // The sum of squares comes first, right after J(y): both read t, so the CPU
-          // planner fuses them into one pass over the K-sized values.
+          // planner fuses them into one pass over the K-sized values. (Not for complex values:
+          // |z|, real and conj are not analytic, so their f''[t, t] is no multiple of t^2.)
           V squares = collapse(e_.mul(jx[0], jx[0]));
           std::vector<V> unit(x.begin(), x.end());
           std::size_t moving_operand = 0;
