@@ -81,7 +81,7 @@ from . import _numpy_breadth  # noqa: E402
 from ._numpy_breadth import (  # noqa: E402,F401
     angle, choose, compress, extract, place, put, put_along_axis, diag_indices_from, tril_indices_from,
     triu_indices_from, fromfunction, histogram_bin_edges, histogram2d, histogramdd, bartlett, blackman, hamming,
-    hanning, kaiser, poly, polyadd, polysub, polymul, polyder, polyint, polydiv, resize, rollaxis, trim_zeros, unwrap,
+    hanning, kaiser, poly, roots, sort_complex, polyadd, polysub, polymul, polyder, polyint, polydiv, resize, rollaxis, trim_zeros, unwrap,
     unique_all, unique_counts, unique_inverse, unique_values, matrix_transpose, mask_indices, s_, index_exp, iterable,
     iscomplex, isreal, iscomplexobj, isrealobj, bitwise_invert, bitwise_left_shift, bitwise_right_shift, printoptions,
     get_printoptions, set_printoptions, array_repr, array_str, frombuffer, fromiter, fromstring, einsum_path, float_,

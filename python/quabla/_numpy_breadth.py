@@ -23,7 +23,7 @@ from ._numpy_extra import _cast, _no_complex, _NO_ORDER
 __all__ = [
     "angle", "choose", "compress", "extract", "place", "put", "put_along_axis", "diag_indices_from",
     "tril_indices_from", "triu_indices_from", "fromfunction", "histogram_bin_edges", "histogram2d", "histogramdd",
-    "bartlett", "blackman", "hamming", "hanning", "kaiser", "poly", "polyadd", "polysub", "polymul", "polyder",
+    "bartlett", "blackman", "hamming", "hanning", "kaiser", "poly", "roots", "sort_complex", "polyadd", "polysub", "polymul", "polyder",
     "polyint", "polydiv", "resize", "rollaxis", "trim_zeros", "unwrap", "unique_all", "unique_counts",
     "unique_inverse", "unique_values", "matrix_transpose", "mask_indices", "s_", "index_exp", "iterable",
     "iscomplex", "isreal", "iscomplexobj", "isrealobj", "bitwise_invert", "bitwise_left_shift",
@@ -709,8 +709,8 @@ def _poly1d(p, name):
 def poly(seq_of_zeros):
     """The coefficients of the monic polynomial with the given roots (a scalar counts as one
     root). For a square matrix, the coefficients of its characteristic polynomial
-    det(x I - A), computed in real arithmetic (Faddeev-LeVerrier; jax.numpy goes through
-    complex eigenvalues, which Quabla does not have)."""
+    det(x I - A), computed in the matrix's own arithmetic (Faddeev-LeVerrier: real for a real
+    matrix, and differentiable; jax.numpy goes through its complex eigenvalues)."""
     z = _inexact(seq_of_zeros)
     z = z.reshape((1,)) if z.ndim == 0 else z
     if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0] > 0:
@@ -732,6 +732,62 @@ def poly(seq_of_zeros):
     for k in range(z.shape[0]):  # a(x) * (x - z_k)
         a = _qb.concatenate([a, zero]) - z[k] * _qb.concatenate([zero, a])
     return a
+
+
+def _companion_roots(p):
+    """The eigenvalues of p's companion matrix (p[0] != 0): p's roots."""
+    n = p.shape[0] - 1
+    if n < 1:
+        return _qb.zeros((0,), dtype=_complex_of(p.dtype))
+    first = _qb.reshape(-p[1:] / p[0], (1, n))
+    below = _qb.concatenate([_qb.eye(n - 1, dtype=p.dtype), _qb.zeros((n - 1, 1), dtype=p.dtype)], axis=1)
+    return _qb.linalg.eigvals(_qb.concatenate([first, below], axis=0))
+
+
+def _complex_of(dtype):
+    return dtype if dtype in _COMPLEX else (_core.complex64 if dtype == _core.float32 else _core.complex128)
+
+
+def roots(p, *, strip_zeros: bool = True):
+    """The roots of the polynomial with coefficients p (highest power first), complex, as
+    jax.numpy.roots: the eigenvalues of the companion matrix (LAPACK's geev, as NumPy). With
+    strip_zeros (the default) leading zeros are dropped first, which needs concrete
+    coefficients; with strip_zeros=False (usable under jit) each leading zero gives a NaN root
+    instead, at the end. Unlike numpy.roots the result is complex even when every root is real."""
+    p = _inexact(p)
+    p = p.reshape((1,)) if p.ndim == 0 else p
+    if p.ndim != 1:
+        raise ValueError(f"roots: the coefficients must be a 1-D array, got shape {tuple(p.shape)}")
+    if p.shape[0] < 2:
+        return _qb.zeros((0,), dtype=_complex_of(p.dtype))
+    if strip_zeros:
+        import numpy as np
+        nonzero = np.nonzero(_concrete(p, "roots", "stripping leading zeros (strip_zeros=True) depends on the "
+                                                   "values; pass strip_zeros=False under jit") != 0)[0]
+        return _companion_roots(p[int(nonzero[0]):] if nonzero.size else p[p.shape[0]:])
+    n = p.shape[0]
+    is_zero = (p == 0).astype(_core.int32)
+    lead = _qb.where(_qb.all(p == 0), n, _qb.argmin(is_zero)).astype(_core.int32)
+    # The leading zeros rolled to the end (an all-zero p as ones, so geev gets finite input):
+    # their roots are zeros, sorted to the end and replaced by NaN.
+    idx = (_qb.arange(n, dtype=_core.int32) + lead) % n
+    q = _qb.where(lead == n, _qb.ones_like(p), _qb.take(p, idx))
+    r = _companion_roots(q)
+    order = _qb.argsort((r == 0).astype(_core.int32), stable=True)
+    r = _qb.take(r, order)
+    keep = _qb.arange(n - 1, dtype=_core.int32) < n - 1 - lead
+    return _qb.where(keep, r, _qb.asarray(complex(float("nan"), float("nan")), dtype=r.dtype))
+
+
+def sort_complex(a):
+    """a sorted along its last axis by real part, then imaginary part, as a complex array
+    (numpy.sort_complex)."""
+    a = _arr(a)
+    s = _qb.sort(a, axis=-1)
+    if s.dtype in _COMPLEX:
+        return s
+    single = s.dtype == _core.float32 or (s.dtype not in _FLOATS and _qb.default_dtype() == _core.float32)
+    return s.astype(_core.complex64 if single else _core.complex128)
 
 
 def _pad_front(p, n):

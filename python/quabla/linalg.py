@@ -14,10 +14,10 @@ from ._package import qb as _qb
 from ._indexing import argsort as _argsort, take_along_axis as _take_along_axis
 from ._numpy_extra import _is_complex, _COMPLEX
 
-__all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eigh", "eigvalsh", "expm", "inv", "lstsq", "lu",
+__all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eig", "eigvals", "eigh", "eigvalsh", "expm", "inv", "lstsq", "lu",
            "lu_factor", "lu_solve", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
-           "EighResult", "QRResult", "SlogdetResult", "SVDResult", "cg", "gmres", "bicgstab", "SolverInfo",
+           "EigResult", "EighResult", "QRResult", "SlogdetResult", "SVDResult", "cg", "gmres", "bicgstab", "SolverInfo",
            "vector_norm", "matrix_norm", "trace", "diagonal", "outer", "cross", "matmul", "matrix_transpose",
            "tensordot", "vecdot", "tensorsolve", "tensorinv"]
 
@@ -25,6 +25,11 @@ __all__ = ["cholesky", "cho_factor", "cho_solve", "cond", "det", "eigh", "eigval
 class SlogdetResult(NamedTuple):
     sign: _core.Array
     logabsdet: _core.Array
+
+
+class EigResult(NamedTuple):
+    eigenvalues: _core.Array
+    eigenvectors: _core.Array
 
 
 class EighResult(NamedTuple):
@@ -71,6 +76,30 @@ def _float(x, like=None, fname=None):
     return x.astype(_core.default_dtype())
 
 
+def _inexact(x, fname):
+    """x as a float or complex array (integers and bools as the default float dtype)."""
+    x = _arr(x)
+    if x.dtype in _COMPLEX or x.dtype in (_core.float32, _core.float64):
+        return x
+    return x.astype(_core.default_dtype())
+
+
+def _system(fname, a, b):
+    """(a, b) of a linear system: float ones as _float makes them; when either is complex both
+    become the complex dtype they promote to (jax.numpy's rule)."""
+    a, b = _arr(a), _arr(b)
+    if not (_is_complex(a) or _is_complex(b)):
+        a = _float(a)
+        return a, _float(b, a)
+    a, b = _inexact(a, fname), _inexact(b, fname)
+    try:
+        ct = _qb.result_type(a, b)  # strict, as arithmetic: float32 with complex128 raises
+    except ValueError:
+        raise ValueError(f"{fname}: the matrix is {a.dtype.name} and the right-hand side {b.dtype.name}; give both "
+                         f"one precision with .astype (complex64 goes with float32, complex128 with float64)") from None
+    return a.astype(ct), b.astype(ct)
+
+
 def _mT(x):
     perm = list(range(x.ndim))
     perm[-2], perm[-1] = perm[-1], perm[-2]
@@ -97,30 +126,53 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
 def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = False, overwrite_b: bool = False,
                      debug=None, check_finite: bool = True):
     """x with op(a) x = b for a triangular a (scipy.linalg.solve_triangular): trans 0/'N'
-    (a), 1/'T' or 2/'C' (a^T, real), reading only the lower or upper triangle of a."""
+    (a), 1/'T' (a^T) or 2/'C' (a^H, the conjugate transpose), reading only the lower or
+    upper triangle of a. Real or complex."""
     if trans in (0, "N"):
         t = False
     elif trans in (1, 2, "T", "C"):
         t = True
     else:
         raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
-    _no_complex("solve_triangular", a, b)
-    a = _float(a)
-    return _core.linalg_triangular_solve(a, _float(b, a), bool(lower), t, bool(unit_diagonal))
+    a, b = _system("solve_triangular", a, b)
+    if trans in (2, "C") and _is_complex(a):
+        a = a.conj()
+    return _core.linalg_triangular_solve(a, b, bool(lower), t, bool(unit_diagonal))
 
 
 def solve(a, b):
     """x with a x = b (LU with partial pivoting). b is [..., n, k], or [n] for one vector
-    (NumPy 2's rule); batch axes broadcast."""
-    _no_complex("solve", a, b)
-    a = _float(a)
-    return _core.linalg_solve(a, _float(b, a))
+    (NumPy 2's rule); batch axes broadcast. Real or complex (a complex system is solved as
+    its real 2n x 2n form, or column by column for a real a)."""
+    a, b = _system("solve", a, b)
+    return _core.linalg_solve(a, b)
 
 
 def slogdet(a) -> SlogdetResult:
     """(sign, log|det a|) of each matrix; (0, -inf) for a singular one."""
     r = _core.linalg_slogdet(_float(a, fname="slogdet"))
     return SlogdetResult(r[..., 0], r[..., 1])
+
+
+def eig(a) -> EigResult:
+    """(eigenvalues, right eigenvectors as columns) of each general square matrix, complex
+    (complex64 for float32 input, complex128 for float64), as numpy.linalg.eig and
+    jax.numpy.linalg.eig compute them (LAPACK's geev: the same order, each eigenvector of unit
+    norm with its largest component real; a real matrix's complex pairs adjacent, positive
+    imaginary part first). Real or complex input; NaN results for inf/NaN entries.
+    Differentiable: eigenvalue derivatives as JAX's; eigenvector derivatives by JAX's
+    nondegenerate rule with geev's normalisation (JAX's enable_eigvec_derivs=True; infinite
+    where two eigenvalues coincide)."""
+    a = _square("eig", _inexact(a, "eig"), promote=False)
+    r = _core.linalg_eig(a, False)
+    return EigResult(r[..., 0, :], r[..., 1:, :])
+
+
+def eigvals(a):
+    """The eigenvalues of each general square matrix, complex, in eig's order (no
+    eigenvectors are computed; derivatives as JAX's)."""
+    a = _square("eigvals", _inexact(a, "eigvals"), promote=False)
+    return _core.linalg_eig(a, True)
 
 
 def eigh(a, UPLO=None, symmetrize_input: bool = True) -> EighResult:
@@ -377,8 +429,8 @@ def det(a):
 
 
 def inv(a):
-    """The inverse (solve(a, I)); inf/NaN for a singular matrix."""
-    a = _square("inv", a)
+    """The inverse (solve(a, I)), real or complex; inf/NaN for a singular matrix."""
+    a = _square("inv", _inexact(a, "inv"), promote=False)
     eye = _core.broadcast_to(_core.eye(a.shape[-1], dtype=a.dtype), a.shape)
     return _core.linalg_solve(a, eye)
 
@@ -413,7 +465,6 @@ def matrix_power(a, n: int):
     if n == 0:
         return _core.broadcast_to(_core.eye(a.shape[-1], dtype=a.dtype), a.shape)
     if n < 0:
-        _no_complex("matrix_power (of a negative power)", a)
         a, n = inv(a), -n
     result = None
     base = a
@@ -632,7 +683,6 @@ def vecdot(x1, x2, /, *, axis: int = -1):
 
 def tensorsolve(a, b, axes=None):
     """x with tensordot(a, x, x.ndim) = b (numpy.linalg.tensorsolve)."""
-    _no_complex("tensorsolve", a, b)
     a, b = _arr(a), _arr(b)
     if axes is not None:
         axes = [ax % a.ndim for ax in ((axes,) if isinstance(axes, int) else axes)]
@@ -653,7 +703,6 @@ def tensorsolve(a, b, axes=None):
 
 def tensorinv(a, ind: int = 2):
     """The inverse of a with respect to tensordot over its first ind axes."""
-    _no_complex("tensorinv", a)
     a = _arr(a)
     if ind <= 0:
         raise ValueError(f"linalg.tensorinv: ind must be positive, got {ind}")

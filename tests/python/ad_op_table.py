@@ -278,6 +278,12 @@ CASES = [
          [((3, 3), -1, 1)]),
     Case("eigh", lambda x: (lambda r: r.eigenvalues * 2.0 + r.eigenvectors[0] ** 2)(
         qb.linalg.eigh(x + x.T + qb.array(np.diag([0.0, 4.0, 8.0])))), [((3, 3), -1, 1)]),
+    # A general matrix with a complex pair (1 +- 2i) and a real eigenvalue (5), well apart: the
+    # eigenvalues' and the normalised eigenvectors' derivatives (complex results, real outputs).
+    Case("eig", lambda x: (lambda r: qb.real(r.eigenvalues) * 2.0 + qb.imag(r.eigenvalues) ** 2
+                           + qb.real(r.eigenvectors[0]) * qb.imag(r.eigenvectors[1]) + qb.abs(r.eigenvectors[2]))(
+        qb.linalg.eig(x + qb.array(np.array([[1.0, -2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 5.0]])))),
+         [((3, 3), -0.3, 0.3)], cpu_only=True),
     # Control flow (regions). Both branches of cond are taken (one per call); under vmap the
     # predicates are per example. The while loop runs 2 or 3 steps depending on the data.
     Case("cond", lambda x: qb.cond(qb.max(x) > -5.0, lambda a: qb.sin(a) * a, lambda a: qb.cos(a) * 2.0, x)

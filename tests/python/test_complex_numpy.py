@@ -511,10 +511,7 @@ def test_stats_raise_for_complex():
 
 
 LINALG = {
-    "solve": lambda: qb.linalg.solve(_MA, _A[:4]),
-    "solve_triangular": lambda: qb.linalg.solve_triangular(_MA, _A[:4]),
     "det": lambda: qb.linalg.det(_MA),
-    "inv": lambda: qb.linalg.inv(_MA),
     "slogdet": lambda: qb.linalg.slogdet(_MA),
     "eigh": lambda: qb.linalg.eigh(_MA),
     "eigvalsh": lambda: qb.linalg.eigvalsh(_MA),
@@ -531,9 +528,6 @@ LINALG = {
     "lu_factor": lambda: qb.linalg.lu_factor(_MA),
     "lu_solve": lambda: qb.linalg.lu_solve((_MA, qb.arange(4)), _A[:4]),
     "cho_solve": lambda: qb.linalg.cho_solve((_MA, True), _A[:4]),
-    "tensorsolve": lambda: qb.linalg.tensorsolve(_MA, _A[:4]),
-    "tensorinv": lambda: qb.linalg.tensorinv(_MA, 1),
-    "matrix_power (of a negative power)": lambda: qb.linalg.matrix_power(_MA, -2),
 }
 
 

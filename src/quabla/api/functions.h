@@ -107,13 +107,17 @@ std::vector<V> promote_broadcast_dtype_only(Builder& b, std::string_view fname, 
 V matmul(Builder& b, V x, V y);
 V dot(Builder& b, V x, V y);
 
-// ---- dense linear algebra (linalg.cc): float stacks of square matrices [..., n, n]; a
-// right-hand side is [..., n, k], or [n] (a vector, NumPy 2's rule); batch axes broadcast.
+// ---- dense linear algebra (linalg.cc): float stacks of square matrices [..., n, n] (solves
+// and eig also complex); a right-hand side is [..., n, k], or [n] (a vector, NumPy 2's
+// rule); batch axes broadcast.
 V linalg_cholesky(Builder& b, V a);
 V linalg_triangular_solve(Builder& b, V a, V rhs, bool lower, bool transpose, bool unit_diagonal);
 V linalg_solve(Builder& b, V a, V rhs);
 V linalg_slogdet(Builder& b, V a);  // [..., 2]: sign, log|det|
 V linalg_eigh(Builder& b, V a);     // [..., n + 1, n]: eigenvalues, then eigenvectors as columns
+// Complex [..., n + 1, n] (eigenvalues, then right eigenvectors as columns; ops.def: eig), or
+// with values_only complex [..., n].
+V linalg_eig(Builder& b, V a, bool values_only);
 V linalg_svd(Builder& b, V a, bool full_matrices);  // [..., m + 1 + n, w]: U, s, V (ops.def: svd)
 V linalg_qr(Builder& b, V a, bool complete);        // [..., m + rq, w]: Q, R (ops.def: qr)
 V linalg_lu(Builder& b, V a);                       // [..., n + 2, n]: perm, pivots, L\U (ops.def: lu)

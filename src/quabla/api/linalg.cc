@@ -1,5 +1,6 @@
-// qb.linalg's primitives with their argument checks: float stacks of square matrices, a
-// right-hand side that is a stack of matrices or one vector, batch axes broadcast.
+// qb.linalg's primitives with their argument checks: float stacks of square matrices (complex
+// ones for the solves and eig), a right-hand side that is a stack of matrices or one
+// vector, batch axes broadcast.
 #include <string>
 
 #include "quabla/api/functions.h"
@@ -9,10 +10,10 @@ namespace qb::api {
 
 namespace {
 
-// a as a float [..., n, n] stack (or a ValueError naming fname).
-void check_square(Builder& b, std::string_view fname, V a) {
+// a as a float (or, with allow_complex, complex) [..., n, n] stack, or a ValueError naming fname.
+void check_square(Builder& b, std::string_view fname, V a, bool allow_complex = false) {
   const ValueType t = b.type(a);
-  if (!is_float(t.dtype)) {
+  if (!is_float(t.dtype) && !(allow_complex && is_complex(t.dtype))) {
     throw ValueError(std::string(fname) + ": expected float32 or float64 matrices, got " + t.str() +
                      "; convert with .astype(qb.float64)");
   }
@@ -25,17 +26,19 @@ void check_square(Builder& b, std::string_view fname, V a) {
 
 // (a, rhs) with equal batch axes and rhs as [..., n, k]; vector tells whether rhs was [n].
 std::pair<V, V> batch_pair(Builder& b, std::string_view fname, V a, V rhs, bool& vector) {
-  check_square(b, fname, a);
+  check_square(b, fname, a, true);
   const ValueType at = b.type(a), bt = b.type(rhs);
   if (bt.dtype != at.dtype) {
-    if (!is_float(bt.dtype) && bt.dtype != DType::bool_ && !is_int(bt.dtype)) {
+    if (is_complex(at.dtype) && is_float(bt.dtype) && bt.dtype == complex_part(at.dtype)) {
+      rhs = astype(b, rhs, at.dtype);  // a real right-hand side of a complex system
+    } else if (!is_inexact(bt.dtype) && bt.dtype != DType::bool_ && !is_int(bt.dtype)) {
       throw ValueError(std::string(fname) + ": unsupported right-hand side " + bt.str());
-    }
-    if (is_float(bt.dtype) && !bt.weak) {
+    } else if (is_inexact(bt.dtype) && !bt.weak) {
       throw ValueError(std::string(fname) + ": the matrix is " + at.str() + " and the right-hand side " + bt.str() +
-                       "; give both one float dtype");
+                       "; give both one float (or complex) dtype");
+    } else {
+      rhs = astype(b, rhs, at.dtype);
     }
-    rhs = astype(b, rhs, at.dtype);
   }
   const std::int64_t n = at.shape.back();
   Shape rs = b.type(rhs).shape;
@@ -109,5 +112,12 @@ V linalg_qr(Builder& b, V a, bool complete) { return matrix_op(b, "qr", Op::Qr, 
 V linalg_lu(Builder& b, V a) { return square_op(b, "lu", Op::Lu, a); }
 
 V linalg_eigh(Builder& b, V a) { return square_op(b, "eigh", Op::Eigh, a); }
+
+V linalg_eig(Builder& b, V a, bool values_only) {
+  check_square(b, values_only ? "eigvals" : "eig", a, true);
+  Attrs at;
+  at.mode = values_only ? 1 : 0;
+  return b.emit1(Op::Eig, {a}, std::move(at));
+}
 
 }  // namespace qb::api

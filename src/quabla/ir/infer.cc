@@ -343,11 +343,29 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       const auto& x = in[0];
       const auto& y = in[1];
       const std::size_t r = x.shape.size();
-      if (!is_float(x.dtype) || x.dtype != y.dtype || r < 2 || y.shape.size() != r || x.shape[r - 1] != x.shape[r - 2] ||
-          !std::equal(x.shape.begin(), x.shape.end() - 1, y.shape.begin())) {
-        fail(op, "operands " + x.str() + " and " + y.str() + " are not [..., n, n] and [..., n, k] of one float dtype");
+      if (!is_inexact(x.dtype) || x.dtype != y.dtype || r < 2 || y.shape.size() != r ||
+          x.shape[r - 1] != x.shape[r - 2] || !std::equal(x.shape.begin(), x.shape.end() - 1, y.shape.begin())) {
+        fail(op, "operands " + x.str() + " and " + y.str() +
+                     " are not [..., n, n] and [..., n, k] of one float or complex dtype");
       }
       return {strong(x.dtype, y.shape)};
+    }
+    case Op::Eig: {
+      const auto& x = in[0];
+      const std::size_t r = x.shape.size();
+      const bool lowered = (a.mode & 4) != 0, planar_in = (a.mode & 2) != 0;
+      if (a.mode < 0 || a.mode > 7 || (planar_in && !lowered)) fail(op, "unknown mode " + std::to_string(a.mode));
+      const std::size_t lead = planar_in ? 1 : 0;  // the planes axis of a lowered complex operand
+      if (r < 2 + lead || x.shape[r - 1] != x.shape[r - 2] || (planar_in && x.shape[0] != 2) ||
+          (lowered ? !is_float(x.dtype) : !is_inexact(x.dtype))) {
+        fail(op, "operand " + x.str() + " is not a float or complex [..., n, n] stack of square matrices");
+      }
+      Shape s(x.shape.begin() + static_cast<std::ptrdiff_t>(lead), x.shape.end());
+      if (a.mode & 1) s.pop_back();
+      else s[s.size() - 2] += 1;
+      if (!lowered) return {strong(complex_of(complex_part(x.dtype)), std::move(s))};
+      s.insert(s.begin(), 2);
+      return {strong(x.dtype, std::move(s))};
     }
     case Op::Real: case Op::Imag:
       if (!is_complex(in[0].dtype)) fail(op, "needs a complex operand, got " + in[0].str());

@@ -496,6 +496,10 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   def_fn(m, "linalg_slogdet", [](nb::handle a) { return call1("linalg_slogdet", a, &api::linalg_slogdet); });
   def_fn(m, "linalg_eigh", [](nb::handle a) { return call1("linalg_eigh", a, &api::linalg_eigh); });
   def_fn(m, "linalg_lu", [](nb::handle a) { return call1("linalg_lu", a, &api::linalg_lu); });
+  def_fn(m, "linalg_eig", [](nb::handle a, bool values_only) {
+    return call1(values_only ? "linalg_eig:values" : "linalg_eig", a,
+                 [values_only](Builder& bb, V x) { return api::linalg_eig(bb, x, values_only); });
+  }, nb::arg("a"), nb::arg("values_only"));
   def_fn(m, "linalg_svd", [](nb::handle a, bool full) {
     return call1(full ? "linalg_svd:full" : "linalg_svd", a, [full](Builder& bb, V x) { return api::linalg_svd(bb, x, full); });
   }, nb::arg("a"), nb::arg("full_matrices"));

@@ -424,7 +424,7 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       V mask = e.convert(e.eq(x[0], y), e.type(x[0]).dtype);
       return e.div(e.op(Op::NamedAxis, {e.mul(*t[0], mask)}, sum), e.op(Op::NamedAxis, {mask}, std::move(sum)));
     }
-    case Op::Cholesky: case Op::TriangularSolve: case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu:
+    case Op::Cholesky: case Op::TriangularSolve: case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Eig:
       return jvp_linalg(e, n, x, t, y);
     case Op::MatMul: {
       T r;

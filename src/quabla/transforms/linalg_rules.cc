@@ -13,10 +13,13 @@ namespace {
 
 constexpr std::int64_t kLower = 1, kTranspose = 2, kUnit = 4;
 
-// A constant n x n matrix f(i, j) broadcast to `like`'s [..., n, n] shape.
+// A constant n x n matrix f(i, j) broadcast to `like`'s [..., n, n] shape (of its dtype: a
+// complex one gets a real literal converted).
 template <class F>
 V matrix_mask(Emit& e, V like, F f) {
-  const ValueType t = e.type(like);
+  ValueType t = e.type(like);
+  const DType dtype = t.dtype;
+  t.dtype = complex_part(dtype);
   const std::int64_t n = t.shape.back();
   const std::size_t item = itemsize(t.dtype);
   auto buf = Buffer::allocate(static_cast<std::size_t>(n * n) * item);
@@ -31,6 +34,7 @@ V matrix_mask(Emit& e, V like, F f) {
       }
     }
   V c = e.b.constant(std::make_shared<Literal>(Literal{ValueType{t.dtype, Shape{n, n}, false}, buf}));
+  if (is_complex(dtype)) c = e.convert(c, dtype);
   const auto r = static_cast<std::int64_t>(t.shape.size());
   if (r == 2) return c;
   return e.broadcast(c, t.shape, {r - 2, r - 1});
@@ -102,6 +106,62 @@ V jvp_svd(Emit& e, V a, V da, V y) {
   Attrs cat;
   cat.axis = r - 2;
   std::vector<V> parts{du, e.reshape(ds, row), dv};
+  return e.b.emit(Op::Concat, parts, std::move(cat))[0];
+}
+
+// A reduction over `axis` broadcast back along it.
+V spread(Emit& e, V reduced, const Shape& shape, std::int64_t axis) {
+  std::vector<std::int64_t> dims;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(shape.size()); ++i) {
+    if (i != axis) dims.push_back(i);
+  }
+  return e.broadcast(reduced, shape, std::move(dims));
+}
+
+// The eigendecomposition's tangent, nondegenerate perturbation theory (as JAX's rule with
+// enable_eigvec_derivs): with P = V^-1 dA V, dw = diag(P); dV = U + V diag(c) with U =
+// V (F * P), F_ij = 1 / (w_j - w_i) off the diagonal, and c fixed by geev's normalisation of
+// each column (unit 2-norm, largest component k real): c = -Re(v^H u) - i Im(u_k) / v_k.
+// Eigenvalues only: dw_i = sum_j (V^-1 dA)_ij V_ji, V from a full decomposition.
+V jvp_eig(Emit& e, const Node& node, V a, V da, V y) {
+  V full = y;
+  const bool values_only = node.attrs.mode & 1;
+  if (values_only) full = e.op(Op::Eig, {a});
+  const ValueType ft = e.type(full);
+  const DType cd = ft.dtype;
+  const auto r = static_cast<std::int64_t>(ft.shape.size());
+  const std::int64_t n = ft.shape.back();
+  const V w = rows(e, full, 0, 1), v = rows(e, full, 1, n + 1);  // [..., 1, n], [..., n, n]
+  if (e.type(da).dtype != cd) da = e.convert(da, cd);
+  const V vinv_da = solve(e, v, da);
+  if (values_only) return e.reduce_sum(e.mul(vinv_da, e.mT(v)), {r - 1});
+  const V p = matmul(e, vinv_da, v);
+  const V eye = identity_like(e, p);
+  const V dw = e.reduce_sum(e.mul(p, eye), {r - 1});
+  const Shape sq = e.type(p).shape;
+  const V wj = expand_to(e, w, sq), wi = e.mT(wj);
+  const V f = e.sub(e.div(e.like(p, 1.0), e.add(eye, e.sub(wj, wi))), eye);
+  const V u = matmul(e, v, e.mul(f, p));
+  // The largest component of each column (the first, on ties: argmax's).
+  const V mag = e.op(Op::Abs, {v});
+  Attrs down;
+  down.dims = {r - 2};
+  const V top = spread(e, e.op(Op::ReduceMax, {mag}, down), sq, r - 2);
+  const V at_top = e.convert(e.eq(mag, top), DType::i32);
+  Attrs cum;
+  cum.axis = r - 2;
+  const V first = e.eq(e.op(Op::Cumsum, {at_top}, std::move(cum)), e.like(at_top, 1.0));
+  const V pick = e.convert(e.op(Op::And, {first, e.eq(at_top, e.like(at_top, 1.0))}), cd);
+  const V re = e.neg(e.op(Op::Real, {e.reduce_sum(e.mul(e.op(Op::Conj, {v}), u), {r - 2})}));
+  const V im = e.neg(e.div(e.op(Op::Imag, {e.reduce_sum(e.mul(pick, u), {r - 2})}),
+                           e.op(Op::Real, {e.reduce_sum(e.mul(pick, v), {r - 2})})));
+  const V c = spread(e, e.op(Op::Complex, {re, im}), sq, r - 2);
+  const V dv = e.add(u, e.mul(v, c));
+  Shape row = sq;
+  row[static_cast<std::size_t>(r - 2)] = 1;
+  Attrs cat;
+  cat.axis = r - 2;
+  std::vector<V> parts{e.reshape(dw, row), dv};
   return e.b.emit(Op::Concat, parts, std::move(cat))[0];
 }
 
@@ -189,6 +249,7 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
       std::vector<V> parts{e.reshape(dw, row), dv};
       return e.b.emit(Op::Concat, parts, std::move(cat))[0];
     }
+    case Op::Eig: return jvp_eig(e, n, x[0], *t[0], y);
     case Op::Svd: {
       if (n.attrs.mode == 1) {
         throw ValueError("svd: the derivative of full_matrices=True is not defined (the extra columns are not "

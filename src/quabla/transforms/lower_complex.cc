@@ -304,6 +304,79 @@ class Lowering {
     }
     return {e_.reshape(z.re, rest), e_.reshape(z.im, rest)};
   }
+  // x along axis `axis` (negative: from the end) joined / sliced.
+  V join(std::vector<V> xs, std::int64_t axis) {
+    Attrs cat;
+    cat.axis = axis < 0 ? static_cast<std::int64_t>(e_.type(xs[0]).shape.size()) + axis : axis;
+    return b_.emit(Op::Concat, xs, std::move(cat))[0];
+  }
+  V rows_of(V x, std::int64_t begin, std::int64_t end) {
+    const Shape s = e_.type(x).shape;
+    Attrs a;
+    a.starts.assign(s.size(), 0);
+    a.limits = s;
+    a.strides.assign(s.size(), 1);
+    a.starts[s.size() - 2] = begin;
+    a.limits[s.size() - 2] = end;
+    return op(Op::Slice, {x}, std::move(a));
+  }
+
+  // A X = B in complex numbers as one real system. With a real A (a structural zero
+  // imaginary part) the parts of B are the columns of one right-hand side; otherwise the
+  // real 2n x 2n embedding [[Ar, -Ai], [Ai, Ar]] [Xr; Xi] = [Br; Bi] (LU with partial
+  // pivoting on it is as stable as on A; twice a complex LU's flops).
+  Parts csolve(const Parts& a, const Parts& b) {
+    const std::int64_t n = e_.type(a.re).shape.back(), k = e_.type(b.re).shape.back();
+    if (is_zero(a.im)) {
+      if (is_zero(b.im)) return {op(Op::Solve, {a.re, b.re}), real_zero(b.re)};
+      const V x = op(Op::Solve, {a.re, join({b.re, b.im}, -1)});
+      const Shape s = e_.type(x).shape;
+      auto cols = [&](std::int64_t begin) {
+        Attrs sl;
+        sl.starts.assign(s.size(), 0);
+        sl.limits = s;
+        sl.strides.assign(s.size(), 1);
+        sl.starts.back() = begin;
+        sl.limits.back() = begin + k;
+        return op(Op::Slice, {x}, std::move(sl));
+      };
+      return {cols(0), cols(k)};
+    }
+    const V m = join({join({a.re, e_.neg(a.im)}, -1), join({a.im, a.re}, -1)}, -2);
+    const V x = op(Op::Solve, {m, join({b.re, b.im}, -2)});
+    return {rows_of(x, 0, n), rows_of(x, n, 2 * n)};
+  }
+
+  // op(A) X = B with A read from one triangle: a real A solves each part; a complex one is
+  // made the full matrix it stands for (the other triangle zero, a unit diagonal written
+  // in, transposed) and solved as csolve does.
+  Parts ctriangular_solve(const Node& n, const Parts& a, const Parts& b) {
+    const std::int64_t mode = n.attrs.mode;
+    if (is_zero(a.im)) {
+      Attrs at;
+      at.mode = mode;
+      const V xr = op(Op::TriangularSolve, {a.re, b.re}, at);
+      if (is_zero(b.im)) return {xr, real_zero(b.re)};
+      return {xr, op(Op::TriangularSolve, {a.re, b.im}, std::move(at))};
+    }
+    const Shape s = e_.type(a.re).shape;
+    const auto r = static_cast<std::int64_t>(s.size());
+    const std::int64_t dim = s.back();
+    const Shape sq{dim, dim};
+    const V idx = e_.iota(dim, DType::i32);
+    const V row = e_.broadcast(e_.broadcast(idx, sq, {0}), s, {r - 2, r - 1});
+    const V col = e_.broadcast(e_.broadcast(idx, sq, {1}), s, {r - 2, r - 1});
+    const bool lower_tri = mode & 1, unit = mode & 4;
+    V keep = op(lower_tri ? (unit ? Op::Gt : Op::Ge) : (unit ? Op::Lt : Op::Le), {row, col});
+    Parts full{sel(keep, a.re, like(a.re, 0.0)), sel(keep, a.im, like(a.im, 0.0))};
+    if (unit) {
+      const V diag = e_.eq(row, col);
+      full = {sel(diag, like(a.re, 1.0), full.re), full.im};
+    }
+    if (mode & 2) full = {e_.mT(full.re), e_.mT(full.im)};
+    return csolve(full, b);
+  }
+
   V cnonzero(const Parts& z) {
     return op(Op::Or, {op(Op::Ne, {z.re, like(z.re, 0.0)}), op(Op::Ne, {z.im, like(z.im, 0.0)})});
   }
@@ -549,6 +622,15 @@ class Lowering {
         const Parts x = parts(n.inputs[0]), y = parts(n.inputs[1]);
         auto mm = [&](V p, V q) { return op(Op::MatMul, {p, q}); };
         return set_parts(n, {sub(mm(x.re, y.re), mm(x.im, y.im)), add(mm(x.re, y.im), mm(x.im, y.re))});
+      }
+      case Op::Solve: return set_parts(n, csolve(parts(n.inputs[0]), parts(n.inputs[1])));
+      case Op::TriangularSolve: return set_parts(n, ctriangular_solve(n, parts(n.inputs[0]), parts(n.inputs[1])));
+      case Op::Eig: {  // the kernel takes a real or planar matrix and writes planar results
+        const ValueId x = n.inputs[0];
+        Attrs a = n.attrs;
+        a.mode |= is_c(x) ? 6 : 4;
+        planes_[n.outputs[0]] = op(Op::Eig, {is_c(x) ? planes(x) : real_[x]}, std::move(a));
+        return;
       }
       case Op::Fft: {
         // A real signal made complex (rfft, fft of real data) goes to the real-input kernel.

@@ -185,7 +185,7 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
     case Op::Solve:  // linear in b only: A^-T c
       if (lin[0]) not_linear(n.op);
       return give(1, ad::solve(e, e.mT(x[0]), c));
-    case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu:
+    case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Eig:
       not_linear(n.op);
       return;
     case Op::MatMul:

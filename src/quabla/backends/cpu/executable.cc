@@ -700,6 +700,13 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
         default: return solve(ot.dtype, in(0), in(1), batch, dim, k, alloc());
       }
     }
+    case Op::Eig: {  // the lowered forms: real [..., n, n] or planar [2, ..., n, n] in, planar out
+      const auto& as = in_type(0).shape;
+      const bool planar = (n.attrs.mode & 2) != 0;
+      const std::int64_t dim = as.back();
+      const std::int64_t batch = num_elements(std::span(as).subspan(planar ? 1 : 0, as.size() - 2 - (planar ? 1 : 0)));
+      return eig(ot.dtype, in(0), batch, dim, planar, (n.attrs.mode & 1) != 0, alloc());
+    }
     case Op::Fft: {  // the lowered forms: planar [2, ..., n], or real [..., n] (mode bit 1)
       const auto& xs = in_type(0).shape;
       const bool real = (n.attrs.mode & 2) != 0, inverse = (n.attrs.mode & 1) != 0, half = (n.attrs.mode & 4) != 0;

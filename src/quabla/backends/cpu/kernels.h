@@ -83,6 +83,13 @@ void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, st
 // a: [batch, m, n]; out: [batch, m + rq, w] (ops.def: qr).
 void qr(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool complete, std::byte* out);
 
+// The eigenvalues (and unless values_only the right eigenvectors) of `batch` general n x n
+// matrices (the lowered form of ops.def's eig, eig.cc): a real [batch, n, n], or with
+// complex_in planar [2, batch, n, n]; out planar [2, batch, rows, n], rows = 1 or n + 1
+// (the eigenvalues, then the eigenvectors as columns). part: f32 or f64.
+void eig(DType part, const std::byte* a, std::int64_t batch, std::int64_t n, bool complex_in, bool values_only,
+         std::byte* out);
+
 // The discrete Fourier transform of `batch` rows of n complex numbers in planar form (the
 // batch x n real parts of `part`, f32 or f64, then the imaginary parts: the lowered form of
 // ops.def's fft, fft.cc): unscaled with exponent -2 pi i jk/n, or with `inverse` +2 pi i
