@@ -4,10 +4,11 @@ hilbert, invhilbert, pascal, invpascal, leslie), hessenberg, qr_multiply, schur 
 Schur form), sqrtm (real results) and solve_sylvester (real). Re-exported by
 quabla.scipy.linalg.
 
-Quabla's linear algebra kernels are real, so where JAX returns complex arrays (sqrtm,
-schur's output='complex') these give the real answer when there is one and raise ValueError
-otherwise; complex input raises TypeError (the special matrices that only arrange their
-entries, such as circulant, hankel and leslie, keep a complex dtype)."""
+schur, sqrtm, hessenberg and qr_multiply are real algorithms: where JAX returns complex
+arrays (sqrtm, schur's output='complex') these give the real answer when there is one and
+raise ValueError otherwise, and complex input raises TypeError (their complex forms are not
+written yet; the special matrices that only arrange their entries, such as circulant,
+hankel and leslie, keep a complex dtype)."""
 from __future__ import annotations
 
 import math
@@ -19,7 +20,7 @@ from ._numpy_extra import _no_complex
 from ._package import qb
 
 __all__ = ["circulant", "companion", "convolution_matrix", "fiedler", "fiedler_companion", "hadamard", "hankel",
-           "helmert", "hilbert", "invhilbert", "invpascal", "leslie", "pascal", "hessenberg", "qr_multiply",
+           "helmert", "hilbert", "invhilbert", "invpascal", "leslie", "pascal", "hessenberg", "qr_multiply", "rsf2csf",
            "schur", "sqrtm", "solve_sylvester"]
 
 _FLOATS = (_core.float32, _core.float64)
@@ -517,16 +518,16 @@ def schur(a, output: str = "real"):
     quasi-upper-triangular, its 2 x 2 diagonal blocks (one per complex pair of eigenvalues)
     in LAPACK's standard form (equal diagonal entries, off-diagonal entries of opposite
     signs). By Hessenberg reduction and shifted double QR steps; the eigenvalues may come in
-    another order along the diagonal than SciPy's (a Schur form is not unique). Only
-    output='real' (Quabla has no complex dtype). Not differentiable in general (the
+    another order along the diagonal than SciPy's (a Schur form is not unique).
+    output='complex': the complex Schur form (T upper triangular, Z unitary, a = Z T Z^H)
+    by rsf2csf of the real one (real input only). Not differentiable in general (the
     iteration count depends on the values); a matrix where the iteration does not converge
     (30 n steps) raises ValueError (NaN under jit)."""
     _no_complex("qb.scipy.linalg.schur", a)
     if output not in ("real", "r", "complex", "c"):
         raise ValueError(f"schur: output must be 'real' or 'complex', got {output!r}")
     if output in ("complex", "c"):
-        raise ValueError("schur: output='complex' needs complex arrays, which Quabla does not have; use "
-                         "output='real' (complex eigenvalue pairs are its 2 x 2 diagonal blocks)")
+        return rsf2csf(*schur(a, "real"))
     a = _la._square("schur", a)
     if a.ndim > 2:
         batch = tuple(a.shape[:-2])
@@ -543,6 +544,42 @@ def schur(a, output: str = "real"):
         return t, z
     nan = qb.full_like(t, math.nan)
     return qb.where(okm, t, nan), qb.where(okm, z, nan)
+
+
+def rsf2csf(T, Z, check_finite: bool = True):
+    """The complex Schur form (T, Z) from a real one (scipy.linalg.rsf2csf): each 2 x 2
+    diagonal block of T (a complex pair of eigenvalues) is made upper triangular by a complex
+    Givens rotation, applied to T from both sides and to Z, bottom block first (SciPy's
+    order), so a = Z T Z^H still holds, with T upper triangular and Z unitary. Blocks whose
+    subdiagonal entry is below eps (|T_m-1,m-1| + |T_mm|) count as split. Works under jit
+    (rotations by the identity where a block is split) and on stacks of matrices."""
+    T, Z = _la._inexact(T, "rsf2csf"), _la._inexact(Z, "rsf2csf")
+    if T.ndim < 2 or T.shape[-1] != T.shape[-2] or tuple(Z.shape) != tuple(T.shape):
+        raise ValueError(f"rsf2csf: expected square T and Z of one shape, got {tuple(T.shape)} and "
+                         f"{tuple(Z.shape)}")
+    _no_complex("qb.scipy.linalg.rsf2csf (of a complex T or Z, which is already complex)", T, Z)
+    ct = qb.complex64 if T.dtype == qb.float32 else qb.complex128
+    eps = _eps(T.dtype)
+    T, Z = T.astype(ct), Z.astype(ct)
+    n = T.shape[-1]
+    for m in range(n - 1, 0, -1):
+        sub = T[..., m, m - 1]
+        split = qb.abs(sub) <= eps * (qb.abs(T[..., m - 1, m - 1]) + qb.abs(T[..., m, m]))
+        # the block's eigenvalue mu = (a + d)/2 + sqrt(((a - d)/2)^2 + bc), less T_mm
+        a_, b_, d_ = T[..., m - 1, m - 1], T[..., m - 1, m], T[..., m, m]
+        half = (a_ - d_) * 0.5
+        mu = half + qb.sqrt(half * half + b_ * sub)
+        r = qb.sqrt(qb.abs(mu) ** 2 + qb.abs(sub) ** 2)
+        r = qb.where(split | (r == 0), 1.0, r)
+        c = qb.where(split, 1.0, mu / r)
+        s = qb.where(split, 0.0, sub / r)
+        g = qb.stack([qb.stack([qb.conj(c), s], axis=-1), qb.stack([-s, c], axis=-1)], axis=-2)  # (..., 2, 2)
+        gh = qb.conj(qb.swapaxes(g, -1, -2))
+        T = T.at[..., m - 1:m + 1, m - 1:].set(g @ T[..., m - 1:m + 1, m - 1:])
+        T = T.at[..., :m + 1, m - 1:m + 1].set(T[..., :m + 1, m - 1:m + 1] @ gh)
+        Z = Z.at[..., :, m - 1:m + 1].set(Z[..., :, m - 1:m + 1] @ gh)
+        T = T.at[..., m, m - 1].set(0.0)
+    return T, Z
 
 
 # ---- the matrix square root ------------------------------------------------------------------
@@ -609,36 +646,48 @@ def _sqrtm_db(a, concrete: bool):
         y, z = mu * y, mu * z
         y_new, z = 0.5 * (y + _la.inv(z)), 0.5 * (z + _la.inv(y))
         if concrete:
-            change = float(qb.max(qb.sqrt(qb.sum((y_new - y) ** 2, axis=(-2, -1)))
-                                  / qb.maximum(qb.sqrt(qb.sum(y_new ** 2, axis=(-2, -1))), 1e-300)))
+            change = float(qb.max(qb.sqrt(qb.sum(qb.abs(y_new - y) ** 2, axis=(-2, -1)))
+                                  / qb.maximum(qb.sqrt(qb.sum(qb.abs(y_new) ** 2, axis=(-2, -1))), 1e-300)))
             y = y_new
             if not math.isfinite(change) or change <= 10.0 * n * eps or (change < 1e-3 and change > previous / 2):
                 break
             previous = change
         else:
             y = y_new
-    residual = qb.sqrt(qb.sum((y @ y - a) ** 2, axis=(-2, -1)))
-    scale = qb.sum(y * y, axis=(-2, -1))
+    residual = qb.sqrt(qb.sum(qb.abs(y @ y - a) ** 2, axis=(-2, -1)))
+    scale = qb.sum(qb.abs(y) ** 2, axis=(-2, -1))
     ok = qb.isfinite(residual) & (residual <= math.sqrt(eps) * qb.where(scale == 0, qb.ones_like(scale), scale))
     return y, ok
 
 
 def sqrtm(A, blocksize: int = 1):
-    """The principal square root X of A (..., n, n) (X X = A), as a real matrix: for
+    """The principal square root X of A (..., n, n) (X X = A). Real A gives a real matrix: for
     (nearly, to 100 eps) symmetric A by eigh (NaN, or ValueError for concrete input, where
     A has a negative eigenvalue: that root is complex); for other A by the Denman-Beavers
     iteration, which needs A nonsingular with no eigenvalue on the negative real axis (else
     the principal root is complex or does not exist: ValueError / NaN). JAX returns a complex
-    array; the values agree where the root is real. Differentiable: the symmetric path by the
-    root's own derivative (dX solves X dX + dX X = dA), the general one through the
-    iteration's steps. blocksize other than 1 is not supported (as in JAX)."""
-    _no_complex("qb.scipy.linalg.sqrtm", A)
+    array; the values agree where the root is real. Complex A: the Denman-Beavers iteration in
+    complex arithmetic, with the same condition (no eigenvalue on the closed negative real
+    axis; the Schur method SciPy uses there is not written yet).
+    Differentiable: the symmetric path by the root's own derivative (dX solves X dX + dX X =
+    dA), the general one through the iteration's steps. blocksize other than 1 is not
+    supported (as in JAX)."""
     if blocksize != 1:
         raise NotImplementedError("sqrtm: blocksize other than 1 is not available (as in JAX)")
     a = _la._square("sqrtm", A)
     n = a.shape[-1]
     if n == 0:
         return a
+    if a.dtype in (qb.complex64, qb.complex128):
+        concrete = not _traced(a)
+        x, ok = _sqrtm_db(a, concrete)
+        if concrete:
+            if not bool(qb.all(ok)):
+                raise ValueError("sqrtm: the Denman-Beavers iteration did not converge to a square root of this "
+                                 "complex matrix (it needs no eigenvalue on the closed negative real axis; the Schur "
+                                 "method for such matrices is not supported yet)")
+            return x
+        return qb.where(ok[..., None, None], x, qb.full_like(x, complex(math.nan, math.nan)))
     eps = _eps(a.dtype)
     gap = qb.max(qb.abs(a - _mT(a)), axis=(-2, -1))
     sym = gap <= 100.0 * eps * qb.max(qb.abs(a), axis=(-2, -1))
@@ -657,7 +706,8 @@ def sqrtm(A, blocksize: int = 1):
         if not bool(qb.all(ok)):
             raise ValueError("sqrtm: the principal square root of this matrix is not real (a negative eigenvalue, or a "
                              "complex pair on the negative real axis) or does not exist (singular and not "
-                             "symmetric); Quabla has no complex dtype (SciPy and JAX return a complex array here)")
+                             "symmetric); the complex root (SciPy and JAX return a complex array here) is not "
+                             "supported yet")
         return x
     return qb.where(ok[..., None, None], x, qb.full_like(x, math.nan))
 

@@ -20,7 +20,7 @@ Derivatives come from custom_jvp rules with the closed-form derivative where one
 (erfcx, dawsn, fresnel, sici, spence, expn in x, owens_t, comb, poch); the others
 differentiate as compositions.
 
-Not provided: wofz and sph_harm_y, whose values are complex (Quabla has no complex dtype).
+Not provided yet: wofz and sph_harm_y (complex-valued functions).
 """
 from __future__ import annotations
 

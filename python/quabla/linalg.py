@@ -52,23 +52,10 @@ def _arr(x):
     return x if isinstance(x, _core.Array) else _core.asarray(x)
 
 
-def _no_complex(fname, *xs):
-    """TypeError for complex matrices in the functions that have no complex kernel yet (never
-    a silently dropped imaginary part)."""
-    for x in xs:
-        if _is_complex(x):
-            raise TypeError(f"complex matrices are not supported by qb.linalg.{fname} yet (got "
-                            f"{getattr(getattr(x, 'dtype', None), 'name', 'complex')}); its kernels are real: "
-                            f"for a real problem pass the real matrix (qb.real(a) when the imaginary part is zero)")
-
-
-def _float(x, like=None, fname=None):
-    """x as an array of a float dtype: integers and bools become like's float dtype or the
-    default one (as jax.numpy.linalg promotes them); complex input raises TypeError naming
-    fname."""
+def _float(x, like=None):
+    """x (real) as an array of a float dtype: integers and bools become like's float dtype or
+    the default one (as jax.numpy.linalg promotes them)."""
     x = _arr(x)
-    if x.dtype in _COMPLEX:
-        _no_complex(fname or "(a real-only function)", x)
     if x.dtype in (_core.float32, _core.float64):
         return x
     if like is not None and like.dtype in (_core.float32, _core.float64):
@@ -106,21 +93,32 @@ def _mT(x):
     return _core.transpose(x, tuple(perm))
 
 
+def _H(x):
+    """The conjugate transpose of each matrix (the transpose of a real one)."""
+    t = _mT(x)
+    return t.conj() if x.dtype in _COMPLEX else t
+
+
+def _real(x):
+    return x.real if x.dtype in _COMPLEX else x
+
+
 def _square(fname, a, promote: bool = True):
-    a = _float(a, fname=fname) if promote else _arr(a)
+    a = _inexact(a, fname) if promote else _arr(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"{fname}: expected a square matrix or a stack of them [..., n, n], got shape {list(a.shape)}")
     return a
 
 
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
-    """The Cholesky factor L (A = L L^T; with upper=True, U = L^T). The input is symmetrized
-    ((A + A^T) / 2) first, as jnp.linalg.cholesky does; NaN where A is not positive definite."""
-    a = _float(a, fname="cholesky")
-    if symmetrize_input and a.ndim >= 2 and a.dtype in (_core.float32, _core.float64):
-        a = (a + _mT(a)) * 0.5
+    """The Cholesky factor L (A = L L^H; with upper=True, U = L^H), real or complex. The input
+    is symmetrized ((A + A^H) / 2) first, as jnp.linalg.cholesky does; NaN where A is not
+    positive definite."""
+    a = _inexact(a, "cholesky")
+    if symmetrize_input and a.ndim >= 2:
+        a = (a + _H(a)) * 0.5
     l = _core.linalg_cholesky(a)
-    return _mT(l) if upper else l
+    return _H(l) if upper else l
 
 
 def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = False, overwrite_b: bool = False,
@@ -149,9 +147,10 @@ def solve(a, b):
 
 
 def slogdet(a) -> SlogdetResult:
-    """(sign, log|det a|) of each matrix; (0, -inf) for a singular one."""
-    r = _core.linalg_slogdet(_float(a, fname="slogdet"))
-    return SlogdetResult(r[..., 0], r[..., 1])
+    """(sign, log|det a|) of each matrix; (0, -inf) for a singular one. For a complex matrix
+    the sign is det / |det| (complex) and log|det| real, as NumPy."""
+    r = _core.linalg_slogdet(_inexact(a, "slogdet"))
+    return SlogdetResult(r[..., 0], _real(r[..., 1]))
 
 
 def eig(a) -> EigResult:
@@ -176,24 +175,23 @@ def eigvals(a):
 
 
 def eigh(a, UPLO=None, symmetrize_input: bool = True) -> EighResult:
-    """(eigenvalues ascending, eigenvectors as columns) of each symmetric matrix. With
-    symmetrize_input (the default, as JAX) the input is (A + A^T) / 2; else the UPLO ('L',
-    default, or 'U') triangle is read. Derivatives follow JAX's rule (infinite where two
-    eigenvalues coincide)."""
+    """(eigenvalues ascending, eigenvectors as columns) of each symmetric (or complex
+    Hermitian) matrix; the eigenvalues are real. With symmetrize_input (the default, as JAX)
+    the input is (A + A^H) / 2; else the UPLO ('L', default, or 'U') triangle is read.
+    Derivatives follow JAX's rule (infinite where two eigenvalues coincide)."""
     a = _square("eigh", a)
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-    if symmetrize_input and a.dtype in (_core.float32, _core.float64):
-        a = (a + _mT(a)) * 0.5
+    if symmetrize_input:
+        a = (a + _H(a)) * 0.5
     elif UPLO == "U":
-        a = _mT(a)  # the kernel reads the lower triangle
+        a = _H(a)  # the kernel reads the lower triangle
     r = _core.linalg_eigh(a)
-    return EighResult(r[..., 0, :], r[..., 1:, :])
+    return EighResult(_real(r[..., 0, :]), r[..., 1:, :])
 
 
 def eigvalsh(a, UPLO="L", *, symmetrize_input: bool = True):
     """The eigenvalues of each symmetric matrix, ascending."""
-    _no_complex("eigvalsh", a)
     return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
@@ -201,26 +199,26 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     """SVDResult(U, S, Vh) with A = U diag(S) Vh, S descending (numpy.linalg.svd); only S
     when compute_uv=False. Derivatives as JAX's rule (full_matrices=True has one only for
     square matrices, where it is the reduced SVD)."""
-    a = _float(a, fname="svd")
+    a = _inexact(a, "svd")
     if a.ndim < 2:
         raise ValueError(f"svd: expected a matrix or a stack of them [..., m, n], got shape {list(a.shape)}")
     m, n = a.shape[-2], a.shape[-1]
     full = bool(full_matrices) and compute_uv and m != n
     r = _core.linalg_svd(a, full)
     k = min(m, n)
-    s = r[..., m, :k]
+    s = _real(r[..., m, :k])
     if not compute_uv:
         return s
     u = r[..., :m, :(m if full else k)]
     v = r[..., m + 1:, :(n if full else k)]
-    return SVDResult(u, s, _mT(v))
+    return SVDResult(u, s, _H(v))
 
 
 def qr(a, mode: str = "reduced"):
     """QRResult(Q, R) with A = Q R (numpy.linalg.qr): mode 'reduced' (Q m x k, R k x n),
     'complete' (Q m x m, R m x n) or 'r' (R alone). Derivatives for the reduced QR of a
     matrix with m >= n, as in JAX."""
-    a = _float(a, fname="qr")
+    a = _inexact(a, "qr")
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     if a.ndim < 2:
@@ -235,7 +233,6 @@ def qr(a, mode: str = "reduced"):
 
 def svdvals(a):
     """The singular values, descending."""
-    _no_complex("svdvals", a)
     return svd(a, compute_uv=False)
 
 
@@ -253,22 +250,20 @@ def _inverse_above(s, cut):
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     """The Moore-Penrose pseudo-inverse through the SVD: singular values at or below
     rtol * max(s) (default max(m, n) * eps, as JAX) count as zero."""
-    a = _float(a, fname="pinv")
+    a = _inexact(a, "pinv")
     if rcond is not None:
         rtol = rcond
     u, s, vh = svd(a, full_matrices=False)
     cut = (_default_rtol(a) if rtol is None else rtol) * _core.max(s, axis=-1, keepdims=True)
     s_inv = _inverse_above(s, cut)
-    return _core.matmul(_mT(vh) * s_inv[..., None, :], _mT(u))
+    return _core.matmul(_H(vh) * s_inv[..., None, :], _H(u))
 
 
 def lstsq(a, b, rcond=None):
     """(x, residuals, rank, s) minimising ||a x - b|| (numpy.linalg.lstsq), through the SVD;
     residuals are the squared norms of b - a x when a has full column rank and more rows
     than columns, else empty."""
-    _no_complex("lstsq", a, b)
-    a = _float(a)
-    b = _float(b, a)
+    a, b = _system("lstsq", a, b)
     if a.ndim != 2:
         raise ValueError(f"lstsq: expected a 2-D matrix, got shape {list(a.shape)}")
     vec = b.ndim == 1
@@ -278,13 +273,13 @@ def lstsq(a, b, rcond=None):
     u, s, vh = svd(a, full_matrices=False)
     cut = (_default_rtol(a) if rcond is None else rcond) * _core.max(s)
     s_inv = _inverse_above(s, cut)
-    x = _core.matmul(_mT(vh), s_inv[:, None] * _core.matmul(_mT(u), bb))
+    x = _core.matmul(_H(vh), s_inv[:, None] * _core.matmul(_H(u), bb))
     rank = _core.sum((s > cut).astype(_core.int32))
     m, n = a.shape
     if m > n:
-        resid = _core.sum((bb - _core.matmul(a, x)) ** 2, axis=0)
+        resid = _core.sum(_core.abs(bb - _core.matmul(a, x)) ** 2, axis=0)
     else:
-        resid = _core.zeros((0,), dtype=a.dtype)
+        resid = _core.zeros((0,), dtype=s.dtype)
     if vec:
         x = x[:, 0]
         if m > n:
@@ -294,7 +289,7 @@ def lstsq(a, b, rcond=None):
 
 def matrix_rank(M, rtol=None, hermitian: bool = False, *, tol=None):
     """The number of singular values above tol (default: rtol * max(s), rtol = max(m, n) * eps)."""
-    M = _float(M, fname="matrix_rank")
+    M = _inexact(M, "matrix_rank")
     if M.ndim < 2:
         return _core.any(M != 0).astype(_core.int32)
     s = svdvals(M)
@@ -305,7 +300,7 @@ def matrix_rank(M, rtol=None, hermitian: bool = False, *, tol=None):
 def cond(x, p=None):
     """The condition number in the norm p (None or 2: s_max / s_min; -2: s_min / s_max;
     'fro', 1, -1, inf, -inf: norm(x) * norm(inv(x)))."""
-    x = _float(x, fname="cond")
+    x = _inexact(x, "cond")
     if p is None or p in (2, -2):
         s = svdvals(x)
         r = s[..., 0] / s[..., -1]
@@ -328,8 +323,6 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
     from ._control import fori_loop
 
     A = _square("expm", A)
-    if A.dtype not in (_core.float32, _core.float64):
-        A = A.astype(_core.default_dtype())
     n = A.shape[-1]
     norm1 = norm(A, 1, axis=(-2, -1))
     s = _core.clip(_core.ceil(_core.log2(_core.maximum(norm1, 1e-300) / _THETA13)), 0, max_squarings)
@@ -351,13 +344,12 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
 def _lu_parts(a):
     a = _square("lu", a)
     out = _core.linalg_lu(a)
-    return out[..., 0, :].astype(_core.int32), out[..., 1, :].astype(_core.int32), out[..., 2:, :]
+    return _real(out[..., 0, :]).astype(_core.int32), _real(out[..., 1, :]).astype(_core.int32), out[..., 2:, :]
 
 
 def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
     """(lu, piv) as scipy.linalg.lu_factor: L (unit diagonal, not stored) and U in one
     matrix, and the 0-based row interchanges (row i was swapped with row piv[i])."""
-    _no_complex("lu_factor", a)
     _, piv, lu_ = _lu_parts(a)
     return lu_, piv
 
@@ -384,10 +376,13 @@ def _perm_from_pivots(piv):
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b: bool = False, check_finite: bool = True):
-    """x with a x = b (trans 0) or a^T x = b (trans 1 or 2) from lu_factor's (lu, piv)."""
+    """x with a x = b (trans 0), a^T x = b (trans 1) or a^H x = b (trans 2) from lu_factor's
+    (lu, piv)."""
     lu_, piv = lu_and_piv
-    _no_complex("lu_solve", lu_, b)
-    lu_, piv, b = _arr(lu_), _arr(piv), _arr(b)
+    lu_, piv = _arr(lu_), _arr(piv)
+    lu_, b = _system("lu_solve", lu_, b)
+    if trans in (2, "C") and lu_.dtype in _COMPLEX:
+        lu_ = lu_.conj()
     perm = _perm_from_pivots(piv)
     vec = b.ndim == lu_.ndim - 1
     bb = b[..., None] if vec else b
@@ -423,7 +418,6 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
 
 def det(a):
     """The determinant, sign * exp(log|det|) (from the LU factorization)."""
-    _no_complex("det", a)
     s, l = slogdet(a)
     return s * _core.exp(l)
 
@@ -439,17 +433,18 @@ def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: 
     """(c, lower) as scipy.linalg.cho_factor: c holds the factor in the requested triangle
     (the other triangle is zero here, where SciPy leaves it unspecified)."""
     l = cholesky(a)
-    return (l if lower else _mT(l)), lower
+    return (l if lower else _H(l)), lower
 
 
 def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = True):
-    """x with A x = b from cho_factor's (c, lower)."""
+    """x with A x = b from cho_factor's (c, lower) (A = L L^H, real or complex)."""
     c, lower = c_and_lower
-    _no_complex("cho_solve", c, b)
+    c, b = _system("cho_solve", c, b)
+    ch = c.conj() if c.dtype in _COMPLEX else c  # the transposed solves are with L^H
     if lower:
         y = _core.linalg_triangular_solve(c, b, True, False, False)
-        return _core.linalg_triangular_solve(c, y, True, True, False)
-    y = _core.linalg_triangular_solve(c, b, False, True, False)
+        return _core.linalg_triangular_solve(ch, y, True, True, False)
+    y = _core.linalg_triangular_solve(ch, b, False, True, False)
     return _core.linalg_triangular_solve(c, y, False, False, False)
 
 
@@ -538,15 +533,16 @@ def _norm_min(a, axis, keepdims, ord):
 def norm(x, ord=None, axis=None, keepdims: bool = False):
     """Vector and matrix norms as numpy.linalg.norm: vector ord None/2, inf, -inf, 0, other
     p; matrix ord None/'fro', 1, -1, inf, -inf, 2, -2 and 'nuc' (the last three through the
-    SVD). Complex x: the norms of |x|, except 2, -2 and 'nuc' for matrices (which need the
-    singular values of a complex matrix: TypeError)."""
+    SVD). Complex x: the norms of |x|, except 2, -2 and 'nuc' for matrices (the singular
+    values of the complex matrix)."""
     x = _arr(x)
     if x.dtype in _COMPLEX:
         if ord in (2, -2, "nuc") and (axis is None and x.ndim == 2 or not isinstance(axis, int) and axis is not None
                                       and len(axis) == 2):
-            _no_complex(f"norm(ord={ord!r}) of a matrix", x)
-        x = _core.abs(x)
-    if x.dtype not in (_core.float32, _core.float64):
+            pass  # the singular values of the complex matrix, below
+        else:
+            x = _core.abs(x)
+    if x.dtype not in (_core.float32, _core.float64) and x.dtype not in _COMPLEX:
         x = x.astype(_core.default_dtype())
     if axis is None:
         if ord is None:

@@ -202,6 +202,36 @@ TEST(LowerComplex, EigAndComplexSolveThroughTheExecutable) {
   }
 }
 
+// A complex factorization keeps its op in the lowered program (mode bit 8, planar operand
+// and result) and runs LAPACK's complex routine: slogdet of a 2 x 2 complex matrix against
+// the determinant ad - bc, and the Cholesky factor of a Hermitian matrix against L L^H.
+TEST(LowerComplex, ComplexFactorizationsRunTheirComplexKernels) {
+  Graph g;
+  Builder b(g);
+  const ValueId m = b.param(vt(DType::c128, {2, 2}));
+  b.set_results({b.emit1(Op::Slogdet, {m}), b.emit1(Op::Cholesky, {m})});
+  verify(g);
+  auto lowered = lower_complex(std::make_shared<const Graph>(g));
+  int planar = 0;
+  for (const Node& n : lowered->nodes) planar += (n.op == Op::Slogdet || n.op == Op::Cholesky) && (n.attrs.mode & kLinalgPlanar);
+  EXPECT_EQ(planar, 2);
+  cpu::Executable exe(std::make_shared<const Graph>(g));
+  const std::vector<C> a{{4.0, 0.0}, {1.0, -2.0}, {1.0, 2.0}, {6.0, 0.0}};  // Hermitian, positive definite
+  auto out = exe.run(std::vector<BufferPtr>{make_buffer<double>(interleave(a))});
+  const auto sl = deinterleave(read_buffer<double>(out[0], 4));
+  const C det = a[0] * a[3] - a[1] * a[2];
+  EXPECT_LT(std::abs(sl[0] * std::exp(sl[1]) - det), 1e-12);
+  EXPECT_EQ(sl[1].imag(), 0.0);
+  const auto l = deinterleave(read_buffer<double>(out[1], 8));
+  EXPECT_EQ(l[1], C(0.0));  // strict upper triangle
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      C v = 0.0;
+      for (int k = 0; k < 2; ++k) v += l[i * 2 + k] * std::conj(l[j * 2 + k]);
+      EXPECT_LT(std::abs(v - a[i * 2 + j]), 1e-12) << i << "," << j;
+    }
+}
+
 TEST(LowerComplex, HostCallOnComplexRaisesTypeError) {
   Graph g;
   Builder b(g);

@@ -231,8 +231,13 @@ def test_schur_batched_jitted_float32_and_errors():
     t32, z32 = QL.schur(qb.asarray(a32))
     assert t32.dtype == qb.float32
     np.testing.assert_allclose(z32.numpy() @ t32.numpy() @ z32.numpy().T, a32, atol=1e-5)
-    with pytest.raises(ValueError, match="complex"):
-        QL.schur(qb.asarray(a[0]), output="complex")
+    # the complex form: upper triangular T, unitary Z, the same eigenvalues
+    tc, zc = (x.numpy() for x in QL.schur(qb.asarray(a[0]), output="complex"))
+    assert tc.dtype == np.complex128
+    np.testing.assert_allclose(zc @ tc @ zc.conj().T, a[0], atol=1e-10)
+    np.testing.assert_allclose(zc.conj().T @ zc, np.eye(a.shape[-1]), atol=1e-12)
+    assert np.all(np.tril(tc, -1) == 0)
+    np.testing.assert_allclose(np.sort_complex(np.diag(tc)), np.sort_complex(np.linalg.eigvals(a[0])), atol=1e-10)
     with pytest.raises(ValueError, match="square"):
         QL.schur(qb.ones((2, 3)))
 

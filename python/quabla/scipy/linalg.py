@@ -8,19 +8,19 @@ from ..linalg import (  # noqa: F401
 from .. import linalg as _la
 from .._linalg_breadth import (  # noqa: F401
     circulant, companion, convolution_matrix, fiedler, fiedler_companion, hadamard, hankel, helmert, hilbert,
-    invhilbert, invpascal, leslie, pascal, hessenberg, qr_multiply, schur, sqrtm, solve_sylvester,
+    invhilbert, invpascal, leslie, pascal, hessenberg, qr_multiply, rsf2csf, schur, sqrtm, solve_sylvester,
 )
 
-__all__ = ["cholesky", "cho_factor", "cho_solve", "det", "eigh", "expm", "inv", "lu", "lu_factor", "lu_solve",
+__all__ = ["cholesky", "cho_factor", "cho_solve", "det", "dft", "eig", "eigvals", "eigh", "expm", "inv", "lu", "lu_factor", "lu_solve",
            "pinv", "qr", "solve", "solve_triangular", "svd", "block_diag", "toeplitz", "polar", "eigh_tridiagonal", "expm_frechet",
            # special matrices and more factorizations (quabla._linalg_breadth)
            "circulant", "companion", "convolution_matrix", "fiedler", "fiedler_companion", "hadamard", "hankel",
-           "helmert", "hilbert", "invhilbert", "invpascal", "leslie", "pascal", "hessenberg", "qr_multiply", "schur",
+           "helmert", "hilbert", "invhilbert", "invpascal", "leslie", "pascal", "hessenberg", "qr_multiply", "rsf2csf", "schur",
            "sqrtm", "solve_sylvester"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
-    """The Cholesky factor: upper (a = U^T U) by default, lower with lower=True (SciPy's)."""
+    """The Cholesky factor: upper (a = U^H U) by default, lower with lower=True (SciPy's)."""
     return _la.cholesky(a, upper=not lower)
 
 
@@ -43,6 +43,55 @@ def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, **kwargs):
         raise NotImplementedError("scipy.linalg.eigh: the generalized problem (b) is not available")
     w, v = _eigh(a, UPLO="L" if lower else "U")
     return w if eigvals_only else (w, v)
+
+
+def eig(a, b=None, left: bool = False, right: bool = True, overwrite_a: bool = False, overwrite_b: bool = False,
+        check_finite: bool = True, homogeneous_eigvals: bool = False):
+    """scipy.linalg.eig of a general square matrix: w, (w, vr), (w, vl) or (w, vl, vr) as left
+    and right ask, complex (qb.linalg.eig's values and right vectors, LAPACK's geev). Left
+    eigenvectors (vl[:, i]^H a = w[i] vl[:, i]^H) come from the inverse of vr, each scaled to
+    unit norm with its largest component real and positive (geev's vl may differ from these by
+    a sign). homogeneous_eigvals: w as the (2, n) pairs (w, 1). The generalized problem (b) is
+    not available."""
+    from .._package import qb as _qb
+    if b is not None:
+        raise NotImplementedError("scipy.linalg.eig: the generalized problem (b) is not available")
+    w, vr = _la.eig(a)
+    out = [_qb.stack([w, _qb.ones_like(w)], axis=-2) if homogeneous_eigvals else w]
+    if left:
+        vl = _la._H(_la.inv(vr))
+        vl = vl / _qb.linalg.norm(vl, axis=-2, keepdims=True)
+        big = _qb.argmax(_qb.abs(vl), axis=-2, keepdims=True)
+        top = _qb.take_along_axis(vl, big, axis=-2)
+        out.append(vl * (_qb.conj(top) / _qb.abs(top)))
+    if right:
+        out.append(vr)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def eigvals(a, b=None, overwrite_a: bool = False, check_finite: bool = True, homogeneous_eigvals: bool = False):
+    """scipy.linalg.eigvals: the eigenvalues of a general square matrix, complex."""
+    return eig(a, b, right=False, homogeneous_eigvals=homogeneous_eigvals)
+
+
+def dft(n: int, scale=None):
+    """The n x n discrete Fourier transform matrix m[j, k] = exp(-2 pi i j k / n), scaled by
+    1 (scale=None), 1/n ('n') or 1/sqrt(n) ('sqrtn'), as scipy.linalg.dft (dft(n) @ x equals
+    fft(x))."""
+    import operator
+    from .._package import qb as _qb
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError(f"dft: n must be non-negative, got {n}")
+    if scale not in (None, "n", "sqrtn"):
+        raise ValueError(f"dft: scale must be None, 'n' or 'sqrtn', got {scale!r}")
+    jk = _qb.arange(n)[:, None] * _qb.arange(n)[None, :] % max(n, 1)  # exact in integers
+    m = _qb.exp((-2j * _qb.pi / max(n, 1)) * jk)
+    if scale == "n":
+        m = m / n
+    elif scale == "sqrtn":
+        m = m / _qb.sqrt(_qb.asarray(float(n)))
+    return m
 
 
 def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False, check_finite: bool = True,
@@ -93,7 +142,7 @@ def toeplitz(c, r=None):
 
 def polar(a, side: str = "right", method: str = "svd"):
     """(u, p) with a = u p (side='right') or a = p u (side='left'), u with orthonormal
-    columns and p symmetric positive semi-definite, from the SVD."""
+    columns and p symmetric (Hermitian) positive semi-definite, from the SVD."""
     from .._package import qb as _qb
     if side not in ("right", "left"):
         raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
@@ -103,9 +152,9 @@ def polar(a, side: str = "right", method: str = "svd"):
     w, s, vh = _la.svd(a, full_matrices=False)
     u = w @ vh
     if side == "right":
-        p = (vh.T * s) @ vh
+        p = (_la._H(vh) * s) @ vh
     else:
-        p = (w * s) @ w.T
+        p = (w * s) @ _la._H(w)
     return u, p
 
 

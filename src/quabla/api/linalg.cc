@@ -1,5 +1,5 @@
-// qb.linalg's primitives with their argument checks: float stacks of square matrices (complex
-// ones for the solves and eig), a right-hand side that is a stack of matrices or one
+// qb.linalg's primitives with their argument checks: float or complex stacks of square
+// matrices, a right-hand side that is a stack of matrices or one
 // vector, batch axes broadcast.
 #include <string>
 
@@ -10,11 +10,11 @@ namespace qb::api {
 
 namespace {
 
-// a as a float (or, with allow_complex, complex) [..., n, n] stack, or a ValueError naming fname.
-void check_square(Builder& b, std::string_view fname, V a, bool allow_complex = false) {
+// a as a float or complex [..., n, n] stack, or a ValueError naming fname.
+void check_square(Builder& b, std::string_view fname, V a) {
   const ValueType t = b.type(a);
-  if (!is_float(t.dtype) && !(allow_complex && is_complex(t.dtype))) {
-    throw ValueError(std::string(fname) + ": expected float32 or float64 matrices, got " + t.str() +
+  if (!is_inexact(t.dtype)) {
+    throw ValueError(std::string(fname) + ": expected float or complex matrices, got " + t.str() +
                      "; convert with .astype(qb.float64)");
   }
   const auto& s = t.shape;
@@ -26,7 +26,7 @@ void check_square(Builder& b, std::string_view fname, V a, bool allow_complex = 
 
 // (a, rhs) with equal batch axes and rhs as [..., n, k]; vector tells whether rhs was [n].
 std::pair<V, V> batch_pair(Builder& b, std::string_view fname, V a, V rhs, bool& vector) {
-  check_square(b, fname, a, true);
+  check_square(b, fname, a);
   const ValueType at = b.type(a), bt = b.type(rhs);
   if (bt.dtype != at.dtype) {
     if (is_complex(at.dtype) && is_float(bt.dtype) && bt.dtype == complex_part(at.dtype)) {
@@ -70,8 +70,8 @@ V finish(Builder& b, V x, bool vector) {
 // A one-operand op on a stack of (any) matrices, with its mode.
 V matrix_op(Builder& b, std::string_view fname, Op op, V a, std::int64_t mode) {
   const ValueType t = b.type(a);
-  if (!is_float(t.dtype) || t.shape.size() < 2) {
-    throw ValueError(std::string(fname) + ": expected a float32 or float64 matrix or stack of them [..., m, n], got " +
+  if (!is_inexact(t.dtype) || t.shape.size() < 2) {
+    throw ValueError(std::string(fname) + ": expected a float or complex matrix or stack of them [..., m, n], got " +
                      t.str());
   }
   Attrs at;
@@ -114,7 +114,7 @@ V linalg_lu(Builder& b, V a) { return square_op(b, "lu", Op::Lu, a); }
 V linalg_eigh(Builder& b, V a) { return square_op(b, "eigh", Op::Eigh, a); }
 
 V linalg_eig(Builder& b, V a, bool values_only) {
-  check_square(b, values_only ? "eigvals" : "eig", a, true);
+  check_square(b, values_only ? "eigvals" : "eig", a);
   Attrs at;
   at.mode = values_only ? 1 : 0;
   return b.emit1(Op::Eig, {a}, std::move(at));

@@ -302,42 +302,39 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       return {strong(x.dtype, s)};
     }
 
-    case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Lu: {
+    case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Lu: case Op::Svd: case Op::Qr: {
+      // Float or complex matrices; mode bit 8 marks the lowered form of a complex one: a float
+      // operand and result in planar form [2, ...] (transforms/lower_complex.h).
+      const bool planar = (a.mode & kLinalgPlanar) != 0;
+      const std::size_t lead = planar ? 1 : 0;
       const auto& x = in[0];
       const std::size_t r = x.shape.size();
-      if (!is_float(x.dtype) || r < 2 || x.shape[r - 1] != x.shape[r - 2]) {
-        fail(op, "operand " + x.str() + " is not a float [..., n, n] stack of square matrices");
+      const bool square = op != Op::Svd && op != Op::Qr;
+      if ((planar ? !is_float(x.dtype) || r < 3 || x.shape[0] != 2 : !is_inexact(x.dtype)) || r < 2 ||
+          (square && x.shape[r - 1] != x.shape[r - 2])) {
+        fail(op, "operand " + x.str() + " is not a float or complex " + (square ? "[..., n, n] stack of square matrices"
+                                                                                : "[..., m, n] stack of matrices"));
       }
-      if (op == Op::Cholesky) return {strong(x.dtype, x.shape)};
-      if (op == Op::Eigh || op == Op::Lu) {
-        Shape s = x.shape;
-        s[r - 2] += op == Op::Lu ? 2 : 1;
-        return {strong(x.dtype, s)};
-      }
-      Shape s(x.shape.begin(), x.shape.end() - 2);
-      s.push_back(2);
-      return {strong(x.dtype, s)};
-    }
-    case Op::Svd: {
-      const auto& x = in[0];
-      const std::size_t r = x.shape.size();
-      if (!is_float(x.dtype) || r < 2) fail(op, "operand " + x.str() + " is not a float [..., m, n] stack of matrices");
-      const std::int64_t m = x.shape[r - 2], n = x.shape[r - 1];
-      Shape s = x.shape;
-      s[r - 2] = m + 1 + n;
-      s[r - 1] = a.mode == 1 ? std::max(m, n) : std::min(m, n);
-      return {strong(x.dtype, s)};
-    }
-    case Op::Qr: {
-      const auto& x = in[0];
-      const std::size_t r = x.shape.size();
-      if (!is_float(x.dtype) || r < 2) fail(op, "operand " + x.str() + " is not a float [..., m, n] stack of matrices");
       const std::int64_t m = x.shape[r - 2], n = x.shape[r - 1], k = std::min(m, n);
-      const std::int64_t rq = a.mode == 1 ? m : k;
-      Shape s = x.shape;
-      s[r - 2] = m + rq;
-      s[r - 1] = std::max(rq, n);
-      return {strong(x.dtype, s)};
+      Shape s(x.shape.begin() + static_cast<std::ptrdiff_t>(lead), x.shape.end());
+      const std::size_t q = s.size();
+      switch (op) {
+        case Op::Cholesky: break;
+        case Op::Eigh: s[q - 2] += 1; break;
+        case Op::Lu: s[q - 2] += 2; break;
+        case Op::Slogdet: s.resize(q - 2); s.push_back(2); break;
+        case Op::Svd:
+          s[q - 2] = m + 1 + n;
+          s[q - 1] = (a.mode & 1) ? std::max(m, n) : k;
+          break;
+        default: {  // qr
+          const std::int64_t rq = (a.mode & 1) ? m : k;
+          s[q - 2] = m + rq;
+          s[q - 1] = std::max(rq, n);
+        }
+      }
+      if (planar) s.insert(s.begin(), 2);
+      return {strong(x.dtype, std::move(s))};
     }
     case Op::TriangularSolve: case Op::Solve: {
       const auto& x = in[0];

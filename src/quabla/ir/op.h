@@ -18,6 +18,9 @@ enum NamedAxisKind : std::int64_t {
   kAxisSum = 0, kAxisMax = 1, kAxisMin = 2, kAxisGather = 3, kAxisIndex = 4, kAxisPermute = 5
 };
 
+// The mode bit of a linear algebra factorization's lowered complex form (ops.def).
+inline constexpr std::int64_t kLinalgPlanar = 8;
+
 // scatter's combining modes (attrs.mode); see ops.def.
 enum ScatterMode : std::int64_t { kScatterAdd = 0, kScatterSet = 1, kScatterMul = 2, kScatterMin = 3, kScatterMax = 4 };
 

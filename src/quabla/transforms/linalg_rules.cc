@@ -42,6 +42,16 @@ V matrix_mask(Emit& e, V like, F f) {
 
 V matmul(Emit& e, V a, V b) { return e.op(Op::MatMul, {a, b}); }
 
+bool is_c(Emit& e, V x) { return is_complex(e.type(x).dtype); }
+// The conjugate transpose (the plain one for real matrices): the rules below are written for
+// complex matrices and reduce to the real ones.
+V adj(Emit& e, V x) {
+  const V t = e.mT(x);
+  return is_c(e, x) ? e.op(Op::Conj, {t}) : t;
+}
+// x with its imaginary part dropped, in x's dtype.
+V real_part(Emit& e, V x) { return is_c(e, x) ? e.convert(e.op(Op::Real, {x}), e.type(x).dtype) : x; }
+
 // Rows [begin, end) of the second-to-last axis.
 V rows(Emit& e, V x, std::int64_t begin, std::int64_t end) {
   const Shape s = e.type(x).shape;
@@ -67,7 +77,8 @@ V identity_like(Emit& e, V like) {
 }
 
 // The reduced SVD's tangent (y packs [U; s; V], k columns), the standard formulas (as
-// JAX's rule): dS = U^T dA V, ds = diag(dS), F_ij = 1 / (s_j^2 - s_i^2) off the diagonal,
+// JAX's rule; ^T is the conjugate transpose for complex matrices, whose ds is Re diag(dS)):
+// dS = U^T dA V, ds = diag(dS), F_ij = 1 / (s_j^2 - s_i^2) off the diagonal,
 // dU = U (F * (dS S + S dS^T) + (dS - dS^T) / 2 * S^-1) (+ the part outside span(U) when
 // m > n), dV = V (F * (S dS + dS^T S)) (+ the part outside span(V) when n > m).
 V jvp_svd(Emit& e, V a, V da, V y) {
@@ -75,9 +86,9 @@ V jvp_svd(Emit& e, V a, V da, V y) {
   const auto r = static_cast<std::int64_t>(as.size());
   const std::int64_t m = as[static_cast<std::size_t>(r - 2)], n = as[static_cast<std::size_t>(r - 1)];
   const V u = rows(e, y, 0, m), s_row = rows(e, y, m, m + 1), v = rows(e, y, m + 1, m + 1 + n);
-  const V ds_mat = matmul(e, matmul(e, e.mT(u), da), v);  // [..., k, k]
+  const V ds_mat = matmul(e, matmul(e, adj(e, u), da), v);  // [..., k, k]
   const V eye = identity_like(e, ds_mat);
-  const V ds = e.reduce_sum(e.mul(ds_mat, eye), {r - 1});  // [..., k]
+  const V ds = real_part(e, e.reduce_sum(e.mul(ds_mat, eye), {r - 1}));  // [..., k]
   const Shape sq = e.type(ds_mat).shape;
   const V sj = expand_to(e, s_row, sq);  // s_j along columns
   const V si = e.mT(sj);
@@ -89,18 +100,18 @@ V jvp_svd(Emit& e, V a, V da, V y) {
   const V s_zero = e.convert(e.eq(s_row, e.zeros(e.type(s_row))), e.type(s_row).dtype);
   const V s_inv = e.sub(e.div(e.like(s_row, 1.0), e.add(s_row, s_zero)), s_zero);
   const V s_inv_mat = e.mul(expand_to(e, s_inv, sq), eye);
-  const V dudv_diag = e.mul(e.scale(e.sub(ds_mat, e.mT(ds_mat)), 0.5), s_inv_mat);
-  V du = matmul(e, u, e.add(e.mul(f, e.add(dss, e.mT(dss))), dudv_diag));
-  V dv = matmul(e, v, e.mul(f, e.add(sds, e.mT(sds))));
+  const V dudv_diag = e.mul(e.scale(e.sub(ds_mat, adj(e, ds_mat)), 0.5), s_inv_mat);
+  V du = matmul(e, u, e.add(e.mul(f, e.add(dss, adj(e, dss))), dudv_diag));
+  V dv = matmul(e, v, e.mul(f, e.add(sds, adj(e, sds))));
   if (m > n) {
     const V dav = matmul(e, da, v);
     Shape us = e.type(u).shape;
-    du = e.add(du, e.div(e.sub(dav, matmul(e, u, matmul(e, e.mT(u), dav))), expand_to(e, s_row, us)));
+    du = e.add(du, e.div(e.sub(dav, matmul(e, u, matmul(e, adj(e, u), dav))), expand_to(e, s_row, us)));
   }
   if (n > m) {
-    const V dahu = matmul(e, e.mT(da), u);
+    const V dahu = matmul(e, adj(e, da), u);
     Shape vs = e.type(v).shape;
-    dv = e.add(dv, e.div(e.sub(dahu, matmul(e, v, matmul(e, e.mT(v), dahu))), expand_to(e, s_row, vs)));
+    dv = e.add(dv, e.div(e.sub(dahu, matmul(e, v, matmul(e, adj(e, v), dahu))), expand_to(e, s_row, vs)));
   }
   Shape row = e.type(s_row).shape;
   Attrs cat;
@@ -179,10 +190,10 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
                             V y) {
   switch (n.op) {
     case Op::Cholesky: {
-      // dL = L phi(L^-1 dA L^-T), phi: the lower triangle with the diagonal halved.
+      // dL = L phi(L^-1 dA L^-H), phi: the lower triangle with the diagonal halved.
       const V l = y;
-      const V left = triangular_solve(e, l, *t[0], kLower);              // L^-1 dA
-      const V both = e.mT(triangular_solve(e, l, e.mT(left), kLower));   // L^-1 dA L^-T
+      const V left = triangular_solve(e, l, *t[0], kLower);                  // L^-1 dA
+      const V both = adj(e, triangular_solve(e, l, adj(e, left), kLower));   // L^-1 dA L^-H
       const V phi = e.mul(both, matrix_mask(e, both, [](std::int64_t i, std::int64_t j) {
                             return i > j ? 1.0 : (i == j ? 0.5 : 0.0);
                           }));
@@ -214,7 +225,7 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
       return solve(e, x[0], *rhs);
     }
     case Op::Slogdet: {
-      // d log|det A| = trace(A^-1 dA); the sign's derivative is zero.
+      // d log|det A| = Re trace(A^-1 dA); a real sign's derivative is zero.
       const V s = solve(e, x[0], *t[0]);
       const auto r = static_cast<std::int64_t>(e.type(s).shape.size());
       const V tr = e.reduce_sum(e.mul(s, identity_like(e, s)), {r - 2, r - 1});
@@ -223,20 +234,32 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
       const V d = e.reshape(tr, one);
       Attrs cat;
       cat.axis = static_cast<std::int64_t>(one.size()) - 1;
-      std::vector<V> parts{e.zeros(e.type(d)), d};
+      // complex: d log|det| = Re tr, d sign = sign * i Im tr (a real sign's derivative is 0)
+      const V dlog = real_part(e, d);
+      V dsign = e.zeros(e.type(d));
+      if (is_c(e, d)) {
+        Attrs first;
+        const Shape ys = e.type(y).shape;
+        first.starts.assign(ys.size(), 0);
+        first.limits = ys;
+        first.limits.back() = 1;
+        first.strides.assign(ys.size(), 1);
+        dsign = e.mul(e.op(Op::Slice, {y}, std::move(first)), e.sub(d, dlog));
+      }
+      std::vector<V> parts{dsign, dlog};
       return e.b.emit(Op::Concat, parts, std::move(cat))[0];
     }
     case Op::Eigh: {
-      // y = [w; V]. With M = V^T dA V: dw = diag(M), dV = V (F * M), F_ij = 1 / (w_j - w_i)
+      // y = [w; V]. With M = V^H dA V: dw = Re diag(M), dV = V (F * M), F_ij = 1 / (w_j - w_i)
       // off the diagonal and 0 on it (inf for repeated eigenvalues, as JAX's rule gives).
       const Shape ys = e.type(y).shape;
       const auto r = static_cast<std::int64_t>(ys.size());
       const std::int64_t n = ys.back();
       const V w = rows(e, y, 0, 1);   // [..., 1, n]
       const V v = rows(e, y, 1, n + 1);  // [..., n, n]
-      const V m = matmul(e, matmul(e, e.mT(v), *t[0]), v);
+      const V m = matmul(e, matmul(e, adj(e, v), *t[0]), v);
       const V eye = identity_like(e, m);
-      const V dw = e.reduce_sum(e.mul(m, eye), {r - 1});  // [..., n]
+      const V dw = real_part(e, e.reduce_sum(e.mul(m, eye), {r - 1}));  // [..., n]
       Shape sq = e.type(m).shape;
       const V wj = expand_to(e, w, sq);                             // w_j along columns
       const V wi = e.mT(wj);                                         // w_i along rows
@@ -251,27 +274,29 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
     }
     case Op::Eig: return jvp_eig(e, n, x[0], *t[0], y);
     case Op::Svd: {
-      if (n.attrs.mode == 1) {
+      if (n.attrs.mode & 1) {
         throw ValueError("svd: the derivative of full_matrices=True is not defined (the extra columns are not "
                          "unique); use full_matrices=False");
       }
       return jvp_svd(e, x[0], *t[0], y);
     }
     case Op::Qr: {
-      // Reduced QR with m >= n: with X = dA R^-1 and C = Q^T X, dO = tril(C, -1) - tril(C, -1)^T,
+      // Reduced QR with m >= n: with X = dA R^-1 and C = Q^H X, dO = tril(C, -1) - tril(C, -1)^H
+      // (+ i Im diag(C) for complex matrices),
       // dQ = Q (dO - C) + X, dR = (C - dO) R.
       const Shape as = e.type(x[0]).shape;
       const auto r = static_cast<std::int64_t>(as.size());
       const std::int64_t m = as[static_cast<std::size_t>(r - 2)], nn = as[static_cast<std::size_t>(r - 1)];
-      if (n.attrs.mode == 1 || m < nn) {
+      if ((n.attrs.mode & 1) || m < nn) {
         throw ValueError("qr: derivatives are defined for the reduced QR of a matrix with at least as many rows as "
                          "columns (mode='reduced', m >= n), as in JAX");
       }
       const V q = rows(e, y, 0, m), rr = rows(e, y, m, m + nn);
       const V xr = e.mT(triangular_solve(e, rr, e.mT(*t[0]), kTranspose));  // dA R^-1 (R upper)
-      const V c = matmul(e, e.mT(q), xr);
+      const V c = matmul(e, adj(e, q), xr);
       const V low = e.mul(c, matrix_mask(e, c, [](std::int64_t i, std::int64_t j) { return i > j ? 1.0 : 0.0; }));
-      const V d_o = e.sub(low, e.mT(low));
+      V d_o = e.sub(low, adj(e, low));
+      if (is_c(e, c)) d_o = e.add(d_o, e.mul(identity_like(e, c), e.sub(c, real_part(e, c))));  // JAX's diagonal term
       const V dq = e.add(matmul(e, q, e.sub(d_o, c)), xr);
       const V dr = matmul(e, e.sub(c, d_o), rr);
       Attrs cat;

@@ -625,6 +625,12 @@ class Lowering {
       }
       case Op::Solve: return set_parts(n, csolve(parts(n.inputs[0]), parts(n.inputs[1])));
       case Op::TriangularSolve: return set_parts(n, ctriangular_solve(n, parts(n.inputs[0]), parts(n.inputs[1])));
+      case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: {
+        Attrs a = n.attrs;  // the complex kernels: planar in, planar out
+        a.mode |= kLinalgPlanar;
+        planes_[n.outputs[0]] = op(n.op, {planes(n.inputs[0])}, std::move(a));
+        return;
+      }
       case Op::Eig: {  // the kernel takes a real or planar matrix and writes planar results
         const ValueId x = n.inputs[0];
         Attrs a = n.attrs;

@@ -514,6 +514,14 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     for (ValueId v : n.outputs) f.out(v, 0);
     return;
   }
+  const bool factorization = n.op == Op::Cholesky || n.op == Op::Slogdet || n.op == Op::Eigh || n.op == Op::Svd ||
+                             n.op == Op::Qr || n.op == Op::Lu;
+  if (factorization && (n.attrs.mode & kLinalgPlanar)) {  // a complex matrix's lowered form, planar
+    const auto& as = in_type(0).shape;
+    const std::size_t r = as.size();
+    const std::int64_t batch = num_elements(std::span(as).subspan(1, r - 3));
+    return complex_factorization(n.op, ot.dtype, in(0), batch, as[r - 2], as[r - 1], n.attrs.mode, alloc());
+  }
 
   switch (n.op) {
     case Op::Parameter:
@@ -683,8 +691,8 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
       const auto& as = in_type(0).shape;
       const std::size_t r = as.size();
       const std::int64_t batch = num_elements(std::span(as).first(r - 2));
-      if (n.op == Op::Qr) return qr(ot.dtype, in(0), batch, as[r - 2], as[r - 1], n.attrs.mode == 1, alloc());
-      return svd(ot.dtype, in(0), batch, as[r - 2], as[r - 1], n.attrs.mode == 1, alloc());
+      if (n.op == Op::Qr) return qr(ot.dtype, in(0), batch, as[r - 2], as[r - 1], (n.attrs.mode & 1) != 0, alloc());
+      return svd(ot.dtype, in(0), batch, as[r - 2], as[r - 1], (n.attrs.mode & 1) != 0, alloc());
     }
     case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Lu: case Op::TriangularSolve: case Op::Solve: {
       const auto& as = in_type(0).shape;

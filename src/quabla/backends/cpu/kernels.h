@@ -83,6 +83,13 @@ void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, st
 // a: [batch, m, n]; out: [batch, m + rq, w] (ops.def: qr).
 void qr(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool complete, std::byte* out);
 
+// The factorizations of complex matrices in planar form (the lowered forms of ops.def's
+// cholesky, slogdet, eigh, svd, qr and lu, mode bit 8; complex_linalg.cc): in [2, batch, m,
+// n], out [2, batch, ...] with the real kernels' result shapes; mode's bit 0 is svd's full
+// and qr's complete. part: f32 or f64.
+void complex_factorization(Op op, DType part, const std::byte* in, std::int64_t batch, std::int64_t m, std::int64_t n,
+                           std::int64_t mode, std::byte* out);
+
 // The eigenvalues (and unless values_only the right eigenvectors) of `batch` general n x n
 // matrices (the lowered form of ops.def's eig, eig.cc): a real [batch, n, n], or with
 // complex_in planar [2, batch, n, n]; out planar [2, batch, rows, n], rows = 1 or n + 1

@@ -1,7 +1,9 @@
-"""qb.linalg.eig / eigvals (general matrices, complex results) and complex linear systems
-(solve, solve_triangular, inv and what composes them): values against NumPy/SciPy (eig runs
-the same LAPACK geev, so eigenvalue order and eigenvector normalisation agree), derivatives
-against finite differences and against JAX, under jit and vmap."""
+"""Complex linear algebra: qb.linalg.eig / eigvals (general matrices, complex results),
+complex linear systems (solve, solve_triangular, inv and what composes them) and the
+factorizations of complex matrices (cholesky, slogdet/det, eigh, svd, qr, lu and what
+composes them: pinv, lstsq, norms, expm, lu_solve, cho_solve). Values against NumPy/SciPy
+(the same LAPACK routines, so eigenvalue order and eigenvector normalisation agree),
+derivatives against finite differences and against JAX, under jit and vmap."""
 from __future__ import annotations
 
 import numpy as np
@@ -312,3 +314,248 @@ def test_sort_complex_orders_by_real_then_imaginary_part():
     assert r.dtype == qb.complex128
     close(r, [1.0, 2.0, 3.0], rtol=0, atol=0)
     assert qb.sort_complex(np.array([3.0, 1.0], np.float32)).dtype == qb.complex64
+
+
+# ---------------------------------------------------------------------------------------
+# factorizations of complex matrices
+
+
+def hermitian(n, seed):
+    a = crand(n, n, seed=seed)
+    return a @ a.conj().T + n * np.eye(n)
+
+
+def test_complex_cholesky_slogdet_det_and_eigh_are_numpys():
+    h = hermitian(5, 40)
+    close(qb.linalg.cholesky(h), np.linalg.cholesky(h), atol=1e-12)
+    close(qb.linalg.cholesky(h, upper=True), np.linalg.cholesky(h).conj().T, atol=1e-12)
+    a = crand(2, 5, 5, seed=41)
+    sign, logabs = qb.linalg.slogdet(a)
+    sn, ln = np.linalg.slogdet(a)
+    assert sign.dtype == qb.complex128 and logabs.dtype == qb.float64
+    close(sign, sn, atol=1e-12)
+    close(logabs, ln, atol=1e-12)
+    close(qb.linalg.det(a), np.linalg.det(a), atol=1e-10)
+    s0, l0 = qb.linalg.slogdet(np.zeros((3, 3), complex))
+    assert complex(s0) == 0 and float(l0) == -np.inf
+    w, v = qb.linalg.eigh(h)
+    assert w.dtype == qb.float64 and v.dtype == qb.complex128
+    close(w, np.linalg.eigvalsh(h), atol=1e-11)
+    close(h @ NP(v), NP(v) * NP(w)[None, :], atol=1e-11)
+    close(qb.linalg.eigvalsh(h), np.linalg.eigvalsh(h), atol=1e-11)
+    # UPLO='U' without symmetrizing reads the upper triangle (the lower one is garbage here)
+    garbage = np.triu(h) + np.tril(crand(5, 5, seed=42), -1)
+    close(qb.linalg.eigh(garbage, UPLO="U", symmetrize_input=False).eigenvalues, np.linalg.eigvalsh(h, UPLO="U"),
+          atol=1e-11)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (4, 4), (2, 3, 5)])
+@pytest.mark.parametrize("full", [False, True])
+def test_complex_svd_is_numpys(shape, full):
+    a = crand(*shape, seed=43)
+    u, s, vh = qb.linalg.svd(a, full_matrices=full)
+    un, sn, vhn = np.linalg.svd(a, full_matrices=full)
+    assert s.dtype == qb.float64 and u.dtype == qb.complex128
+    close(s, sn, atol=1e-12)
+    k = min(shape[-2:])
+    close(NP(u)[..., :k] * NP(s)[..., None, :] @ NP(vh)[..., :k, :], a, atol=1e-12)
+    close(np.swapaxes(NP(u), -1, -2).conj() @ NP(u), np.broadcast_to(np.eye(u.shape[-1]), un.shape[:-2] + (u.shape[-1],) * 2), atol=1e-12)
+    close(NP(vh) @ np.swapaxes(NP(vh), -1, -2).conj(), np.broadcast_to(np.eye(vh.shape[-2]), vhn.shape[:-2] + (vh.shape[-2],) * 2), atol=1e-12)
+    close(qb.linalg.svdvals(a), sn, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_complex_qr_is_numpys(shape, mode):
+    a = crand(*shape, seed=44)
+    got, want = qb.linalg.qr(a, mode=mode), np.linalg.qr(a, mode=mode)
+    if mode == "r":
+        close(got, want, atol=1e-12)
+        return
+    close(got[0], want[0], atol=1e-12)
+    close(got[1], want[1], atol=1e-12)
+
+
+def test_complex_lu_and_the_solvers_built_on_factorizations_are_scipys():
+    sl = pytest.importorskip("scipy.linalg")
+    a, b = crand(5, 5, seed=45), crand(5, 2, seed=46)
+    for got, want in zip(qb.linalg.lu(a), sl.lu(a)):
+        close(got, want, atol=1e-12)
+    lu_, piv = qb.linalg.lu_factor(a)
+    lun, pivn = sl.lu_factor(a)
+    close(lu_, lun, atol=1e-12)
+    np.testing.assert_array_equal(NP(piv), pivn)
+    for trans in (0, 1, 2):
+        close(qb.linalg.lu_solve((lu_, piv), b, trans=trans), sl.lu_solve((lun, pivn), b, trans=trans), atol=1e-12)
+    h = hermitian(5, 47)
+    for lower in (True, False):
+        close(qb.linalg.cho_solve(qb.linalg.cho_factor(h, lower=lower), b), np.linalg.solve(h, b), atol=1e-12)
+        close(qb.scipy.linalg.solve(h, b, assume_a="pos", lower=lower), np.linalg.solve(h, b), atol=1e-12)
+    close(qb.scipy.linalg.cholesky(h), sl.cholesky(h), atol=1e-12)
+    close(qb.scipy.linalg.expm(0.5 * a), sl.expm(0.5 * a), atol=1e-12)
+    u, p = qb.scipy.linalg.polar(a)
+    un, pn = sl.polar(a)
+    close(u, un, atol=1e-12)
+    close(p, pn, atol=1e-12)
+
+
+def test_compositions_of_the_complex_svd_are_numpys():
+    a = crand(6, 4, seed=48)
+    b = crand(6, seed=49)
+    close(qb.linalg.pinv(a), np.linalg.pinv(a), atol=1e-12)
+    x, res, rank, s = qb.linalg.lstsq(a, b)
+    xn, resn, rankn, sn = np.linalg.lstsq(a, b)
+    close(x, xn, atol=1e-12)
+    close(res, resn, atol=1e-10)
+    assert int(rank) == rankn and res.dtype == qb.float64
+    sq = crand(4, 4, seed=50)
+    for ord_ in (2, -2, "nuc"):
+        close(qb.linalg.norm(sq, ord_), np.linalg.norm(sq, ord_), atol=1e-12)
+    close(qb.linalg.cond(sq), np.linalg.cond(sq), rtol=1e-10)
+    assert int(qb.linalg.matrix_rank(sq)) == 4
+    assert int(qb.linalg.matrix_rank(np.outer(crand(4, seed=51), crand(4, seed=52)))) == 1
+
+
+def test_float32_complex_factorizations_give_complex64_and_float32_parts():
+    h = hermitian(4, 53).astype(np.complex64)
+    assert qb.linalg.cholesky(h).dtype == qb.complex64
+    w, v = qb.linalg.eigh(h)
+    assert w.dtype == qb.float32 and v.dtype == qb.complex64
+    close(w, np.linalg.eigvalsh(h), rtol=1e-5, atol=1e-4)
+    u, s, vh = qb.linalg.svd(h)
+    assert s.dtype == qb.float32
+    close(s, np.linalg.svd(h, compute_uv=False), rtol=1e-5, atol=1e-4)
+    sign, logabs = qb.linalg.slogdet(h)
+    assert sign.dtype == qb.complex64 and logabs.dtype == qb.float32
+
+
+def test_not_positive_definite_and_non_finite_input_give_nan():
+    bad = -hermitian(3, 54)
+    assert np.all(np.isnan(NP(qb.linalg.cholesky(bad))))
+    nan = hermitian(3, 55)
+    nan[0, 0] = np.nan
+    assert np.all(np.isnan(NP(qb.linalg.eigh(nan).eigenvalues)))
+
+
+FACTORIZATION_LOSSES = {
+    "slogdet": (lambda m, x: m.linalg.slogdet(x)[1] + m.real(m.linalg.slogdet(x)[0]) * 0.5
+                + m.imag(m.linalg.slogdet(x)[0]), (4, 4)),
+    "det": (lambda m, x: m.abs(m.linalg.det(x)) + m.imag(m.linalg.det(x)), (4, 4)),
+    "cholesky": (lambda m, x: m.sum(m.abs(m.linalg.cholesky(x @ m.conj(x.T) + 4 * m.eye(4))) ** 2 * m.arange(4.0)),
+                 (4, 4)),
+    "eigh": (lambda m, x: (lambda r: m.sum(r[0] * m.arange(4.0)) + m.sum(m.abs(r[1][0]) ** 2 * m.arange(4.0)))(
+        m.linalg.eigh(x @ m.conj(x.T))), (4, 4)),
+    "svdvals": (lambda m, x: m.sum(m.linalg.svd(x, compute_uv=False) * m.arange(3.0)), (4, 3)),
+    "svd": (lambda m, x: (lambda r: m.sum(m.abs(r[0][0] * r[2][:, 0])) + m.sum(m.real(r[0] @ r[2]) ** 2))(
+        m.linalg.svd(x, full_matrices=False)), (4, 3)),
+    "qr": (lambda m, x: (lambda r: m.sum(m.real(r[0]) * m.imag(r[0])) + m.sum(m.abs(r[1]) * m.arange(3.0)))(
+        m.linalg.qr(x)), (4, 3)),
+    "norm2": (lambda m, x: m.linalg.norm(x, 2) + m.linalg.norm(x, "nuc"), (3, 4)),
+    "pinv": (lambda m, x: m.sum(m.real(m.linalg.pinv(x)) * m.arange(4.0)), (4, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIZATION_LOSSES))
+def test_gradients_of_complex_factorizations_agree_with_jax(name):
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    jax.config.update("jax_enable_x64", True)
+    f, shape = FACTORIZATION_LOSSES[name]
+    a = crand(*shape, seed=60) + (2 * np.eye(*shape) if shape[0] == shape[1] else 0)
+    g = qb.grad(lambda x: f(qb, x))(a)
+    gj = jax.grad(lambda x: f(jnp, x))(a)
+    close(g, NP(gj), rtol=1e-9, atol=1e-10)
+    close(qb.jit(qb.grad(lambda x: f(qb, x)))(a), NP(gj), rtol=1e-9, atol=1e-10)
+
+
+def test_complex_factorization_derivatives_match_finite_differences():
+    a = crand(4, 3, seed=61)
+    da = crand(4, 3, seed=62)
+    _, ds = qb.jvp(lambda x: qb.linalg.svd(x, compute_uv=False), (a,), (da,))
+    close(ds, _fd(lambda m: np.linalg.svd(m, compute_uv=False), a, da), rtol=1e-6, atol=1e-7)
+    h, dh = hermitian(4, 63), crand(4, 4, seed=64)
+    dh = dh + dh.conj().T
+    _, dl = qb.jvp(qb.linalg.cholesky, (h,), (dh,))
+    close(dl, _fd(np.linalg.cholesky, h, dh), rtol=1e-6, atol=1e-7)
+    _, dw = qb.jvp(qb.linalg.eigvalsh, (h,), (dh,))
+    close(dw, _fd(np.linalg.eigvalsh, h, dh), rtol=1e-6, atol=1e-7)
+    sq = crand(4, 4, seed=65) + 2 * np.eye(4)
+    _, dd = qb.jvp(qb.linalg.det, (sq,), (dh,))
+    close(dd, _fd(np.linalg.det, sq, dh), rtol=1e-6, atol=1e-6)
+
+
+def test_complex_factorizations_vmap_and_batch():
+    a = crand(3, 4, 4, seed=66)
+    close(qb.vmap(qb.linalg.det)(a), np.linalg.det(a), atol=1e-10)
+    close(qb.vmap(lambda x: qb.linalg.svd(x, compute_uv=False))(a), np.linalg.svd(a, compute_uv=False), atol=1e-12)
+    hs = np.stack([hermitian(4, s) for s in (67, 68)])
+    close(qb.vmap(qb.linalg.eigvalsh)(hs), np.linalg.eigvalsh(hs), atol=1e-11)
+    close(qb.jit(qb.linalg.cholesky)(hs), np.linalg.cholesky(hs), atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# SciPy's complex-valued linalg functions
+
+
+def test_scipy_eig_returns_what_scipy_asks_for():
+    sl = pytest.importorskip("scipy.linalg")
+    a = BASE + 0.2 * rand(4, 4, seed=70)
+    w = qb.scipy.linalg.eig(a, right=False)
+    close(w, sl.eig(a, right=False))
+    w, vr = qb.scipy.linalg.eig(a)
+    close(vr, sl.eig(a)[1])
+    w, vl, vr = qb.scipy.linalg.eig(a, left=True)
+    vl_ = NP(vl)
+    close(vl_.conj().T @ a, NP(w)[:, None] * vl_.conj().T, atol=1e-12)  # left eigenvectors
+    close(np.linalg.norm(vl_, axis=0), np.ones(4))
+    wn, vln, _ = sl.eig(a, left=True)
+    close(np.abs(np.sum(vl_.conj() * vln, axis=0)), np.ones(4))  # scipy's up to a phase
+    close(qb.scipy.linalg.eigvals(a), sl.eigvals(a))
+    h = NP(qb.scipy.linalg.eig(a, homogeneous_eigvals=True, right=False))
+    close(h, sl.eig(a, homogeneous_eigvals=True, right=False))
+    with pytest.raises(NotImplementedError, match="generalized"):
+        qb.scipy.linalg.eig(a, np.eye(4))
+
+
+@pytest.mark.parametrize("scale", [None, "n", "sqrtn"])
+def test_dft_matrix_is_scipys_and_transforms_as_fft(scale):
+    sl = pytest.importorskip("scipy.linalg")
+    m = qb.scipy.linalg.dft(6, scale=scale)
+    close(m, sl.dft(6, scale=scale), atol=1e-14)
+    x = crand(6, seed=71)
+    if scale is None:
+        close(NP(m) @ x, np.fft.fft(x), atol=1e-12)
+    assert qb.scipy.linalg.dft(0).shape == (0, 0)
+    with pytest.raises(ValueError, match="scale"):
+        qb.scipy.linalg.dft(3, scale="bad")
+
+
+def test_rsf2csf_and_the_complex_schur_form():
+    sl = pytest.importorskip("scipy.linalg")
+    a = BASE + 0.2 * rand(4, 4, seed=72)
+    t, z = sl.schur(a)
+    tc, zc = (NP(x) for x in qb.scipy.linalg.rsf2csf(t, z))
+    tn, zn = sl.rsf2csf(t, z)
+    close(tc, tn, atol=1e-12)
+    close(zc, zn, atol=1e-12)
+    # batched and jitted give the same
+    tb, zb = qb.jit(qb.scipy.linalg.rsf2csf)(np.stack([t, t]), np.stack([z, z]))
+    close(tb, np.stack([tn, tn]), atol=1e-12)
+    with pytest.raises(ValueError, match="square"):
+        qb.scipy.linalg.rsf2csf(np.ones((2, 3)), np.ones((2, 3)))
+
+
+def test_sqrtm_of_complex_matrices():
+    sl = pytest.importorskip("scipy.linalg")
+    a = crand(4, 4, seed=73) + 3 * np.eye(4)
+    x = qb.scipy.linalg.sqrtm(a)
+    close(NP(x) @ NP(x), a, atol=1e-10)
+    close(x, sl.sqrtm(a), atol=1e-10)
+    rot = np.array([[1.0, -2.0], [2.0, 1.0]]) * 1j  # eigenvalues +-2 + i: off the negative real axis
+    close(qb.scipy.linalg.sqrtm(rot), sl.sqrtm(rot), atol=1e-10)
+    close(qb.jit(qb.scipy.linalg.sqrtm)(a), sl.sqrtm(a), atol=1e-10)
+    neg = np.diag([-4.0, 1.0, 9.0])  # an eigenvalue on the negative real axis: not yet
+    with pytest.raises(ValueError, match="negative real axis"):
+        qb.scipy.linalg.sqrtm(neg.astype(complex))
+    with pytest.raises(ValueError, match="not real"):
+        qb.scipy.linalg.sqrtm(neg)
