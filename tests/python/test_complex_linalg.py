@@ -221,6 +221,21 @@ def test_complex_solve_is_numpys_for_every_mix_of_real_and_complex_operands():
     assert qb.linalg.solve(ca.astype(np.complex64), b.astype(np.float32)).dtype == qb.complex64
 
 
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 9, 20])
+def test_complex_solve_on_both_sides_of_the_small_system_crossover(n):
+    # up to 8 an own elimination, above it LAPACK's zgetrf/zgetrs: the same answers
+    a, b = crand(7, n, n, seed=n), crand(7, n, 3, seed=n + 1)
+    close(qb.linalg.solve(a, b), np.linalg.solve(a, b), rtol=1e-9, atol=1e-11)
+    single = a.astype(np.complex64)
+    close(qb.linalg.solve(single, b.astype(np.complex64)), np.linalg.solve(a, b), rtol=1e-3, atol=1e-3)
+
+
+def test_a_singular_complex_system_gives_inf_or_nan_as_jax():
+    for n in (2, 12):
+        x = NP(qb.linalg.solve(np.zeros((n, n), complex), np.ones(n, complex)))
+        assert not np.any(np.isfinite(x))
+
+
 def test_complex_inverse_and_compositions():
     ca = crand(4, 4, seed=25)
     close(qb.linalg.inv(ca), np.linalg.inv(ca), atol=1e-12)

@@ -304,29 +304,18 @@ class Lowering {
     }
     return {e_.reshape(z.re, rest), e_.reshape(z.im, rest)};
   }
-  // x along axis `axis` (negative: from the end) joined / sliced.
+  // xs joined along axis `axis` (negative: from the end).
   V join(std::vector<V> xs, std::int64_t axis) {
     Attrs cat;
     cat.axis = axis < 0 ? static_cast<std::int64_t>(e_.type(xs[0]).shape.size()) + axis : axis;
     return b_.emit(Op::Concat, xs, std::move(cat))[0];
   }
-  V rows_of(V x, std::int64_t begin, std::int64_t end) {
-    const Shape s = e_.type(x).shape;
-    Attrs a;
-    a.starts.assign(s.size(), 0);
-    a.limits = s;
-    a.strides.assign(s.size(), 1);
-    a.starts[s.size() - 2] = begin;
-    a.limits[s.size() - 2] = end;
-    return op(Op::Slice, {x}, std::move(a));
-  }
 
-  // A X = B in complex numbers as one real system. With a real A (a structural zero
-  // imaginary part) the parts of B are the columns of one right-hand side; otherwise the
-  // real 2n x 2n embedding [[Ar, -Ai], [Ai, Ar]] [Xr; Xi] = [Br; Bi] (LU with partial
-  // pivoting on it is as stable as on A; twice a complex LU's flops).
+  // A X = B in complex numbers: with a real A (a structural zero imaginary part) the parts of
+  // B are the columns of one real right-hand side; otherwise the complex kernel on planar
+  // operands (LAPACK's complex LU).
   Parts csolve(const Parts& a, const Parts& b) {
-    const std::int64_t n = e_.type(a.re).shape.back(), k = e_.type(b.re).shape.back();
+    const std::int64_t k = e_.type(b.re).shape.back();
     if (is_zero(a.im)) {
       if (is_zero(b.im)) return {op(Op::Solve, {a.re, b.re}), real_zero(b.re)};
       const V x = op(Op::Solve, {a.re, join({b.re, b.im}, -1)});
@@ -342,39 +331,23 @@ class Lowering {
       };
       return {cols(0), cols(k)};
     }
-    const V m = join({join({a.re, e_.neg(a.im)}, -1), join({a.im, a.re}, -1)}, -2);
-    const V x = op(Op::Solve, {m, join({b.re, b.im}, -2)});
-    return {rows_of(x, 0, n), rows_of(x, n, 2 * n)};
+    Attrs planar;
+    planar.mode = kLinalgPlanar;
+    return unpack(op(Op::Solve, {pack(a), pack(b)}, std::move(planar)), e_.type(b.re).shape);
   }
 
-  // op(A) X = B with A read from one triangle: a real A solves each part; a complex one is
-  // made the full matrix it stands for (the other triangle zero, a unit diagonal written
-  // in, transposed) and solved as csolve does.
+  // op(A) X = B with A read from one triangle: a real A solves each part, a complex one runs
+  // the complex kernel on planar operands.
   Parts ctriangular_solve(const Node& n, const Parts& a, const Parts& b) {
-    const std::int64_t mode = n.attrs.mode;
+    Attrs at;
+    at.mode = n.attrs.mode;
     if (is_zero(a.im)) {
-      Attrs at;
-      at.mode = mode;
       const V xr = op(Op::TriangularSolve, {a.re, b.re}, at);
       if (is_zero(b.im)) return {xr, real_zero(b.re)};
       return {xr, op(Op::TriangularSolve, {a.re, b.im}, std::move(at))};
     }
-    const Shape s = e_.type(a.re).shape;
-    const auto r = static_cast<std::int64_t>(s.size());
-    const std::int64_t dim = s.back();
-    const Shape sq{dim, dim};
-    const V idx = e_.iota(dim, DType::i32);
-    const V row = e_.broadcast(e_.broadcast(idx, sq, {0}), s, {r - 2, r - 1});
-    const V col = e_.broadcast(e_.broadcast(idx, sq, {1}), s, {r - 2, r - 1});
-    const bool lower_tri = mode & 1, unit = mode & 4;
-    V keep = op(lower_tri ? (unit ? Op::Gt : Op::Ge) : (unit ? Op::Lt : Op::Le), {row, col});
-    Parts full{sel(keep, a.re, like(a.re, 0.0)), sel(keep, a.im, like(a.im, 0.0))};
-    if (unit) {
-      const V diag = e_.eq(row, col);
-      full = {sel(diag, like(a.re, 1.0), full.re), full.im};
-    }
-    if (mode & 2) full = {e_.mT(full.re), e_.mT(full.im)};
-    return csolve(full, b);
+    at.mode |= kLinalgPlanar;
+    return unpack(op(Op::TriangularSolve, {pack(a), pack(b)}, std::move(at)), e_.type(b.re).shape);
   }
 
   V cnonzero(const Parts& z) {

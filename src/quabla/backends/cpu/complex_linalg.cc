@@ -35,6 +35,16 @@ void scipy_zgesdd_(const char* jobz, const int* m, const int* n, zc* a, const in
 void scipy_cgesdd_(const char* jobz, const int* m, const int* n, cc* a, const int* lda, float* s, cc* u, const int* ldu,
                    cc* vt, const int* ldvt, cc* work, const int* lwork, float* rwork, int* iwork, int* info,
                    std::size_t jobz_len);
+void scipy_zgetrs_(const char* trans, const int* n, const int* nrhs, const zc* a, const int* lda, const int* ipiv, zc* b,
+                   const int* ldb, int* info, std::size_t trans_len);
+void scipy_cgetrs_(const char* trans, const int* n, const int* nrhs, const cc* a, const int* lda, const int* ipiv, cc* b,
+                   const int* ldb, int* info, std::size_t trans_len);
+void scipy_ztrsm_(const char* side, const char* uplo, const char* transa, const char* diag, const int* m, const int* n,
+                  const zc* alpha, const zc* a, const int* lda, zc* b, const int* ldb, std::size_t, std::size_t,
+                  std::size_t, std::size_t);
+void scipy_ctrsm_(const char* side, const char* uplo, const char* transa, const char* diag, const int* m, const int* n,
+                  const cc* alpha, const cc* a, const int* lda, cc* b, const int* ldb, std::size_t, std::size_t,
+                  std::size_t, std::size_t);
 void scipy_zgeqrf_(const int* m, const int* n, zc* a, const int* lda, zc* tau, zc* work, const int* lwork, int* info);
 void scipy_cgeqrf_(const int* m, const int* n, cc* a, const int* lda, cc* tau, cc* work, const int* lwork, int* info);
 void scipy_zungqr_(const int* m, const int* n, const int* k, zc* a, const int* lda, const zc* tau, zc* work,
@@ -65,6 +75,22 @@ int getrf(int n, std::complex<T>* a, int* ipiv) {
   if constexpr (is_double<T>) scipy_zgetrf_(&n, &n, a, &n, ipiv, &info);
   else scipy_cgetrf_(&n, &n, a, &n, ipiv, &info);
   return info;
+}
+
+template <class T>
+void getrs(int n, int k, const std::complex<T>* a, const int* ipiv, std::complex<T>* b) {
+  const char trans = 'N';
+  int info = 0;
+  if constexpr (is_double<T>) scipy_zgetrs_(&trans, &n, &k, a, &n, ipiv, b, &n, &info, 1);
+  else scipy_cgetrs_(&trans, &n, &k, a, &n, ipiv, b, &n, &info, 1);
+}
+
+template <class T>
+void trsm(char side, char uplo, char trans, char diag, int m, int n, const std::complex<T>* a, int lda,
+          std::complex<T>* b, int ldb) {
+  const std::complex<T> one = 1;
+  if constexpr (is_double<T>) scipy_ztrsm_(&side, &uplo, &trans, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
+  else scipy_ctrsm_(&side, &uplo, &trans, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
 }
 
 template <class T>
@@ -327,6 +353,105 @@ void lu_c(const T* in, std::int64_t batch, std::int64_t n, T* out) {
   });
 }
 
+// Up to this order a complex system is solved by the loops below: LAPACK's per-call work
+// (argument checks, blocking queries) costs more than the elimination itself there.
+constexpr std::int64_t kSmallSolveMax = 8;
+
+// |re| + |im|, the pivot measure LAPACK's complex routines use (izamax's cabs1).
+template <class T>
+T cabs1(std::complex<T> z) {
+  return std::abs(z.real()) + std::abs(z.imag());
+}
+
+// Gaussian elimination with partial pivoting (getrf's pivot choice) on the row-major n x n
+// matrix a and the n x k right-hand sides x, then back substitution; x becomes A^-1 B. A zero
+// pivot gives inf/NaN, as LAPACK's.
+template <class T>
+void solve_small(std::complex<T>* a, std::complex<T>* x, std::int64_t n, std::int64_t k) {
+  for (std::int64_t c = 0; c < n; ++c) {
+    std::int64_t p = c;
+    for (std::int64_t r = c + 1; r < n; ++r)
+      if (cabs1(a[r * n + c]) > cabs1(a[p * n + c])) p = r;
+    if (p != c) {
+      std::swap_ranges(a + c * n, a + c * n + n, a + p * n);
+      std::swap_ranges(x + c * k, x + c * k + k, x + p * k);
+    }
+    const std::complex<T> inv = T(1) / a[c * n + c];
+    for (std::int64_t r = c + 1; r < n; ++r) {
+      const std::complex<T> f = a[r * n + c] * inv;
+      for (std::int64_t j = c + 1; j < n; ++j) a[r * n + j] -= f * a[c * n + j];
+      for (std::int64_t j = 0; j < k; ++j) x[r * k + j] -= f * x[c * k + j];
+    }
+  }
+  for (std::int64_t r = n - 1; r >= 0; --r) {
+    for (std::int64_t j = 0; j < k; ++j) {
+      std::complex<T> v = x[r * k + j];
+      for (std::int64_t q = r + 1; q < n; ++q) v -= a[r * n + q] * x[q * k + j];
+      x[r * k + j] = v / a[r * n + r];
+    }
+  }
+}
+
+// A X = B: LU with partial pivoting of A (transposed into column-major), then B's columns
+// (column-major) solved; a singular A gives inf/NaN as the real kernel does. Small systems by
+// solve_small, row-major.
+template <class T>
+void solve_c(const T* a, const T* b, std::int64_t batch, std::int64_t n, std::int64_t k, T* out) {
+  const auto sa = planar_in(a, batch, n, n);
+  const auto sb = planar_in(b, batch, n, k);
+  const auto dst = planar_out(out, batch, n, k);
+  for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
+    std::vector<std::complex<T>> f(static_cast<std::size_t>(n * n)), x(static_cast<std::size_t>(n * k));
+    std::vector<int> ipiv(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
+    for (std::int64_t i = b0; i < b1; ++i) {
+      if (n <= kSmallSolveMax) {
+        for (std::int64_t r = 0; r < n; ++r) {
+          for (std::int64_t c = 0; c < n; ++c) f[static_cast<std::size_t>(r * n + c)] = sa.at(i, r, c);
+          for (std::int64_t c = 0; c < k; ++c) x[static_cast<std::size_t>(r * k + c)] = sb.at(i, r, c);
+        }
+        solve_small(f.data(), x.data(), n, k);
+        for (std::int64_t r = 0; r < n; ++r)
+          for (std::int64_t c = 0; c < k; ++c) dst.set(i, r, c, x[static_cast<std::size_t>(r * k + c)]);
+        continue;
+      }
+      for (std::int64_t r = 0; r < n; ++r) {
+        for (std::int64_t c = 0; c < n; ++c) f[static_cast<std::size_t>(r + c * n)] = sa.at(i, r, c);
+        for (std::int64_t c = 0; c < k; ++c) x[static_cast<std::size_t>(r + c * n)] = sb.at(i, r, c);
+      }
+      getrf<T>(static_cast<int>(n), f.data(), ipiv.data());  // info > 0: a zero pivot, inf/NaN below
+      getrs<T>(static_cast<int>(n), static_cast<int>(k), f.data(), ipiv.data(), x.data());
+      for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t c = 0; c < k; ++c) dst.set(i, r, c, x[static_cast<std::size_t>(r + c * n)]);
+    }
+  });
+}
+
+// op(A) X = B with A read from one triangle (mode bits as ops.def's triangular_solve). As
+// column-major data, A's storage is S = A^T and X's, B's (n x k) are their k x n transposes
+// Y = X^T, B^T: the equation is Y op(A)^T = B^T, a right-side trsm on S (op(A)^T is S for
+// op = identity, S^T for op = transpose; A's lower triangle is S's upper one). No copies but
+// the interleaving.
+template <class T>
+void triangular_solve_c(const T* a, const T* b, std::int64_t batch, std::int64_t n, std::int64_t k, int mode, T* out) {
+  const auto sa = planar_in(a, batch, n, n);
+  const auto sb = planar_in(b, batch, n, k);
+  const auto dst = planar_out(out, batch, n, k);
+  const char uplo = (mode & 1) ? 'U' : 'L', trans = (mode & 2) ? 'T' : 'N', diag = (mode & 4) ? 'U' : 'N';
+  for_each_matrix(batch, n, [&](std::int64_t b0, std::int64_t b1) {
+    std::vector<std::complex<T>> s(static_cast<std::size_t>(n * n)), y(static_cast<std::size_t>(n * k));
+    for (std::int64_t i = b0; i < b1; ++i) {
+      for (std::int64_t r = 0; r < n; ++r) {
+        for (std::int64_t c = 0; c < n; ++c) s[static_cast<std::size_t>(r * n + c)] = sa.at(i, r, c);
+        for (std::int64_t c = 0; c < k; ++c) y[static_cast<std::size_t>(r * k + c)] = sb.at(i, r, c);
+      }
+      trsm<T>('R', uplo, trans, diag, static_cast<int>(k), static_cast<int>(n), s.data(), static_cast<int>(n), y.data(),
+              static_cast<int>(k));
+      for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t c = 0; c < k; ++c) dst.set(i, r, c, y[static_cast<std::size_t>(r * k + c)]);
+    }
+  });
+}
+
 template <class T>
 void run(Op op, const T* in, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t mode, T* out) {
   switch (op) {
@@ -341,6 +466,25 @@ void run(Op op, const T* in, std::int64_t batch, std::int64_t m, std::int64_t n,
 }
 
 }  // namespace
+
+void complex_solve(Op op, DType part, const std::byte* a, const std::byte* b, std::int64_t batch, std::int64_t n,
+                   std::int64_t k, std::int64_t mode, std::byte* out) {
+  if (n == 0 || k == 0) return;
+  auto go = [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = reinterpret_cast<const T*>(a);
+    const T* pb = reinterpret_cast<const T*>(b);
+    T* po = reinterpret_cast<T*>(out);
+    if (op == Op::Solve) return solve_c(pa, pb, batch, n, k, po);
+    if (op == Op::TriangularSolve) return triangular_solve_c(pa, pb, batch, n, k, static_cast<int>(mode), po);
+    throw InternalError("cpu::complex_solve: " + std::string(op_name(op)) + " is not a solve");
+  };
+  switch (part) {
+    case DType::f64: return go(double{});
+    case DType::f32: return go(float{});
+    default: throw InternalError("cpu::complex_solve: float parts expected");
+  }
+}
 
 void complex_factorization(Op op, DType part, const std::byte* in, std::int64_t batch, std::int64_t m, std::int64_t n,
                            std::int64_t mode, std::byte* out) {

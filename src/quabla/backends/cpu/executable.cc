@@ -522,6 +522,13 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     const std::int64_t batch = num_elements(std::span(as).subspan(1, r - 3));
     return complex_factorization(n.op, ot.dtype, in(0), batch, as[r - 2], as[r - 1], n.attrs.mode, alloc());
   }
+  if ((n.op == Op::Solve || n.op == Op::TriangularSolve) && (n.attrs.mode & kLinalgPlanar)) {
+    const auto& as = in_type(0).shape;
+    const std::size_t r = as.size();
+    const std::int64_t batch = num_elements(std::span(as).subspan(1, r - 3));
+    return complex_solve(n.op, ot.dtype, in(0), in(1), batch, as[r - 1], in_type(1).shape.back(),
+                         n.attrs.mode & ~kLinalgPlanar, alloc());
+  }
 
   switch (n.op) {
     case Op::Parameter:

@@ -89,6 +89,10 @@ void qr(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std
 // and qr's complete. part: f32 or f64.
 void complex_factorization(Op op, DType part, const std::byte* in, std::int64_t batch, std::int64_t m, std::int64_t n,
                            std::int64_t mode, std::byte* out);
+// The same for complex systems (ops.def's solve and triangular_solve with mode bit 8): a
+// [2, batch, n, n], b and out [2, batch, n, k]; mode: triangular_solve's bits.
+void complex_solve(Op op, DType part, const std::byte* a, const std::byte* b, std::int64_t batch, std::int64_t n,
+                   std::int64_t k, std::int64_t mode, std::byte* out);
 
 // The eigenvalues (and unless values_only the right eigenvectors) of `batch` general n x n
 // matrices (the lowered form of ops.def's eig, eig.cc): a real [batch, n, n], or with
