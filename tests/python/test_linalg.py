@@ -530,3 +530,25 @@ def test_lapack_solve_with_pivoting_matches_numpy(n, k, dtype):
     # The gradient of log|det A| is A^-T (one more solve, with n right-hand sides).
     g = np.asarray(qb.jit(qb.grad(lambda m: qb.linalg.slogdet(m)[1]))(qb.array(a[0].astype(np.float64))))
     np.testing.assert_allclose(g, np.linalg.inv(a[0].astype(np.float64)).T, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6), (2, 5, 5)])
+def test_singular_values_alone_skip_the_vectors_and_agree_with_the_full_svd(dtype, shape):
+    # svd(compute_uv=False), svdvals and norm(x, 2) read only the singular-value row: the
+    # CPU plan asks LAPACK for the values alone (gesdd jobz='N', svd_values_fold.h)
+    g = np.random.default_rng(3)
+    a = g.standard_normal(shape).astype(dtype)
+    if dtype == np.complex128:
+        a = a + 1j * g.standard_normal(shape)
+    f = qb.jit(lambda x: qb.linalg.svd(x, compute_uv=False))
+    plan = f.lower(a).compile().plan_text()
+    assert "svd" in plan and ("mode=16" in plan or "mode=24" in plan)
+    s = np.asarray(f(a))
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(s, np.asarray(qb.linalg.svd(a)[1]), rtol=1e-12, atol=1e-12)
+    # with the vectors also read, the full decomposition runs
+    both = qb.jit(lambda x: (lambda r: (r[1], r[0]))(qb.linalg.svd(x, full_matrices=False)))
+    full_plan = both.lower(a).compile().plan_text()
+    assert "mode=16" not in full_plan and "mode=24" not in full_plan
+    np.testing.assert_allclose(np.asarray(both(a)[0]), s, rtol=1e-12, atol=1e-12)

@@ -13,6 +13,7 @@
 
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/backends/cpu/lapack_batch.h"
+#include "quabla/backends/cpu/svd_values_fold.h"
 #include "quabla/ir/errors.h"
 
 using zc = std::complex<double>;
@@ -256,12 +257,12 @@ void eigh_c(const T* in, std::int64_t batch, std::int64_t n, T* out) {
 // The stored matrix is A^T (n x m) = U' S V'^H, so A = conj(V') S U'^T: A's U is conj(V'),
 // whose row-major storage is that of V'^H (gesdd's vt), and A's V is conj(U').
 template <class T>
-void svd_c(const T* in, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, T* out) {
+void svd_c(const T* in, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, bool values_only, T* out) {
   const std::int64_t k = std::min(m, n), mx = std::max(m, n), w = full ? mx : k;
   const std::int64_t ucols = full ? m : k, vrows = full ? n : k;
   const auto src = planar_in(in, batch, m, n);
   const auto dst = planar_out(out, batch, m + 1 + n, w);
-  const char jobz = full ? 'A' : 'S';
+  const char jobz = values_only ? 'N' : full ? 'A' : 'S';
   for_each_matrix(batch, mx, [&](std::int64_t b0, std::int64_t b1) {
     std::vector<std::complex<T>> x(static_cast<std::size_t>(m * n)), up(static_cast<std::size_t>(n * vrows)),
         vtp(static_cast<std::size_t>(ucols * m));
@@ -287,9 +288,10 @@ void svd_c(const T* in, std::int64_t batch, std::int64_t m, std::int64_t n, bool
         dst.fill(b, static_cast<T>(kNaN));
         continue;
       }
+      for (std::int64_t c = 0; c < k; ++c) dst.set(b, m, c, s[static_cast<std::size_t>(c)]);
+      if (values_only) continue;  // jobz 'N': no vectors (the other rows stay zero)
       for (std::int64_t r = 0; r < m; ++r)
         for (std::int64_t c = 0; c < ucols; ++c) dst.set(b, r, c, vtp[static_cast<std::size_t>(r * ucols + c)]);
-      for (std::int64_t c = 0; c < k; ++c) dst.set(b, m, c, s[static_cast<std::size_t>(c)]);
       for (std::int64_t r = 0; r < n; ++r)
         for (std::int64_t c = 0; c < vrows; ++c) dst.set(b, m + 1 + r, c, std::conj(up[static_cast<std::size_t>(r + c * n)]));
     }
@@ -458,7 +460,7 @@ void run(Op op, const T* in, std::int64_t batch, std::int64_t m, std::int64_t n,
     case Op::Cholesky: return cholesky_c(in, batch, n, out);
     case Op::Slogdet: return slogdet_c(in, batch, n, out);
     case Op::Eigh: return eigh_c(in, batch, n, out);
-    case Op::Svd: return svd_c(in, batch, m, n, (mode & 1) != 0, out);
+    case Op::Svd: return svd_c(in, batch, m, n, (mode & 1) != 0, (mode & kSvdValuesOnly) != 0, out);
     case Op::Qr: return qr_c(in, batch, m, n, (mode & 1) != 0, out);
     case Op::Lu: return lu_c(in, batch, n, out);
     default: throw InternalError("cpu::complex_factorization: " + std::string(op_name(op)) + " is not one");

@@ -1,6 +1,7 @@
 #include "quabla/backends/cpu/executable.h"
 #include "quabla/runtime/host_call.h"
 #include "quabla/backends/cpu/cholesky_fold.h"
+#include "quabla/backends/cpu/svd_values_fold.h"
 #include "quabla/transforms/lower_complex.h"
 
 #include <algorithm>
@@ -27,7 +28,7 @@ bool all_uses_elementwise(const Graph& g, const std::vector<std::vector<std::uin
 }  // namespace
 
 Executable::Executable(std::shared_ptr<const Graph> graph)
-    : graph_(fold_symmetrized_cholesky(lower_complex(graph))), interface_(has_complex(*graph) ? graph : graph_) {
+    : graph_(fold_svd_values_only(fold_symmetrized_cholesky(lower_complex(graph)))), interface_(has_complex(*graph) ? graph : graph_) {
   const Graph& g = *graph_;
   const FusionPlan fusion = plan_fusion(g);
   std::vector<std::vector<std::uint32_t>> users(g.values.size());
@@ -699,7 +700,8 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
       const std::size_t r = as.size();
       const std::int64_t batch = num_elements(std::span(as).first(r - 2));
       if (n.op == Op::Qr) return qr(ot.dtype, in(0), batch, as[r - 2], as[r - 1], (n.attrs.mode & 1) != 0, alloc());
-      return svd(ot.dtype, in(0), batch, as[r - 2], as[r - 1], (n.attrs.mode & 1) != 0, alloc());
+      return svd(ot.dtype, in(0), batch, as[r - 2], as[r - 1], (n.attrs.mode & 1) != 0, alloc(),
+                 (n.attrs.mode & kSvdValuesOnly) != 0);
     }
     case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Lu: case Op::TriangularSolve: case Op::Solve: {
       const auto& as = in_type(0).shape;

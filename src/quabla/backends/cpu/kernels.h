@@ -78,15 +78,17 @@ void slogdet(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n
 void eigh(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out);
 // out: [batch, n + 2, n]: permutation, pivots, then L and U (ops.def: lu).
 void lu(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, std::byte* out);
-// a: [batch, m, n]; out: [batch, m + 1 + n, w] (ops.def: svd).
-void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, std::byte* out);
+// a: [batch, m, n]; out: [batch, m + 1 + n, w] (ops.def: svd); values_only: only the
+// singular-value row is computed, the others are zero (svd_values_fold.h).
+void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, std::byte* out,
+         bool values_only = false);
 // a: [batch, m, n]; out: [batch, m + rq, w] (ops.def: qr).
 void qr(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool complete, std::byte* out);
 
 // The factorizations of complex matrices in planar form (the lowered forms of ops.def's
 // cholesky, slogdet, eigh, svd, qr and lu, mode bit 8; complex_linalg.cc): in [2, batch, m,
 // n], out [2, batch, ...] with the real kernels' result shapes; mode's bit 0 is svd's full
-// and qr's complete. part: f32 or f64.
+// and qr's complete, kSvdValuesOnly svd's singular values alone. part: f32 or f64.
 void complex_factorization(Op op, DType part, const std::byte* in, std::int64_t batch, std::int64_t m, std::int64_t n,
                            std::int64_t mode, std::byte* out);
 // The same for complex systems (ops.def's solve and triangular_solve with mode bit 8): a

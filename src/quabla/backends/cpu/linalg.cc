@@ -403,11 +403,11 @@ void gesdd(char jobz, int m, int n, T* a, T* s, T* u, int ldu, T* vt, int ldvt, 
 // The row-major m x n matrix is the column-major n x m matrix A^T = U' S V'^T, so A = V' S U'^T:
 // A's U (row-major) is the storage of V'^T and A's V^T (row-major) the storage of U'.
 template <class T>
-void svd_t(const T* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, T* out) {
+void svd_t(const T* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, bool values_only, T* out) {
   const std::int64_t k = std::min(m, n), w = full ? std::max(m, n) : k;
   const std::int64_t ucols = full ? m : k, vrows = full ? n : k;  // A's U: m x ucols; A's V^T: vrows x n
   const std::size_t amat = static_cast<std::size_t>(m * n), omat = static_cast<std::size_t>((m + 1 + n) * w);
-  const char jobz = full ? 'A' : 'S';
+  const char jobz = values_only ? 'N' : full ? 'A' : 'S';
   for_each_matrix(batch, std::max(m, n), [&](std::int64_t b0, std::int64_t b1) {
     std::vector<T> x(amat), s(static_cast<std::size_t>(k)), up(static_cast<std::size_t>(n * vrows)),
         vtp(static_cast<std::size_t>(ucols * m));
@@ -429,10 +429,11 @@ void svd_t(const T* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool 
         std::fill(o, o + omat, std::numeric_limits<T>::quiet_NaN());
         continue;
       }
+      for (std::int64_t c = 0; c < k; ++c) o[m * w + c] = s[static_cast<std::size_t>(c)];
+      if (values_only) continue;  // jobz 'N': no vectors (the other rows stay zero)
       // U (m x ucols, row-major) = storage of V'^T (ucols x m, column-major).
       for (std::int64_t r = 0; r < m; ++r)
         for (std::int64_t c = 0; c < ucols; ++c) o[r * w + c] = vtp[static_cast<std::size_t>(r * ucols + c)];
-      for (std::int64_t c = 0; c < k; ++c) o[m * w + c] = s[static_cast<std::size_t>(c)];
       // V^T (vrows x n, row-major) = storage of U' (n x vrows, column-major); out holds V.
       for (std::int64_t r = 0; r < vrows; ++r)
         for (std::int64_t c = 0; c < n; ++c) o[(m + 1 + c) * w + r] = up[static_cast<std::size_t>(r * n + c)];
@@ -596,9 +597,12 @@ void eigh(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t n, s
   throw InternalError("eigh: float operands only");
 }
 
-void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, std::byte* out) {
-  if (dtype == DType::f64) return svd_t(reinterpret_cast<const double*>(a), batch, m, n, full, reinterpret_cast<double*>(out));
-  if (dtype == DType::f32) return svd_t(reinterpret_cast<const float*>(a), batch, m, n, full, reinterpret_cast<float*>(out));
+void svd(DType dtype, const std::byte* a, std::int64_t batch, std::int64_t m, std::int64_t n, bool full, std::byte* out,
+         bool values_only) {
+  if (dtype == DType::f64)
+    return svd_t(reinterpret_cast<const double*>(a), batch, m, n, full, values_only, reinterpret_cast<double*>(out));
+  if (dtype == DType::f32)
+    return svd_t(reinterpret_cast<const float*>(a), batch, m, n, full, values_only, reinterpret_cast<float*>(out));
   throw InternalError("svd: float operands only");
 }
 
