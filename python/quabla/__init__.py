@@ -171,6 +171,10 @@ from . import legacy  # noqa: E402,F401
 TraceTensor = Array  # v0.1's name for a traced array (a tracer is an Array)
 dtype = DType  # callable as jnp.dtype: qb.dtype("float32") is qb.float32
 _compat.install_array_methods()
+# Device arrays get every Array method, now that all of them are installed (quabla._cuda's
+# own pass at its import ran before _array_methods and _compat added theirs).
+from . import _cuda as _cuda_methods  # noqa: E402
+_cuda_methods._install_device_array_methods()
 
 
 def _is_legacy_grad_call(args, kwargs) -> bool:

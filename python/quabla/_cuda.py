@@ -208,7 +208,7 @@ def _install_device_array_methods():
             "__copy__", "__deepcopy__", "__eq__", "__ne__", "numpy", "tolist", "item"}
     import inspect
     for name in dir(_core.Array):
-        if name in skip or name in ("shape", "dtype", "ndim", "size"):
+        if name in skip or name in ("shape", "dtype", "ndim", "size", "itemsize", "block_until_ready"):
             continue
         attr = inspect.getattr_static(_core.Array, name)
         if isinstance(attr, property):
@@ -220,6 +220,8 @@ def _install_device_array_methods():
     cls.__iter__ = _iter
     cls.at = property(_DeviceAt, doc="x.at[index].set(v) and the other updates, run on the array's device.")
     cls.nbytes = property(lambda self: self.size * self.dtype.itemsize)
+    cls.itemsize = property(lambda self: self.dtype.itemsize)
+    cls.block_until_ready = lambda self: self  # device work is finished when a call returns
     cls.to_flat_list = _host_method("to_flat_list")
     cls.__array_priority__ = _core.Array.__array_priority__
     cls.__hash__ = None

@@ -53,12 +53,11 @@ class Lowerer {
   Lowerer(std::shared_ptr<const Graph> g, std::string device) : g_(std::move(g)), device_(std::move(device)) {}
 
   Plan run() {
+    // Complex values become real ones first, as on the CPU (transforms/lower_complex.h): the
+    // program's parameters and results keep their interleaved bytes, so complex device
+    // arrays pass through as they are, and the kernels below never meet a complex dtype.
+    g_ = lower_complex(g_);
     const Graph& g = *g_;
-    if (has_complex(g)) {
-      throw UnsupportedOperation("complex numbers run on the CPU backend only for now (" + device_ +
-                                     "); run this program on the CPU (device='cpu')",
-                                 "complex", device_);
-    }
     const cpu::FusionPlan fusion = cpu::plan_fusion(g);
     for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
       const int k = fusion.group[i];
@@ -90,6 +89,17 @@ class Lowerer {
     plan_.kernels.push_back(KernelSource{"qb_k" + std::to_string(index), std::move(params), std::move(body)});
     by_key_.emplace(std::move(key), index);
     return index;
+  }
+
+  // A lowered complex op with a CPU kernel only (fft, eig, the complex linear algebra).
+  static bool complex_kernel(const Node& n) {
+    switch (n.op) {
+      case Op::Fft: case Op::Eig: return true;
+      case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Solve:
+      case Op::TriangularSolve:
+        return (n.attrs.mode & kLinalgPlanar) != 0;
+      default: return false;
+    }
   }
 
   [[noreturn]] void unsupported(const Node& n) const {
@@ -203,6 +213,11 @@ class Lowerer {
   void node(std::uint32_t i) {
     const Node& n = g().nodes[i];
     if (n.op == Op::Parameter || n.op == Op::Constant) return;
+    if (complex_kernel(n)) {
+      throw UnsupportedOperation(std::string(op_name(n.op)) + " of complex values is not supported on the CUDA backend "
+                                     "yet (" + device_ + "); run this program on the CPU (device='cpu')",
+                                 std::string(op_name(n.op)), device_);
+    }
     if (has_regions(n.op)) {
       if (n.op == Op::CustomVjpLin) unsupported(n);  // only transforms consume it (the CPU rejects it too)
       if (example_loop(n, i)) return;

@@ -718,8 +718,8 @@ BufferPtr download(const Resident& r, const ValueType& type) {
 
 std::shared_ptr<const Program> compile(std::shared_ptr<const Graph> graph) {
   if (has_complex(*graph)) {
-    throw UnsupportedOperation("complex numbers run on the CPU backend only for now; run this program on the CPU "
-                               "(device='cpu')", "complex", "mlx");
+    throw UnsupportedOperation("complex numbers are not supported on the MLX backend yet (the CPU and CUDA backends "
+                               "run them); run this program on the CPU (device='cpu')", "complex", "mlx");
   }
   // MLX's graph building is not thread-safe across threads building at once: serialise.
   static std::mutex mu;
