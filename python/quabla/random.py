@@ -22,7 +22,8 @@ in loop carries and are batched by `vmap` (`vmap(f)(split(key, 8))`). `split(key
 gives a batch of n keys that indexes, iterates and unpacks. JAX's legacy raw keys work too:
 `PRNGKey(seed)` is that int32 array itself, every function takes it, and `split`/`fold_in`
 of a raw key return raw keys. A concrete key samples in C++ (one pass over the output); a
-traced one (under jit or vmap) samples by the same Threefry rounds composed of int32 ops,
+traced one (under jit or vmap) draws its bits through the threefry primitive (the same C++
+kernel on the CPU; other backends expand it into int32 rounds),
 which gives the same bits and, for the floats, the same values up to the last bits of the
 erfinv behind normals.
 
@@ -245,13 +246,14 @@ def _int32(x):
 
 
 def _traced_blocks(k: Key, shape):
-    """Both words of blocks 0 .. size-1 of key k, shaped, by the composed rounds."""
+    """Both words of blocks 0 .. size-1 of key k, shaped: the threefry primitive (the CPU
+    runs the eager draws' vectorised kernel; other backends its int32 rounds)."""
     size = math.prod(shape)
     if size >= 1 << 31:
         raise ValueError(f"qb.random: a traced draw of {size} samples is too large (at most 2^31 - 1)")
     k0, k1 = _words_of(k)
-    counter = qb.arange(size, dtype=_core.int32).reshape(shape)
-    return _threefry(k0, k1, 0, counter)
+    blocks = _core.random_threefry(_int32(k0), _int32(k1), tuple(shape))
+    return blocks[0], blocks[1]
 
 
 def _blocks(k: Key, shape):

@@ -235,6 +235,9 @@ CASES = [
          + x.at[qb.array([1, 2])].max(qb.sin(u[:2, :1])), [(S, -2, 2), ((3, 3), -2, 2)]),
     Case("argsort", lambda x: qb.sort(x, axis=1) * x + qb.sort(x, axis=0, descending=True), [(S, -2, 2)],
          ops=("argsort", "take")),
+    # A traced key (its seed computed from x, constant near the point) draws through threefry.
+    Case("threefry", lambda x: x * qb.random.uniform(qb.random.key((x[0, 0] > 100.0).astype(qb.int32)), x.shape)
+         + qb.sin(x), [(S, -2, 2)]),
     Case("searchsorted", lambda x: x * qb.searchsorted(qb.array([-1.0, 0.0, 1.0]), x).astype(qb.float64),
          [(S, -2, 2)]),
     # Custom derivative rules: the rule (exact here) is what the transforms use

@@ -383,3 +383,19 @@ def test_gamma_family_gradients_by_implicit_reparameterisation():
     np.testing.assert_allclose(g, [5 / 36, -1 / 36, -1 / 36], atol=0.005)
     # Plain sampling is unchanged by the rule (the same draws as before, eager and jitted).
     np.testing.assert_array_equal(qb.jit(lambda kk: R.gamma(kk, 2.5, (6,)))(k).numpy(), x)
+
+
+def test_traced_draws_use_the_threefry_primitive_and_equal_eager_ones():
+    # jit and vmap draw through ops.def's threefry (the eager kernel on the CPU), bit for bit
+    key = qb.random.key(11)
+    text = qb.jit(lambda k: qb.random.uniform(k, (5, 3))).lower(key).as_text()
+    assert "threefry(" in text
+    for shape in [(), (0,), (7,), (3, 4), (1000, 2)]:
+        eager = np.asarray(qb.random.bits(key, shape))
+        np.testing.assert_array_equal(np.asarray(qb.jit(lambda k, s=shape: qb.random.bits(k, s))(key)), eager)
+        np.testing.assert_array_equal(np.asarray(qb.jit(lambda k, s=shape: qb.random.normal(k, s))(key)),
+                                      np.asarray(qb.random.normal(key, shape)))
+    keys = qb.random.split(key, 300)  # many small draws: split over keys
+    got = np.asarray(qb.vmap(lambda k: qb.random.uniform(k, (4,)))(keys))
+    want = np.stack([np.asarray(qb.random.uniform(keys[i], (4,))) for i in range(300)])
+    np.testing.assert_array_equal(got, want)

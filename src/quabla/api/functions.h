@@ -115,6 +115,9 @@ V linalg_triangular_solve(Builder& b, V a, V rhs, bool lower, bool transpose, bo
 V linalg_solve(Builder& b, V a, V rhs);
 V linalg_slogdet(Builder& b, V a);  // [..., 2]: sign, log|det|
 V linalg_eigh(Builder& b, V a);     // [..., n + 1, n]: eigenvalues, then eigenvectors as columns
+// The Threefry-2x32 blocks of each key (k0, k1) (int32 words of one shape K) over a sample
+// shape: int32 K + [2] + shape, the first words then the second (ops.def: threefry).
+V random_threefry(Builder& b, V k0, V k1, const Shape& shape);
 // Complex [..., n + 1, n] (eigenvalues, then right eigenvectors as columns; ops.def: eig), or
 // with values_only complex [..., n].
 V linalg_eig(Builder& b, V a, bool values_only);

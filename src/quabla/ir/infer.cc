@@ -347,6 +347,14 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       }
       return {strong(x.dtype, y.shape)};
     }
+    case Op::Threefry: {
+      same_types(op, in[0], in[1]);
+      if (in[0].dtype != DType::i32) fail(op, "needs int32 key words, got " + in[0].str());
+      Shape s = in[0].shape;
+      s.push_back(2);
+      s.insert(s.end(), a.shape.begin(), a.shape.end());
+      return {strong(DType::i32, std::move(s))};
+    }
     case Op::Eig: {
       const auto& x = in[0];
       const std::size_t r = x.shape.size();

@@ -37,7 +37,7 @@ bool is_elementwise(Op op) {
     case Op::Transpose: case Op::Slice: case Op::Reverse: case Op::Concat: case Op::Pad: case Op::ReduceSum:
     case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceAny:
     case Op::ReduceAll: case Op::Cumsum: case Op::MatMul: case Op::Cholesky: case Op::TriangularSolve:
-    case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Eig: case Op::Gather: case Op::ScatterAdd:
+    case Op::Solve: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Eig: case Op::Threefry: case Op::Gather: case Op::ScatterAdd:
     case Op::Fft: case Op::Take: case Op::Scatter: case Op::Argsort: case Op::SearchSorted:
     case Op::Cond: case Op::Scan: case Op::While: case Op::CustomJvp: case Op::CustomVjp: case Op::CustomVjpLin:
     case Op::Checkpoint: case Op::LinearSolve: case Op::HostCall: case Op::NamedAxis:

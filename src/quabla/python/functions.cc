@@ -496,6 +496,11 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
   def_fn(m, "linalg_slogdet", [](nb::handle a) { return call1("linalg_slogdet", a, &api::linalg_slogdet); });
   def_fn(m, "linalg_eigh", [](nb::handle a) { return call1("linalg_eigh", a, &api::linalg_eigh); });
   def_fn(m, "linalg_lu", [](nb::handle a) { return call1("linalg_lu", a, &api::linalg_lu); });
+  def_fn(m, "random_threefry", [](nb::handle k0, nb::handle k1, nb::handle shape) {
+    const Shape s = parse_shape(shape, "qb.random");
+    return call2("random_threefry:" + shape_str(s), k0, k1,
+                 [&s](Builder& bb, V a, V c) { return api::random_threefry(bb, a, c, s); });
+  }, nb::arg("k0"), nb::arg("k1"), nb::arg("shape"));
   def_fn(m, "linalg_eig", [](nb::handle a, bool values_only) {
     return call1(values_only ? "linalg_eig:values" : "linalg_eig", a,
                  [values_only](Builder& bb, V x) { return api::linalg_eig(bb, x, values_only); });

@@ -372,7 +372,7 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
       V count = e.op(Op::ReduceSum, {mask}, a);
       return e.div(e.op(Op::ReduceSum, {e.mul(*t[0], mask)}, a), count);
     }
-    case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight: case Op::Argsort: case Op::SearchSorted:
+    case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight: case Op::Argsort: case Op::SearchSorted: case Op::Threefry:
       return std::nullopt;  // integer or bool results carry no tangent
     case Op::Take:
       return e.op(Op::Take, {*t[0], x[1]}, a);

@@ -237,7 +237,7 @@ void transpose_rule(Emit& e, const Graph& g, const Node& n, const std::vector<V>
     case Op::Atanh: case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Logistic: case Op::Softplus: case Op::Silu:
     case Op::GeluTanh: case Op::StopGradient: case Op::IsNan: case Op::IsInf: case Op::IsFinite: case Op::Not:
     case Op::Pow: case Op::Atan2: case Op::Hypot: case Op::Rem: case Op::Max: case Op::Min: case Op::LogAddExp:
-    case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight: case Op::Argsort: case Op::SearchSorted:
+    case Op::Xor: case Op::ShiftLeft: case Op::ShiftRight: case Op::Argsort: case Op::SearchSorted: case Op::Threefry:
     case Op::And: case Op::Or: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne:
     case Op::ReduceProd: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceAny: case Op::ReduceAll:
       not_linear(n.op);

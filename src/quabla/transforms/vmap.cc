@@ -284,6 +284,7 @@ struct Batcher {
         a.length += 1;
         return e.b.emit(Op::HostCall, xs, std::move(a));
       }
+      case Op::Threefry:  // a stack of keys gives a stack of blocks (batch axis first)
       case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Eig: case Op::TriangularSolve: case Op::Solve:
         return e.b.emit(n.op, all_batched(), std::move(a));  // batched over leading axes already
       case Op::MatMul: {

@@ -724,6 +724,12 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
       const std::int64_t batch = num_elements(std::span(as).subspan(planar ? 1 : 0, as.size() - 2 - (planar ? 1 : 0)));
       return eig(ot.dtype, in(0), batch, dim, planar, (n.attrs.mode & 1) != 0, alloc());
     }
+    case Op::Threefry: {
+      const std::int64_t keys = num_elements(in_type(0).shape);
+      const std::int64_t count = keys ? num_elements(ot.shape) / (2 * keys) : 0;
+      return threefry_blocks(reinterpret_cast<const std::int32_t*>(in(0)), reinterpret_cast<const std::int32_t*>(in(1)),
+                             keys, count, reinterpret_cast<std::int32_t*>(alloc()));
+    }
     case Op::Fft: {  // the lowered forms: planar [2, ..., n], or real [..., n] (mode bit 1)
       const auto& xs = in_type(0).shape;
       const bool real = (n.attrs.mode & 2) != 0, inverse = (n.attrs.mode & 1) != 0, half = (n.attrs.mode & 4) != 0;

@@ -57,12 +57,89 @@ void fill_or_gather(std::size_t elem, std::byte* out, const std::byte* in, std::
   for (std::int64_t r = 0; r < run; ++r) std::memcpy(out + r * e, in + r * stride * e, elem);
 }
 
-void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& shape,
-                        const std::vector<std::int64_t>& strides, std::int64_t begin, std::int64_t len, std::byte* dst) {
+// The period of a load that repeats one contiguous block of the source: the leading axes
+// broadcast (stride 0) and the trailing ones row-major contiguous (x[None, :] against
+// [n, d] reads the d values of x again and again). 0 when the load is not of that form.
+std::int64_t repeating_block(const Shape& shape, const std::vector<std::int64_t>& strides) {
+  std::size_t first = 0;
+  while (first < shape.size() && (strides[first] == 0 || shape[first] == 1)) ++first;
+  std::int64_t period = 1;
+  for (std::size_t a = shape.size(); a-- > first;) {
+    if (shape[a] != 1 && strides[a] != period) return 0;
+    period *= shape[a];
+  }
+  return first == 0 ? 0 : period;  // no broadcast axis: a plain copy, handled by the rows
+}
+
+// dst[k] = src[(begin + k) mod period]: one partial period, one whole one, then copies of
+// what dst already holds, doubling (log(len / period) memcpy calls instead of one per row).
+void periodic_copy(std::size_t elem, const std::byte* src, std::int64_t period, std::int64_t begin, std::int64_t len,
+                   std::byte* dst) {
+  const auto e = static_cast<std::int64_t>(elem);
+  const std::int64_t phase = begin % period;
+  std::int64_t k = std::min(len, period - phase);
+  std::memcpy(dst, src + phase * e, static_cast<std::size_t>(k * e));
+  if (k == len) return;
+  const std::int64_t start = k;
+  const std::int64_t whole = std::min(len - k, period);
+  std::memcpy(dst + k * e, src, static_cast<std::size_t>(whole * e));
+  k += whole;
+  while (k < len) {
+    const std::int64_t chunk = std::min(k - start, len - k);
+    std::memcpy(dst + k * e, dst + start * e, static_cast<std::size_t>(chunk * e));
+    k += chunk;
+  }
+}
+
+// dst[k] = src[((begin + k) / width) * row_stride]: each source element repeated `width`
+// times (a column [n, 1] against [n, width] with a short width), in typed loops.
+template <class T>
+void repeat_each(const std::byte* src, std::int64_t row_stride, std::int64_t width, std::int64_t begin, std::int64_t len,
+                 std::byte* dst) {
+  T* o = reinterpret_cast<T*>(dst);
+  const T* x = reinterpret_cast<const T*>(src);
+  std::int64_t row = begin / width, col = begin - row * width;
+  for (std::int64_t k = 0; k < len; ++row, col = 0) {
+    T v;
+    std::memcpy(&v, x + row * row_stride, sizeof v);
+    for (; col < width && k < len; ++col) o[k++] = v;
+  }
+}
+
+void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& full_shape,
+                        const std::vector<std::int64_t>& full_strides, std::int64_t begin, std::int64_t len,
+                        std::byte* dst) {
+  // Size-1 axes dropped and neighbours that are contiguous in the source merged, so that a
+  // slice of whole rows (r[0] of [2, n, 2]) is one long row, not n rows of two.
+  Shape shape;
+  std::vector<std::int64_t> strides;
+  for (std::size_t a = 0; a < full_shape.size(); ++a) {
+    if (full_shape[a] == 1) continue;
+    if (!shape.empty() && strides.back() == full_strides[a] * full_shape[a]) {
+      shape.back() *= full_shape[a];
+      strides.back() = full_strides[a];
+      continue;
+    }
+    shape.push_back(full_shape[a]);
+    strides.push_back(full_strides[a]);
+  }
   const std::size_t rank = shape.size();
   if (rank == 0) {
     fill_or_gather(elem, dst, src, len, 0);
     return;
+  }
+  // Short rows make the row loop below cost a call per row: two common broadcasts instead.
+  constexpr std::int64_t kShortRow = 16;
+  if (shape[rank - 1] < kShortRow) {
+    if (const std::int64_t period = repeating_block(shape, strides); period > 0 && period < len) {
+      periodic_copy(elem, src, period, begin, len, dst);
+      return;
+    }
+    if (rank == 2 && strides[1] == 0 && (elem == 8 || elem == 4 || elem == 1)) {
+      const auto fn = elem == 8 ? repeat_each<std::uint64_t> : elem == 4 ? repeat_each<std::uint32_t> : repeat_each<std::uint8_t>;
+      fn(src, strides[0], shape[1], begin, len, dst);
+      return;
+    }
   }
   // The multi-index of `begin`: one division per axis but the outermost (this runs once
   // per load per tile, and a 64-bit division costs as much as copying a short row), in 32

@@ -96,6 +96,11 @@ void complex_factorization(Op op, DType part, const std::byte* in, std::int64_t 
 void complex_solve(Op op, DType part, const std::byte* a, const std::byte* b, std::int64_t batch, std::int64_t n,
                    std::int64_t k, std::int64_t mode, std::byte* out);
 
+// ops.def's threefry: for each of `keys` keys (k0[k], k1[k]), its blocks 0 .. n-1 as out[k]
+// = [first words (n), second words (n)] (threefry_blocks.cc).
+void threefry_blocks(const std::int32_t* k0, const std::int32_t* k1, std::int64_t keys, std::int64_t n,
+                     std::int32_t* out);
+
 // The eigenvalues (and unless values_only the right eigenvectors) of `batch` general n x n
 // matrices (the lowered form of ops.def's eig, eig.cc): a real [batch, n, n], or with
 // complex_in planar [2, batch, n, n]; out planar [2, batch, rows, n], rows = 1 or n + 1

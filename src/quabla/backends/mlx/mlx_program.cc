@@ -17,6 +17,7 @@
 #include "quabla/backends/mlx/program.h"
 #include "quabla/ir/errors.h"
 #include "quabla/ir/regions.h"
+#include "quabla/transforms/expand_threefry.h"
 #include "quabla/transforms/lower_complex.h"
 #include "quabla/runtime/interrupt.h"
 
@@ -724,7 +725,7 @@ std::shared_ptr<const Program> compile(std::shared_ptr<const Graph> graph) {
   // MLX's graph building is not thread-safe across threads building at once: serialise.
   static std::mutex mu;
   std::lock_guard lock(mu);
-  return std::make_shared<MlxProgram>(std::move(graph));
+  return std::make_shared<MlxProgram>(expand_threefry(std::move(graph)));  // its int32 rounds
 }
 
 }  // namespace qb::mlxb
