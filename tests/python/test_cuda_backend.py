@@ -796,3 +796,16 @@ def test_device_arrays_have_every_public_array_method():
     assert int(x.argmax()) == 0 and x.sort().tolist() == [1.0, 2.0, 3.0] and x.copy().tolist() == [3.0, 1.0, 2.0]
     assert isinstance(x.argsort(), qb.DeviceArray) and x.argsort().tolist() == [1, 2, 0]
     assert x.block_until_ready() is x and x.itemsize == 8
+
+
+def test_traced_random_draws_give_the_cpu_bits_through_the_expanded_threefry():
+    # CUDA runs ops.def's threefry as int32 rounds (expand_threefry.h), in loop bodies too
+    def draws(k):
+        u = qb.random.uniform(k, (5, 3))
+        s = qb.fori_loop(0, 3, lambda i, c: c + qb.random.normal(qb.random.fold_in(k, i), (4,)), qb.zeros(4))
+        return u, s, qb.random.bits(k, (7,)), qb.vmap(lambda kk: qb.random.uniform(kk, (2,)))(qb.random.split(k, 3))
+    key = qb.random.key(5)
+    ref, got = both(draws, key)
+    for r, g in zip(ref, got):
+        close(g, r, 1e-12, 1e-12)
+    check_nvrtc(draws, key)
