@@ -106,23 +106,28 @@ void repeat_each(const std::byte* src, std::int64_t row_stride, std::int64_t wid
   }
 }
 
-void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& full_shape,
-                        const std::vector<std::int64_t>& full_strides, std::int64_t begin, std::int64_t len,
-                        std::byte* dst) {
-  // Size-1 axes dropped and neighbours that are contiguous in the source merged, so that a
-  // slice of whole rows (r[0] of [2, n, 2]) is one long row, not n rows of two.
-  Shape shape;
-  std::vector<std::int64_t> strides;
-  for (std::size_t a = 0; a < full_shape.size(); ++a) {
-    if (full_shape[a] == 1) continue;
-    if (!shape.empty() && strides.back() == full_strides[a] * full_shape[a]) {
-      shape.back() *= full_shape[a];
-      strides.back() = full_strides[a];
+// A load's axes with size-1 ones dropped and neighbours that are contiguous in the source
+// merged (computed once per load when the kernel is planned), so that a slice of whole rows
+// (r[0] of [2, n, 2]) is one long row, not n rows of two.
+void merge_axes(const Shape& shape, const std::vector<std::int64_t>& strides, Shape& merged,
+                std::vector<std::int64_t>& merged_strides) {
+  merged.clear();
+  merged_strides.clear();
+  for (std::size_t a = 0; a < shape.size(); ++a) {
+    if (shape[a] == 1) continue;
+    if (!merged.empty() && merged_strides.back() == strides[a] * shape[a]) {
+      merged.back() *= shape[a];
+      merged_strides.back() = strides[a];
       continue;
     }
-    shape.push_back(full_shape[a]);
-    strides.push_back(full_strides[a]);
+    merged.push_back(shape[a]);
+    merged_strides.push_back(strides[a]);
   }
+}
+
+// `shape` and `strides` as merge_axes leaves them.
+void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& shape,
+                        const std::vector<std::int64_t>& strides, std::int64_t begin, std::int64_t len, std::byte* dst) {
   const std::size_t rank = shape.size();
   if (rank == 0) {
     fill_or_gather(elem, dst, src, len, 0);
@@ -195,8 +200,8 @@ void FusedKernel::run_range(std::int64_t b, std::int64_t len, const std::vector<
                                  : const_cast<std::byte*>(base[m.out]) + b * static_cast<std::int64_t>(itemsize(m.out_dtype));
     if (m.op == Op::BroadcastInDim || m.op == Op::Slice) {
       const auto elem = static_cast<std::int64_t>(itemsize(m.out_dtype));
-      strided_range_copy(itemsize(m.out_dtype), base[m.srcs[0].value] + m.load_offset * elem, shape, m.load_strides, b,
-                         len, dst);
+      strided_range_copy(itemsize(m.out_dtype), base[m.srcs[0].value] + m.load_offset * elem, m.copy_shape,
+                         m.copy_strides, b, len, dst);
       continue;
     }
     Operand operands[3];
@@ -522,9 +527,13 @@ FusionPlan plan_fusion(const Graph& g) {
         known[out] = true;
         if (used_outside[out]) {
           // Materialise it with a load.
-          FusedKernel::MicroOp load{Op::BroadcastInDim, g.type(out).dtype, g.type(out).dtype,
-                                    {{FusedKernel::Source::Full, *scalar_root, -1}},
-                                    std::vector<std::int64_t>(kernel->shape.size(), 0), out, -1};
+          FusedKernel::MicroOp load;
+          load.op = Op::BroadcastInDim;
+          load.in_dtype = load.out_dtype = g.type(out).dtype;
+          load.srcs = {{FusedKernel::Source::Full, *scalar_root, -1}};
+          load.load_strides.assign(kernel->shape.size(), 0);
+          load.out = out;
+          merge_axes(kernel->shape, load.load_strides, load.copy_shape, load.copy_strides);
           kernel->ops.push_back(std::move(load));
           kernel->outputs.push_back(out);
         }
@@ -561,6 +570,7 @@ FusionPlan plan_fusion(const Graph& g) {
         }
         op.srcs.back().kind = FusedKernel::Source::Full;  // the whole operand, never its scalar
       }
+      if (n.op == Op::BroadcastInDim || n.op == Op::Slice) merge_axes(kernel->shape, op.load_strides, op.copy_shape, op.copy_strides);
       // Release the slots of operands whose last use in the group is this op.
       for (ValueId v : n.inputs) {
         if (known[v] && where[v].kind == FusedKernel::Source::Slot && last_use_in_group[v] == static_cast<int>(m)) {

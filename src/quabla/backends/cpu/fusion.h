@@ -35,6 +35,8 @@ struct FusedKernel {
     ValueId out;
     int slot = -1;                    // scratch slot of the result, or -1 when materialised
     std::int64_t load_offset = 0;     // Slice: the first element read, in source elements
+    Shape copy_shape;                 // loads on the CPU: the kernel's axes merged where the
+    std::vector<std::int64_t> copy_strides;  // source is contiguous across them (fusion.cc)
   };
 
   // A sum over one contiguous run of axes of one member, computed tile by tile instead of
