@@ -155,10 +155,11 @@ def slogdet(a) -> SlogdetResult:
 
 def eig(a) -> EigResult:
     """(eigenvalues, right eigenvectors as columns) of each general square matrix, complex
-    (complex64 for float32 input, complex128 for float64), as numpy.linalg.eig and
-    jax.numpy.linalg.eig compute them (LAPACK's geev: the same order, each eigenvector of unit
-    norm with its largest component real; a real matrix's complex pairs adjacent, positive
-    imaginary part first). Real or complex input; NaN results for inf/NaN entries.
+    (complex64 for float32 input, complex128 for float64) by LAPACK's geev: each eigenvector
+    of unit norm with its largest component real, a real matrix's complex pairs adjacent
+    (positive imaginary part first); jax.numpy.linalg.eig's results bit for bit (the same
+    LAPACK), NumPy's for small matrices (its own OpenBLAS may order a large matrix's
+    eigenvalues differently). Real or complex input; NaN results for inf/NaN entries.
     Differentiable: eigenvalue derivatives as JAX's; eigenvector derivatives by JAX's
     nondegenerate rule with geev's normalisation (JAX's enable_eigvec_derivs=True; infinite
     where two eigenvalues coincide)."""

@@ -120,6 +120,18 @@ V jvp_svd(Emit& e, V a, V da, V y) {
   return e.b.emit(Op::Concat, parts, std::move(cat))[0];
 }
 
+// The packed [w; V] layout of eigh's and eig's results: dw [..., n] as the row above dv
+// [..., n, n].
+V values_over_vectors(Emit& e, V dw, V dv) {
+  Shape row = e.type(dv).shape;
+  const auto r = static_cast<std::int64_t>(row.size());
+  row[static_cast<std::size_t>(r - 2)] = 1;
+  Attrs cat;
+  cat.axis = r - 2;
+  std::vector<V> parts{e.reshape(dw, row), dv};
+  return e.b.emit(Op::Concat, parts, std::move(cat))[0];
+}
+
 // A reduction over `axis` broadcast back along it.
 V spread(Emit& e, V reduced, const Shape& shape, std::int64_t axis) {
   std::vector<std::int64_t> dims;
@@ -167,13 +179,7 @@ V jvp_eig(Emit& e, const Node& node, V a, V da, V y) {
   const V im = e.neg(e.div(e.op(Op::Imag, {e.reduce_sum(e.mul(pick, u), {r - 2})}),
                            e.op(Op::Real, {e.reduce_sum(e.mul(pick, v), {r - 2})})));
   const V c = spread(e, e.op(Op::Complex, {re, im}), sq, r - 2);
-  const V dv = e.add(u, e.mul(v, c));
-  Shape row = sq;
-  row[static_cast<std::size_t>(r - 2)] = 1;
-  Attrs cat;
-  cat.axis = r - 2;
-  std::vector<V> parts{e.reshape(dw, row), dv};
-  return e.b.emit(Op::Concat, parts, std::move(cat))[0];
+  return values_over_vectors(e, dw, e.add(u, e.mul(v, c)));
 }
 
 }  // namespace
@@ -264,13 +270,7 @@ std::optional<V> jvp_linalg(Emit& e, const Node& n, const std::vector<V>& x, con
       const V wj = expand_to(e, w, sq);                             // w_j along columns
       const V wi = e.mT(wj);                                         // w_i along rows
       const V f = e.sub(e.div(e.like(m, 1.0), e.add(eye, e.sub(wj, wi))), eye);
-      const V dv = matmul(e, v, e.mul(f, m));
-      Shape row = sq;
-      row[static_cast<std::size_t>(r - 2)] = 1;
-      Attrs cat;
-      cat.axis = r - 2;
-      std::vector<V> parts{e.reshape(dw, row), dv};
-      return e.b.emit(Op::Concat, parts, std::move(cat))[0];
+      return values_over_vectors(e, dw, matmul(e, v, e.mul(f, m)));
     }
     case Op::Eig: return jvp_eig(e, n, x[0], *t[0], y);
     case Op::Svd: {
