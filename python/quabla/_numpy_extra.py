@@ -479,13 +479,11 @@ def ravel(a, order: str = "C"):
 
 def cummax(x, axis=None, reverse: bool = False):
     """Running maxima along axis (NaN propagates, ties share the derivative as maximum does)."""
-    _no_complex("cummax", x, hint=_NO_ORDER)
     return _cumulative("cummax", _core.maximum, x, axis, reverse)
 
 
 def cummin(x, axis=None, reverse: bool = False):
     """Running minima along axis."""
-    _no_complex("cummin", x, hint=_NO_ORDER)
     return _cumulative("cummin", _core.minimum, x, axis, reverse)
 
 

@@ -229,14 +229,33 @@ def test_matmul_and_einsum():
     close(qb.dot(qb.asarray(a[0]), qb.asarray(b[:, 0])), a[0] @ b[:, 0])
 
 
-def test_ordering_ops_raise():
-    z = qb.asarray(Z)
-    with pytest.raises(TypeError, match="no order"):
-        z < z
-    with pytest.raises(TypeError, match="no order"):
-        qb.maximum(z, z)
+def test_comparisons_max_and_min_order_lexicographically_as_jax():
+    # JAX orders complex numbers by real part, then imaginary part, in lt/le/gt/ge, maximum,
+    # minimum, max, min and cummax (argmax, clip and median raise, as in JAX)
+    z = np.array([[1 + 2j, 3 - 1j, 3 + 0.5j, -1 + 5j], [3 + 0.5j, 3 + 0.5j, 2 - 2j, 1 + 2j]])
+    w = np.array([[1 + 3j, 3 - 1j, 2 + 9j, -1 + 4j], [4 - 9j, 3 + 0.25j, 2 - 1j, 0 + 0j]])
+    qz, qw, jz, jw = qb.asarray(z), qb.asarray(w), jnp.asarray(z), jnp.asarray(w)
+    for f in (lambda a, b: a < b, lambda a, b: a <= b, lambda a, b: a > b, lambda a, b: a >= b):
+        np.testing.assert_array_equal(np.asarray(f(qz, qw)), np.asarray(f(jz, jw)))
+        np.testing.assert_array_equal(np.asarray(qb.jit(f)(qz, qw)), np.asarray(f(jz, jw)))
+    for qf, jf in ((qb.maximum, jnp.maximum), (qb.minimum, jnp.minimum)):
+        close(qf(qz, qw), jf(jz, jw))
+        close(qf(qz, 2 + 0j), jf(jz, 2 + 0j))
+    for qf, jf in ((qb.max, jnp.max), (qb.min, jnp.min)):
+        close(qf(qz), jf(jz))
+        close(qf(qz, axis=0), jf(jz, axis=0))
+        close(qb.jit(lambda a, f=qf: f(a, axis=1))(qz), jf(jz, axis=1))
+    close(qb.cummax(qz, axis=1), jax.lax.cummax(jz, axis=1))
+    close(qb.cummin(qz, axis=0), jax.lax.cummin(jz, axis=0))
+    # forward mode through the selection: the selected element's tangent
+    t = np.ones_like(z) * (0.5 - 1j)
+    close(qb.jvp(lambda a: qb.max(a, axis=1), (qz,), (qb.asarray(t),))[1], jax.jvp(lambda a: jnp.max(a, axis=1), (jz,), (jnp.asarray(t),))[1])
     with pytest.raises(TypeError, match="complex"):
-        qb.arcsin(z)
+        qb.arcsin(qb.asarray(Z))
+    with pytest.raises(ValueError, match="^clip: complex values have no ordering"):
+        qb.clip(qz, 0, 2)
+    with pytest.raises(TypeError, match="argmax"):
+        qb.argmax(qz)
 
 
 # ---- derivatives -------------------------------------------------------------------------------

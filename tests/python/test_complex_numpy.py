@@ -432,8 +432,6 @@ UNSUPPORTED = {
     "digitize": lambda: qb.digitize(_A, _R),
     "partition": lambda: qb.partition(_A, 2),
     "argpartition": lambda: qb.argpartition(_A, 2),
-    "cummax": lambda: qb.cummax(_A),
-    "cummin": lambda: qb.cummin(_A),
     "top_k": lambda: qb.lax.top_k(_A, 2),
     "unique": lambda: qb.unique(_A, size=3),
     "union1d": lambda: qb.union1d(_A, _A, size=3),

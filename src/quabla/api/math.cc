@@ -237,6 +237,11 @@ V gelu(Builder& b, V x, bool approximate) {
 
 V clip(Builder& b, V x, std::optional<V> lo, std::optional<V> hi) {
   require_float(b, "clip", x);
+  const bool complex_bound = (lo && is_complex(b.type(*lo).dtype)) || (hi && is_complex(b.type(*hi).dtype));
+  if (is_complex(b.type(x).dtype) || complex_bound) {  // as jnp.clip (NumPy clips lexicographically)
+    throw ValueError("clip: complex values have no ordering and cannot be clipped; clip the real and imaginary "
+                     "parts (or the modulus) instead");
+  }
   // Selects rather than max/min: x gets derivative 0 at a bound (API.md §2; max/min would
   // share a tie). A NaN x passes through and a NaN bound gives NaN, as in NumPy and JAX.
   V r = x;

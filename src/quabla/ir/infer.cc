@@ -109,9 +109,13 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       same_types(op, in[0], in[1]);
       if (!is_numeric(in[0].dtype)) fail(op, "needs numeric operands, got " + in[0].str());
       return {strong(in[0].dtype, in[0].shape)};
-    case Op::Rem: case Op::Max: case Op::Min:
+    case Op::Rem:
       same_types(op, in[0], in[1]);
-      if (!is_real_numeric(in[0].dtype)) fail(op, "needs real numeric operands (complex numbers have no order), got " + in[0].str());
+      if (!is_real_numeric(in[0].dtype)) fail(op, "needs real numeric operands, got " + in[0].str());
+      return {strong(in[0].dtype, in[0].shape)};
+    case Op::Max: case Op::Min:  // complex: lexicographic (real parts, then imaginary), as JAX's
+      same_types(op, in[0], in[1]);
+      if (!is_numeric(in[0].dtype)) fail(op, "needs numeric operands, got " + in[0].str());
       return {strong(in[0].dtype, in[0].shape)};
     case Op::Atan2: case Op::Hypot: case Op::LogAddExp:
       return {binary(op, in[0], in[1], true, false)};
@@ -125,9 +129,8 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
       if (!is_int(in[0].dtype)) fail(op, "needs integer operands, got " + in[0].str());
       return {strong(in[0].dtype, in[0].shape)};
 
-    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:  // complex: lexicographic, as JAX's
       same_types(op, in[0], in[1]);
-      if (is_complex(in[0].dtype)) fail(op, "complex numbers have no order, got " + in[0].str());
       return {strong(DType::bool_, in[0].shape)};
     case Op::Eq: case Op::Ne:
       same_types(op, in[0], in[1]);
@@ -226,9 +229,8 @@ std::vector<ValueType> infer_types(Op op, std::span<const ValueType> in, const A
     case Op::ReduceSum: case Op::ReduceProd:
       if (!is_numeric(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
       return {strong(in[0].dtype, reduce_shape(op, in[0], a.dims))};
-    case Op::ReduceMax: case Op::ReduceMin:
-      if (is_complex(in[0].dtype)) fail(op, "complex numbers have no order, got " + in[0].str());
-      if (!is_real_numeric(in[0].dtype)) fail(op, "needs a real numeric operand, got " + in[0].str());
+    case Op::ReduceMax: case Op::ReduceMin:  // complex: lexicographic, as JAX's
+      if (!is_numeric(in[0].dtype)) fail(op, "needs a numeric operand, got " + in[0].str());
       return {strong(in[0].dtype, reduce_shape(op, in[0], a.dims))};
     case Op::ReduceAny: case Op::ReduceAll:
       if (in[0].dtype != DType::bool_) fail(op, "needs a bool operand, got " + in[0].str());

@@ -350,6 +350,27 @@ class Lowering {
     return unpack(op(Op::TriangularSolve, {pack(a), pack(b)}, std::move(at)), e_.type(b.re).shape);
   }
 
+  // JAX's order of complex numbers: lexicographic, real parts first. x < y (or x <= y).
+  V lex_less(const Parts& x, const Parts& y, bool or_equal) {
+    const V tie = op(Op::Eq, {x.re, y.re});
+    return op(Op::Or, {op(Op::Lt, {x.re, y.re}), op(Op::And, {tie, op(or_equal ? Op::Le : Op::Lt, {x.im, y.im})})});
+  }
+  Parts choose(V pick_first, const Parts& x, const Parts& y) { return {sel(pick_first, x.re, y.re), sel(pick_first, x.im, y.im)}; }
+  // reduce_max / reduce_min: the extreme real part, then among the elements holding it the
+  // extreme imaginary part.
+  Parts cextreme(const Node& n, const Parts& z) {
+    const bool max = n.op == Op::ReduceMax;
+    const V re = op(n.op, {z.re}, n.attrs);
+    const Shape full = e_.type(z.re).shape;
+    std::vector<std::int64_t> kept;
+    for (std::int64_t a = 0; a < static_cast<std::int64_t>(full.size()); ++a) {
+      if (std::find(n.attrs.dims.begin(), n.attrs.dims.end(), a) == n.attrs.dims.end()) kept.push_back(a);
+    }
+    const V holds = op(Op::Eq, {z.re, e_.broadcast(re, full, kept)});
+    const double far = max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    return {re, op(n.op, {sel(holds, z.im, like(z.im, far))}, n.attrs)};
+  }
+
   V cnonzero(const Parts& z) {
     return op(Op::Or, {op(Op::Ne, {z.re, like(z.re, 0.0)}), op(Op::Ne, {z.im, like(z.im, 0.0)})});
   }
@@ -518,6 +539,17 @@ class Lowering {
         V at0 = sel(w0, like(p.re, 1.0), like(p.re, 0.0));
         return set_parts(n, {sel(z0, at0, p.re), sel(z0, like(p.im, 0.0), p.im)});
       }
+      case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: {
+        Parts x = parts(n.inputs[0]), y = parts(n.inputs[1]);
+        if (n.op == Op::Gt || n.op == Op::Ge) std::swap(x, y);
+        return set_real(n, lex_less(x, y, n.op == Op::Le || n.op == Op::Ge));
+      }
+      case Op::Max: case Op::Min: {  // the first operand on ties
+        const Parts x = parts(n.inputs[0]), y = parts(n.inputs[1]);
+        const V y_wins = n.op == Op::Max ? lex_less(x, y, false) : lex_less(y, x, false);
+        return set_parts(n, choose(y_wins, y, x));
+      }
+      case Op::ReduceMax: case Op::ReduceMin: return set_parts(n, cextreme(n, parts(n.inputs[0])));
       case Op::Eq: {
         const Parts x = parts(n.inputs[0]), y = parts(n.inputs[1]);
         return set_real(n, op(Op::And, {op(Op::Eq, {x.re, y.re}), op(Op::Eq, {x.im, y.im})}));
