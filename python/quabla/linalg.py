@@ -140,8 +140,8 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
 
 def solve(a, b):
     """x with a x = b (LU with partial pivoting). b is [..., n, k], or [n] for one vector
-    (NumPy 2's rule); batch axes broadcast. Real or complex (a complex system is solved as
-    its real 2n x 2n form, or column by column for a real a)."""
+    (NumPy 2's rule); batch axes broadcast. Real or complex (LAPACK's complex LU; a real a
+    with a complex b as one real solve of both parts)."""
     a, b = _system("solve", a, b)
     return _core.linalg_solve(a, b)
 
