@@ -515,21 +515,18 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
     for (ValueId v : n.outputs) f.out(v, 0);
     return;
   }
-  const bool factorization = n.op == Op::Cholesky || n.op == Op::Slogdet || n.op == Op::Eigh || n.op == Op::Svd ||
-                             n.op == Op::Qr || n.op == Op::Lu;
-  if (factorization && (n.attrs.mode & kLinalgPlanar)) {  // a complex matrix's lowered form, planar
+  // A complex matrix's lowered form (ops.def, kLinalgPlanar): planar operands, LAPACK's
+  // complex routines.
+  auto planar_linalg = [&] {
     const auto& as = in_type(0).shape;
     const std::size_t r = as.size();
     const std::int64_t batch = num_elements(std::span(as).subspan(1, r - 3));
+    if (n.op == Op::Solve || n.op == Op::TriangularSolve) {
+      return complex_solve(n.op, ot.dtype, in(0), in(1), batch, as[r - 1], in_type(1).shape.back(),
+                           n.attrs.mode & ~kLinalgPlanar, alloc());
+    }
     return complex_factorization(n.op, ot.dtype, in(0), batch, as[r - 2], as[r - 1], n.attrs.mode, alloc());
-  }
-  if ((n.op == Op::Solve || n.op == Op::TriangularSolve) && (n.attrs.mode & kLinalgPlanar)) {
-    const auto& as = in_type(0).shape;
-    const std::size_t r = as.size();
-    const std::int64_t batch = num_elements(std::span(as).subspan(1, r - 3));
-    return complex_solve(n.op, ot.dtype, in(0), in(1), batch, as[r - 1], in_type(1).shape.back(),
-                         n.attrs.mode & ~kLinalgPlanar, alloc());
-  }
+  };
 
   switch (n.op) {
     case Op::Parameter:
@@ -696,6 +693,7 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
       f.region();
       return;
     case Op::Svd: case Op::Qr: {
+      if (n.attrs.mode & kLinalgPlanar) return planar_linalg();
       const auto& as = in_type(0).shape;
       const std::size_t r = as.size();
       const std::int64_t batch = num_elements(std::span(as).first(r - 2));
@@ -704,6 +702,7 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
                  (n.attrs.mode & kSvdValuesOnly) != 0);
     }
     case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Lu: case Op::TriangularSolve: case Op::Solve: {
+      if (n.attrs.mode & kLinalgPlanar) return planar_linalg();
       const auto& as = in_type(0).shape;
       const std::int64_t dim = as.back(), batch = num_elements(std::span(as).first(as.size() - 2));
       const std::int64_t k = n.inputs.size() > 1 ? in_type(1).shape.back() : 0;
