@@ -11,7 +11,7 @@ _preload_blas()
 
 from . import _core  # noqa: E402
 from ._core import (  # noqa: E402,F401
-    Array, DType, float32, float64, bool_, int32, int64, complex64, complex128,
+    Array, DType, float32, float64, bool_, int32, int64, complex64, complex128, int8, int16, uint8, uint16, uint32,
     from_dlpack, floor_divide, bitwise_and, bitwise_or, bitwise_xor, bitwise_not, invert, left_shift, right_shift,
     zeros, ones, full, zeros_like, ones_like, full_like, arange, linspace, eye,
     sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh,

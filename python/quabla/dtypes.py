@@ -8,7 +8,7 @@ from ._numpy_more import finfo, iinfo, issubdtype, result_type  # noqa: F401
 
 __all__ = ["canonicalize_dtype", "issubdtype", "result_type", "finfo", "iinfo"]  # and float0 (__getattr__)
 
-_NARROW = {"float64": "float32", "int64": "int32"}
+_NARROW = {"float64": "float32", "int64": "int32"}  # uint64 does not exist here
 
 
 def canonicalize_dtype(dtype, allow_extended_dtype: bool = False):

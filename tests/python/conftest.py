@@ -25,7 +25,8 @@ import pytest  # noqa: E402
 import quabla as qb  # noqa: E402
 
 QB_DTYPES = {"float32": qb.float32, "float64": qb.float64, "bool": qb.bool_}
-NP_DTYPES = {"float32": np.float32, "float64": np.float64, "bool": np.bool_, "int32": np.int32, "int64": np.int64}
+NP_DTYPES = {"float32": np.float32, "float64": np.float64, "bool": np.bool_, "int32": np.int32, "int64": np.int64,
+             "int8": np.int8, "int16": np.int16, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32}
 FLOAT_NAMES = ["float32", "float64"]
 
 # Tolerances for exactly rounded (or nearly so) operations and for reductions, by dtype name.

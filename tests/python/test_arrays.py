@@ -41,9 +41,9 @@ def test_array_from_python(obj, expected):
 
 @pytest.mark.parametrize("np_dtype, qb_name", [
     (np.float32, "float32"), (np.float64, "float64"), (np.bool_, "bool"),
-    # Integers keep an integer dtype: up to 32 bits int32, wider int64 (no narrow or unsigned types).
-    (np.int64, "int64"), (np.int32, "int32"), (np.int8, "int32"), (np.uint8, "int32"),
-    (np.uint16, "int32"), (np.uint32, "int64"),
+    # Integers keep their dtype, but uint64 (which Quabla lacks) becomes int64.
+    (np.int64, "int64"), (np.int32, "int32"), (np.int8, "int8"), (np.int16, "int16"), (np.uint8, "uint8"),
+    (np.uint16, "uint16"), (np.uint32, "uint32"), (np.uint64, "int64"),
 ])
 def test_array_from_numpy_dtypes(np_dtype, qb_name):
     src = (np.arange(12).reshape(3, 4) % 5).astype(np_dtype)

@@ -42,7 +42,8 @@ def test_import_keeps_the_producer_alive_and_computes():
 def test_imports_that_need_a_copy():
     base = np.arange(12.0).reshape(3, 4)
     check(qb.from_dlpack(base.T), base.T)  # strided: copied
-    check(qb.from_dlpack(np.arange(3, dtype=np.uint8)), np.arange(3, dtype=np.int32))  # no uint8: widened
+    check(qb.from_dlpack(np.arange(3, dtype=np.uint8)), np.arange(3, dtype=np.uint8))
+    check(qb.from_dlpack(np.arange(3, dtype=np.uint64)), np.arange(3, dtype=np.int64))  # no uint64: int64
     with pytest.raises(ValueError, match="copy=False"):
         qb.from_dlpack(base.T, copy=False)
     fresh = qb.from_dlpack(base, copy=True)

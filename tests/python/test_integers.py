@@ -148,7 +148,8 @@ def test_numpy_interop_is_exact():
     assert x.dtype == qb.int64
     np.testing.assert_array_equal(np.asarray(x), big)
     assert np.asarray(qb.array([1, 2], dtype=qb.int32)).dtype == np.int32
-    assert qb.asarray(np.array([1, 2], dtype=np.uint8)).dtype == qb.int32
+    assert qb.asarray(np.array([1, 2], dtype=np.uint8)).dtype == qb.uint8
+    assert qb.asarray(np.array([1, 2], dtype=np.uint64)).dtype == qb.int64  # no uint64
     assert type(qb.asarray(7).item()) is int
 
 

@@ -1,4 +1,5 @@
 // Promotion and broadcasting: the rules of API.md §1.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -10,6 +11,19 @@ namespace qb::api {
 
 namespace {
 std::string s(std::string_view v) { return std::string(v); }
+
+DType signed_of_bits(int bits) {
+  return bits <= 8 ? DType::i8 : bits <= 16 ? DType::i16 : bits <= 32 ? DType::i32 : DType::i64;
+}
+
+// JAX's integer lattice: the wider of two of one signedness; an unsigned one meeting a
+// signed one takes the signed dtype wide enough for both (uint8 with int8 is int16, uint32
+// with int32 is int64).
+DType join_ints(DType a, DType b) {
+  if (is_unsigned(a) == is_unsigned(b)) return int_bits(a) >= int_bits(b) ? a : b;
+  const DType u = is_unsigned(a) ? a : b, i = is_unsigned(a) ? b : a;
+  return signed_of_bits(std::max(int_bits(i), 2 * int_bits(u)));
+}
 }  // namespace
 
 // One operand complex (the dtypes differ): a weak operand adopts the other's precision;
@@ -50,7 +64,7 @@ DType arithmetic_dtype(std::string_view fname, const ValueType& a, const ValueTy
   if (is_int(a.dtype) && is_int(b.dtype)) {
     if (a.weak != b.weak) return a.weak ? b.dtype : a.dtype;
     if (a.weak) return default_int_dtype();  // two Python ints: the default integer, as JAX
-    return DType::i64;
+    return join_ints(a.dtype, b.dtype);
   }
   if (is_int(a.dtype) != is_int(b.dtype)) {
     const ValueType& f = is_float(a.dtype) ? a : b;
@@ -66,15 +80,19 @@ DType arithmetic_dtype(std::string_view fname, const ValueType& a, const ValueTy
 }
 
 void check_weak_int_fits(Builder& b, std::string_view fname, V x, DType to) {
-  // A Python int that int32 cannot hold raises, as JAX's OverflowError, instead of wrapping.
+  // A Python int that the integer dtype cannot hold raises, as JAX's OverflowError, instead
+  // of wrapping.
   const ValueType& t = b.type(x);
-  if (!t.weak || t.dtype != DType::i64 || to != DType::i32) return;
+  if (!t.weak || t.dtype != DType::i64 || !is_int(to) || to == DType::i64) return;
   const Node& n = b.graph().producer_of(x);
   if (n.op != Op::Constant || !n.attrs.literal || n.attrs.literal->type.shape.size() != 0) return;
   const std::int64_t v = *n.attrs.literal->data->as<std::int64_t>();
-  if (v < INT32_MIN || v > INT32_MAX) {
-    throw ValueError(s(fname) + ": the Python int " + std::to_string(v) +
-                     " does not fit in int32; convert the array with .astype(qb.int64) first");
+  const int bits = int_bits(to);
+  const std::int64_t lo = is_unsigned(to) ? 0 : -(std::int64_t{1} << (bits - 1));
+  const std::int64_t hi = is_unsigned(to) ? (std::int64_t{1} << bits) - 1 : (std::int64_t{1} << (bits - 1)) - 1;
+  if (v < lo || v > hi) {
+    throw ValueError(s(fname) + ": the Python int " + std::to_string(v) + " does not fit in " + s(dtype_name(to)) +
+                     "; convert the array with .astype(qb.int64) first");
   }
 }
 

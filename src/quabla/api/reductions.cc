@@ -56,8 +56,11 @@ V reduce(Builder& b, std::string_view fname, Op op, V x, const Axes& axes_in, bo
   const DType d = b.type(x).dtype;
   if ((op == Op::ReduceSum || op == Op::ReduceProd) && (d == DType::bool_ || (is_int(d) && d != DType::i64))) {
     // Sums and products of bools and narrow integers accumulate in the default integer
-    // (as NumPy and JAX: a count of True values is an integer).
-    x = astype(b, x, d == DType::bool_ || default_int_dtype() == DType::i64 ? default_int_dtype() : d);
+    // (as NumPy and JAX: a count of True values is an integer); unsigned ones in uint32
+    // when that is int32 (JAX's uint32 without x64; with x64 JAX's is uint64, which Quabla
+    // does not have: int64 then).
+    const DType acc = default_int_dtype() == DType::i32 && is_unsigned(d) ? DType::u32 : default_int_dtype();
+    x = astype(b, x, d == DType::bool_ || default_int_dtype() == DType::i64 || is_narrow_int(d) ? acc : d);
   }
   if (logical) {
     x = astype(b, x, DType::bool_);

@@ -8,10 +8,13 @@
 namespace qb {
 
 // Signed integers wrap on overflow (two's complement, as XLA); they carry no derivatives.
+// The narrow integers (i8, i16, u8, u16, u32) are storage and semantics only: the compiler
+// computes them in their wide dtype (i32, or i64 for u32) and wraps each result back into
+// range (transforms/lower_narrow.h), so backends see them only in conversions.
 // c64 and c128 hold (real, imaginary) pairs of f32 and f64, interleaved (NumPy's layout):
 // a c64[S] buffer is byte for byte an f32[S..., 2] one. Backends never see them: the
 // compiler lowers complex values to real ones first (transforms/lower_complex.h).
-enum class DType : std::uint8_t { f32, f64, bool_, i32, i64, c64, c128 };
+enum class DType : std::uint8_t { f32, f64, bool_, i32, i64, c64, c128, i8, i16, u8, u16, u32 };
 
 constexpr std::size_t itemsize(DType t) {
   switch (t) {
@@ -22,12 +25,26 @@ constexpr std::size_t itemsize(DType t) {
     case DType::i64: return 8;
     case DType::c64: return 8;
     case DType::c128: return 16;
+    case DType::i8: case DType::u8: return 1;
+    case DType::i16: case DType::u16: return 2;
+    case DType::u32: return 4;
   }
   return 0;
 }
 
 constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
-constexpr bool is_int(DType t) { return t == DType::i32 || t == DType::i64; }
+constexpr bool is_unsigned(DType t) { return t == DType::u8 || t == DType::u16 || t == DType::u32; }
+// The integers a backend computes in (i32, i64), and the narrow ones it only stores.
+constexpr bool is_wide_int(DType t) { return t == DType::i32 || t == DType::i64; }
+constexpr bool is_narrow_int(DType t) {
+  return t == DType::i8 || t == DType::i16 || is_unsigned(t);
+}
+constexpr bool is_int(DType t) { return is_wide_int(t) || is_narrow_int(t); }
+// The dtype a narrow integer computes in: every value of it is exact there (i32; i64 for u32).
+constexpr DType wide_int(DType t) { return t == DType::u32 ? DType::i64 : is_narrow_int(t) ? DType::i32 : t; }
+// The narrow integers as switch cases, for the switches of backends that never see them.
+#define QB_NARROW_INT_CASES case DType::i8: case DType::i16: case DType::u8: case DType::u16: case DType::u32
+constexpr int int_bits(DType t) { return static_cast<int>(itemsize(t)) * 8; }
 constexpr bool is_complex(DType t) { return t == DType::c64 || t == DType::c128; }
 // Float or complex: the dtypes that carry derivatives.
 constexpr bool is_inexact(DType t) { return is_float(t) || is_complex(t); }
@@ -64,9 +81,11 @@ DType exchange_default_float_dtype(DType d);  // returns the previous one
 // floats and complex stay.
 DType inexact_dtype(DType d);
 
-// "float32" | "float64" | "bool" | "int32" | "int64" | "complex64" | "complex128" (NumPy's).
+// "float32" | "float64" | "bool" | "int32" | "int64" | "complex64" | "complex128" | "int8" |
+// "int16" | "uint8" | "uint16" | "uint32" (NumPy's).
 std::string_view dtype_name(DType t);
-// "f32" | "f64" | "bool" | "i32" | "i64" | "c64" | "c128" (the IR's short names).
+// "f32" | "f64" | "bool" | "i32" | "i64" | "c64" | "c128" | "i8" | "i16" | "u8" | "u16" | "u32"
+// (the IR's short names).
 std::string_view dtype_short_name(DType t);
 
 }  // namespace qb

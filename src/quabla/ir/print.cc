@@ -20,6 +20,11 @@ std::string literal_str(const Literal& lit) {
       case DType::bool_: os << (lit.data->as<std::uint8_t>()[i] ? "true" : "false"); break;
       case DType::i32: os << lit.data->as<std::int32_t>()[i]; break;
       case DType::i64: os << lit.data->as<std::int64_t>()[i]; break;
+      case DType::i8: os << static_cast<int>(lit.data->as<std::int8_t>()[i]); break;
+      case DType::i16: os << lit.data->as<std::int16_t>()[i]; break;
+      case DType::u8: os << static_cast<unsigned>(lit.data->as<std::uint8_t>()[i]); break;
+      case DType::u16: os << lit.data->as<std::uint16_t>()[i]; break;
+      case DType::u32: os << lit.data->as<std::uint32_t>()[i]; break;
       case DType::c64: os << lit.data->as<float>()[2 * i] << (lit.data->as<float>()[2 * i + 1] < 0 ? "" : "+")
                           << lit.data->as<float>()[2 * i + 1] << "j"; break;
       case DType::c128: os << lit.data->as<double>()[2 * i] << (lit.data->as<double>()[2 * i + 1] < 0 ? "" : "+")

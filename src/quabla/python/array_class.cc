@@ -23,6 +23,11 @@ const char* buffer_format(DType d) {
     case DType::i64: return "q";
     case DType::c64: return "Zf";
     case DType::c128: return "Zd";
+    case DType::i8: return "b";
+    case DType::i16: return "h";
+    case DType::u8: return "B";
+    case DType::u16: return "H";
+    case DType::u32: return "I";
   }
   return "B";
 }

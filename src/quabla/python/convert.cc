@@ -280,13 +280,18 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
   if (code == 'e') {
     throw TypeError("float16 arrays are not supported; convert with .astype(numpy.float32) first");
   }
-  // Floats and bools keep their dtype; integers of up to 32 bits (and signed 32-bit) become
-  // int32, wider ones int64 (Quabla has no narrow or unsigned integers).
+  // Floats, bools and integers keep their dtype; 64-bit unsigned integers become int64
+  // (Quabla has no uint64).
   DType natural = DType::i64;
   if (code == 'd') natural = DType::f64;
   if (code == 'f') natural = DType::f32;
   if (code == '?') natural = DType::bool_;
-  if (code == 'b' || code == 'B' || code == 'h' || code == 'H' || code == 'i') natural = DType::i32;
+  if (code == 'b') natural = DType::i8;
+  if (code == 'B') natural = DType::u8;
+  if (code == 'h') natural = DType::i16;
+  if (code == 'H') natural = DType::u16;
+  if (code == 'i' || ((code == 'l' || code == 'n') && sizeof(long) == 4)) natural = DType::i32;
+  if (code == 'I' || (code == 'L' && sizeof(unsigned long) == 4)) natural = DType::u32;
   // With float32 the default (jax_enable_x64 off), float64 data becomes float32, as JAX
   // canonicalizes it: NumPy's float64 collocation points then meet float32 parameters
   // without an astype. An explicit dtype keeps float64.
@@ -299,10 +304,13 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
   std::vector<std::int64_t> idx(static_cast<std::size_t>(v.ndim), 0);
   const bool supported = dispatch_format(code, [&](auto tag) {
     using S = decltype(tag);
-    auto convert = [](S s, auto* d) {
+    const bool to_bool = dt == DType::bool_;
+    auto convert = [to_bool](S s, auto* d) {
       using D = std::remove_pointer_t<decltype(d)>;
-      if constexpr (std::is_same_v<D, std::uint8_t>) *d = s != S(0) || s != s;  // NaN -> True
-      else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) *d = float_to_int<D>(s);
+      if (std::is_same_v<D, std::uint8_t> && to_bool) {
+        if constexpr (std::is_floating_point_v<S>) *d = static_cast<D>(s != S(0) || s != s);  // NaN -> True
+        else *d = static_cast<D>(s != S(0));
+      } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) *d = float_to_int<D>(s);
       else *d = static_cast<D>(s);
     };
     auto write = [&](auto* dst) {
@@ -321,6 +329,14 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
         if constexpr (sizeof(S) == sizeof(D) && !is_std_complex<D>::value &&
                       std::is_floating_point_v<S> == std::is_floating_point_v<D> &&
                       std::is_signed_v<S> == std::is_signed_v<D> && !std::is_same_v<S, bool>) {
+          if (to_bool) {
+            for (std::int64_t k = 0; k < n; ++k) {
+              S s;
+              std::memcpy(&s, src + k * sizeof(S), sizeof(S));
+              convert(s, dst + k);
+            }
+            return;
+          }
           std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(S));  // same format: a plain copy
         } else {
           for (std::int64_t k = 0; k < n; ++k) {
@@ -352,6 +368,11 @@ std::optional<Array> from_buffer(nb::handle h, std::optional<DType> dtype) {
       case DType::i64: write(out.storage->as<std::int64_t>()); break;
       case DType::c64: write(out.storage->as<std::complex<float>>()); break;
       case DType::c128: write(out.storage->as<std::complex<double>>()); break;
+      case DType::i8: write(out.storage->as<std::int8_t>()); break;
+      case DType::i16: write(out.storage->as<std::int16_t>()); break;
+      case DType::u8: write(out.storage->as<std::uint8_t>()); break;
+      case DType::u16: write(out.storage->as<std::uint16_t>()); break;
+      case DType::u32: write(out.storage->as<std::uint32_t>()); break;
     }
   });
   if (!supported) {
@@ -530,6 +551,11 @@ nb::object element(const Array& a, std::int64_t i) {
     case DType::bool_: return nb::bool_(a.storage->as<std::uint8_t>()[i] != 0);
     case DType::i32: return nb::int_(a.storage->as<std::int32_t>()[i]);
     case DType::i64: return nb::int_(a.storage->as<std::int64_t>()[i]);
+    case DType::i8: return nb::int_(a.storage->as<std::int8_t>()[i]);
+    case DType::i16: return nb::int_(a.storage->as<std::int16_t>()[i]);
+    case DType::u8: return nb::int_(a.storage->as<std::uint8_t>()[i]);
+    case DType::u16: return nb::int_(a.storage->as<std::uint16_t>()[i]);
+    case DType::u32: return nb::int_(a.storage->as<std::uint32_t>()[i]);
     case DType::c64: {
       const float* p = a.storage->as<float>() + 2 * i;
       return nb::steal(PyComplex_FromDoubles(static_cast<double>(p[0]), static_cast<double>(p[1])));

@@ -25,6 +25,11 @@ nb::dlpack::dtype dl_dtype(DType d) {
     case DType::bool_: return nb::dtype<bool>();
     case DType::c64: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Complex), 64, 1};
     case DType::c128: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Complex), 128, 1};
+    case DType::i8: return nb::dtype<std::int8_t>();
+    case DType::i16: return nb::dtype<std::int16_t>();
+    case DType::u8: return nb::dtype<std::uint8_t>();
+    case DType::u16: return nb::dtype<std::uint16_t>();
+    case DType::u32: return nb::dtype<std::uint32_t>();
   }
   return nb::dtype<std::uint8_t>();
 }
@@ -38,6 +43,11 @@ std::optional<DType> quabla_dtype(nb::dlpack::dtype t) {
   if (t.code == static_cast<std::uint8_t>(C::Complex) && t.bits == 128) return DType::c128;
   if (t.code == static_cast<std::uint8_t>(C::Int) && t.bits == 32) return DType::i32;
   if (t.code == static_cast<std::uint8_t>(C::Int) && t.bits == 64) return DType::i64;
+  if (t.code == static_cast<std::uint8_t>(C::Int) && t.bits == 8) return DType::i8;
+  if (t.code == static_cast<std::uint8_t>(C::Int) && t.bits == 16) return DType::i16;
+  if (t.code == static_cast<std::uint8_t>(C::UInt) && t.bits == 8) return DType::u8;
+  if (t.code == static_cast<std::uint8_t>(C::UInt) && t.bits == 16) return DType::u16;
+  if (t.code == static_cast<std::uint8_t>(C::UInt) && t.bits == 32) return DType::u32;
   if (t.code == static_cast<std::uint8_t>(C::Bool) && t.bits == 8) return DType::bool_;
   return std::nullopt;
 }

@@ -19,6 +19,12 @@ std::optional<DType> dtype_from_name(std::string_view s) {
   if (s == "int32" || s == "i32" || s == "i") return DType::i32;
   if (s == "int64" || s == "i64" || s == "q" || s == "l") return DType::i64;
   if (s == "int") return default_int_dtype();
+  // NumPy's names and one-letter codes only: its "i8" and "u8" are 64-bit.
+  if (s == "int8" || s == "b") return DType::i8;
+  if (s == "int16" || s == "h") return DType::i16;
+  if (s == "uint8" || s == "B") return DType::u8;
+  if (s == "uint16" || s == "H") return DType::u16;
+  if (s == "uint32" || s == "I") return DType::u32;
   if (s == "complex64" || s == "c64" || s == "F") return DType::c64;
   if (s == "complex128" || s == "c128" || s == "D") return DType::c128;
   if (s == "complex") return complex_of(default_float_dtype());
@@ -56,11 +62,12 @@ std::optional<DType> parse_dtype(nb::handle obj) {
   }
   if (name == "float16") throw TypeError("float16 is not supported; use qb.float32 or qb.float64");
   if (auto d = dtype_from_name(name)) return d;
-  if (name == "int8" || name == "int16" || name == "uint8" || name == "uint16" || name == "uint32" || name == "uint64") {
-    throw TypeError("unsupported dtype " + name + "; Quabla's integer dtypes are qb.int32 and qb.int64");
+  if (name == "uint64") {
+    throw TypeError("unsupported dtype uint64; Quabla's widest integers are qb.int64 and qb.uint32");
   }
   throw TypeError("unsupported dtype " + nb::cast<std::string>(nb::repr(obj)) +
-                  "; use qb.float32, qb.float64, qb.int32, qb.int64, qb.bool_, qb.complex64 or qb.complex128");
+                  "; use qb.float32, qb.float64, qb.int8, qb.int16, qb.int32, qb.int64, qb.uint8, qb.uint16, "
+                  "qb.uint32, qb.bool_, qb.complex64 or qb.complex128");
 }
 
 void bind_dtypes(nb::module_& m) {
@@ -97,6 +104,11 @@ void bind_dtypes(nb::module_& m) {
   m.attr("int64") = DTypeObject{DType::i64};
   m.attr("complex64") = DTypeObject{DType::c64};
   m.attr("complex128") = DTypeObject{DType::c128};
+  m.attr("int8") = DTypeObject{DType::i8};
+  m.attr("int16") = DTypeObject{DType::i16};
+  m.attr("uint8") = DTypeObject{DType::u8};
+  m.attr("uint16") = DTypeObject{DType::u16};
+  m.attr("uint32") = DTypeObject{DType::u32};
   m.def("default_dtype", [] { return DTypeObject{default_float_dtype()}; });
   m.def("set_default_dtype", [](nb::handle dtype) {
     std::optional<DType> d;

@@ -63,7 +63,7 @@ std::optional<double> real_constant(const Graph& g, ValueId v) {
         if (c[1] != 0) return std::nullopt;
         return c[0];
       }
-      case DType::bool_: return std::nullopt;
+      case DType::bool_: QB_NARROW_INT_CASES: return std::nullopt;
     }
     return std::nullopt;
   }

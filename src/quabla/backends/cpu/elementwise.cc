@@ -293,7 +293,7 @@ void convert_from(DType to, std::span<const Operand> in, std::byte* out, std::in
     case DType::f32: return map1<From, float>(in, out, n, [](From x) { return static_cast<float>(x); });
     case DType::f64: return map1<From, double>(in, out, n, [](From x) { return static_cast<double>(x); });
     case DType::bool_: return map1<From, std::uint8_t>(in, out, n, [](From x) { return x != From(0); });  // NaN -> true
-    case DType::i32: case DType::i64: break;
+    case DType::i32: case DType::i64: QB_NARROW_INT_CASES: break;
     case DType::c64: case DType::c128: throw InternalError("cpu::convert: complex values are lowered before planning");
   }
   auto to_int = [&](auto tag) {
@@ -301,8 +301,17 @@ void convert_from(DType to, std::span<const Operand> in, std::byte* out, std::in
     if constexpr (std::is_floating_point_v<From>) return map1<From, I>(in, out, n, [](From x) { return float_to_int<I>(x); });
     else return map1<From, I>(in, out, n, [](From x) { return static_cast<I>(x); });  // integers wrap (NumPy's astype)
   };
-  if (to == DType::i32) return to_int(std::int32_t{});
-  if (to == DType::i64) return to_int(std::int64_t{});
+  switch (to) {
+    case DType::i32: return to_int(std::int32_t{});
+    case DType::i64: return to_int(std::int64_t{});
+    // The narrow integers appear only in conversions (lower_narrow.h).
+    case DType::i8: return to_int(std::int8_t{});
+    case DType::i16: return to_int(std::int16_t{});
+    case DType::u8: return to_int(std::uint8_t{});
+    case DType::u16: return to_int(std::uint16_t{});
+    case DType::u32: return to_int(std::uint32_t{});
+    default: break;
+  }
   throw InternalError("cpu::convert: unsupported target dtype");
 }
 
@@ -317,6 +326,11 @@ void elementwise(Op op, DType in_dtype, DType out_dtype, std::span<const Operand
       case DType::bool_: return convert_from<std::uint8_t>(out_dtype, in, out, n);
       case DType::i32: return convert_from<std::int32_t>(out_dtype, in, out, n);
       case DType::i64: return convert_from<std::int64_t>(out_dtype, in, out, n);
+      case DType::i8: return convert_from<std::int8_t>(out_dtype, in, out, n);
+      case DType::i16: return convert_from<std::int16_t>(out_dtype, in, out, n);
+      case DType::u8: return convert_from<std::uint8_t>(out_dtype, in, out, n);
+      case DType::u16: return convert_from<std::uint16_t>(out_dtype, in, out, n);
+      case DType::u32: return convert_from<std::uint32_t>(out_dtype, in, out, n);
       case DType::c64: case DType::c128: break;  // lowered before planning
     }
     throw InternalError("cpu::convert: unsupported source dtype");
@@ -327,7 +341,7 @@ void elementwise(Op op, DType in_dtype, DType out_dtype, std::span<const Operand
     case DType::bool_: return bool_op(op, in, out, n);
     case DType::i32: return int_op<std::int32_t>(op, in, out, n);
     case DType::i64: return int_op<std::int64_t>(op, in, out, n);
-    case DType::c64: case DType::c128: break;  // lowered before planning
+    case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;  // lowered before planning
   }
   throw InternalError("cpu::elementwise: unknown dtype");
 }

@@ -3,6 +3,7 @@
 #include "quabla/backends/cpu/cholesky_fold.h"
 #include "quabla/backends/cpu/svd_values_fold.h"
 #include "quabla/transforms/lower_complex.h"
+#include "quabla/transforms/lower_narrow.h"
 
 #include <algorithm>
 #include <array>
@@ -28,7 +29,8 @@ bool all_uses_elementwise(const Graph& g, const std::vector<std::vector<std::uin
 }  // namespace
 
 Executable::Executable(std::shared_ptr<const Graph> graph)
-    : graph_(fold_svd_values_only(fold_symmetrized_cholesky(lower_complex(graph)))), interface_(has_complex(*graph) ? graph : graph_) {
+    : graph_(fold_svd_values_only(fold_symmetrized_cholesky(lower_narrow(lower_complex(graph))))),
+      interface_(has_complex(*graph) ? graph : graph_) {
   const Graph& g = *graph_;
   const FusionPlan fusion = plan_fusion(g);
   std::vector<std::vector<std::uint32_t>> users(g.values.size());

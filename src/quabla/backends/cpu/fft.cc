@@ -453,7 +453,7 @@ void fft(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bo
       return fft_rows(reinterpret_cast<const float*>(in), batch, n, inverse, reinterpret_cast<float*>(out));
     case DType::f64:
       return fft_rows(reinterpret_cast<const double*>(in), batch, n, inverse, reinterpret_cast<double*>(out));
-    case DType::bool_: case DType::i32: case DType::i64: case DType::c64: case DType::c128: break;
+    case DType::bool_: case DType::i32: case DType::i64: case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;
   }
   throw InternalError("cpu::fft: needs the lowered float form");
 }
@@ -466,7 +466,7 @@ void fft_real(DType part, const std::byte* in, std::int64_t batch, std::int64_t 
       return fft_real_rows(reinterpret_cast<const float*>(in), batch, n, inverse, half, reinterpret_cast<float*>(out));
     case DType::f64:
       return fft_real_rows(reinterpret_cast<const double*>(in), batch, n, inverse, half, reinterpret_cast<double*>(out));
-    case DType::bool_: case DType::i32: case DType::i64: case DType::c64: case DType::c128: break;
+    case DType::bool_: case DType::i32: case DType::i64: case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;
   }
   throw InternalError("cpu::fft_real: needs a float operand");
 }

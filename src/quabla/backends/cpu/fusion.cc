@@ -140,8 +140,11 @@ void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& sha
       periodic_copy(elem, src, period, begin, len, dst);
       return;
     }
-    if (rank == 2 && strides[1] == 0 && (elem == 8 || elem == 4 || elem == 1)) {
-      const auto fn = elem == 8 ? repeat_each<std::uint64_t> : elem == 4 ? repeat_each<std::uint32_t> : repeat_each<std::uint8_t>;
+    if (rank == 2 && strides[1] == 0 && (elem == 8 || elem == 4 || elem == 2 || elem == 1)) {
+      const auto fn = elem == 8   ? repeat_each<std::uint64_t>
+                      : elem == 4 ? repeat_each<std::uint32_t>
+                      : elem == 2 ? repeat_each<std::uint16_t>
+                                  : repeat_each<std::uint8_t>;
       fn(src, strides[0], shape[1], begin, len, dst);
       return;
     }

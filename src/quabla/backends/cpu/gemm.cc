@@ -115,7 +115,7 @@ void matmul(DType dtype, const std::byte* a, const std::byte* b, std::byte* c, s
           scipy_cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, C, N);
           break;
         }
-        case DType::bool_: case DType::i32: case DType::i64: case DType::c64: case DType::c128:
+        case DType::bool_: case DType::i32: case DType::i64: case DType::c64: case DType::c128: QB_NARROW_INT_CASES:
           throw InternalError("cpu::matmul: needs a float dtype");
       }
     }

@@ -153,7 +153,7 @@ void by_dtype(DType dtype, const char* what, F&& f) {
     case DType::i32: return f(std::int32_t{});
     case DType::i64: return f(std::int64_t{});
     case DType::bool_: return f(std::uint8_t{});
-    case DType::c64: case DType::c128: break;  // lowered before planning
+    case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;  // lowered before planning
   }
   throw InternalError(std::string("cpu::") + what + ": unknown dtype");
 }

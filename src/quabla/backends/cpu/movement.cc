@@ -170,7 +170,7 @@ void scatter_add(DType dtype, const std::byte* x, const std::byte* updates, std:
     case DType::f64:
       return scatter_add_t(reinterpret_cast<const double*>(x), reinterpret_cast<const double*>(updates), s, indices,
                            reinterpret_cast<double*>(out));
-    case DType::bool_: case DType::i32: case DType::i64: case DType::c64: case DType::c128: break;
+    case DType::bool_: case DType::i32: case DType::i64: case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;
   }
   throw InternalError("cpu::scatter_add: static scatter-add carries float cotangents only");
 }

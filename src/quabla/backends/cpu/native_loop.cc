@@ -61,7 +61,7 @@ const char* c_type(DType d) {
     case DType::i64: return "int64_t";
     case DType::i32: return "int32_t";
     case DType::bool_: return "uint8_t";
-    case DType::c64: case DType::c128: break;  // lowered before planning
+    case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;  // lowered before planning
   }
   return "double";
 }
@@ -73,7 +73,7 @@ const char* member(DType d) {
     case DType::i64: return "i64";
     case DType::i32: return "i32";
     case DType::bool_: return "b";
-    case DType::c64: case DType::c128: break;  // lowered before planning
+    case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;  // lowered before planning
   }
   return "f64";
 }

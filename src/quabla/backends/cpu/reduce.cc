@@ -193,7 +193,7 @@ void fill_identity(Op op, DType dtype, std::byte* out, std::int64_t n) {
     case DType::f32: std::fill_n(reinterpret_cast<float*>(out), n, static_cast<float>(v)); return;
     case DType::f64: std::fill_n(reinterpret_cast<double*>(out), n, v); return;
     case DType::bool_: std::fill_n(reinterpret_cast<std::uint8_t*>(out), n, static_cast<std::uint8_t>(v != 0)); return;
-    case DType::i32: case DType::i64: case DType::c64: case DType::c128: break;
+    case DType::i32: case DType::i64: case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;
   }
   const std::size_t elem = itemsize(dtype);
   for (std::int64_t i = 0; i < n; ++i) store_double(dtype, out + static_cast<std::size_t>(i) * elem, v);  // +-inf saturate
@@ -256,7 +256,7 @@ void reduce(Op op, DType dtype, const std::byte* in, std::span<const std::int64_
       return reduce_int(op, reinterpret_cast<const std::int32_t*>(in), l, reinterpret_cast<std::int32_t*>(out));
     case DType::i64:
       return reduce_int(op, reinterpret_cast<const std::int64_t*>(in), l, reinterpret_cast<std::int64_t*>(out));
-    case DType::c64: case DType::c128: break;  // lowered before planning
+    case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;  // lowered before planning
   }
   throw InternalError("cpu::reduce: unknown dtype");
 }
@@ -298,7 +298,7 @@ void cumsum(DType dtype, const std::byte* in, std::span<const std::int64_t> shap
       return cumsum_t(reinterpret_cast<const std::int32_t*>(in), shape, axis, reverse, reinterpret_cast<std::int32_t*>(out));
     case DType::i64:
       return cumsum_t(reinterpret_cast<const std::int64_t*>(in), shape, axis, reverse, reinterpret_cast<std::int64_t*>(out));
-    case DType::bool_: case DType::c64: case DType::c128: break;
+    case DType::bool_: case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;
   }
   throw InternalError("cpu::cumsum: needs a numeric dtype");
 }

@@ -232,7 +232,7 @@ class ScalarLowering {
         case DType::f32: return f32;
         case DType::i64: return i64;
         case DType::i32: return i32;
-        case DType::bool_: case DType::c64: case DType::c128: break;
+        case DType::bool_: case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;
       }
       return Kind::Call;
     };

@@ -76,6 +76,9 @@ typedef unsigned long long qb_u64;
 typedef int qb_i32;
 typedef unsigned int qb_u32;
 typedef unsigned char qb_u8;
+typedef signed char qb_i8;
+typedef short qb_i16;
+typedef unsigned short qb_u16;
 
 #define QB_FLOAT_HELPERS(T, INF)                                                        \
   QB_D T qb_sign(T x) { return x > (T)0 ? (T)1 : (x < (T)0 ? (T)-1 : x); }               \
@@ -152,6 +155,16 @@ QB_F2I(qb_f2i32, qb_i32, float, (-2147483647 - 1), 2147483647)
 QB_F2I(qb_f2i32, qb_i32, double, (-2147483647 - 1), 2147483647)
 QB_F2I(qb_f2i64, qb_i64, float, (-9223372036854775807ll - 1), 9223372036854775807ll)
 QB_F2I(qb_f2i64, qb_i64, double, (-9223372036854775807ll - 1), 9223372036854775807ll)
+QB_F2I(qb_f2i8, qb_i8, float, -128, 127)
+QB_F2I(qb_f2i8, qb_i8, double, -128, 127)
+QB_F2I(qb_f2i16, qb_i16, float, -32768, 32767)
+QB_F2I(qb_f2i16, qb_i16, double, -32768, 32767)
+QB_F2I(qb_f2u8, qb_u8, float, 0, 255)
+QB_F2I(qb_f2u8, qb_u8, double, 0, 255)
+QB_F2I(qb_f2u16, qb_u16, float, 0, 65535)
+QB_F2I(qb_f2u16, qb_u16, double, 0, 65535)
+QB_F2I(qb_f2u32, qb_u32, float, 0, 4294967295u)
+QB_F2I(qb_f2u32, qb_u32, double, 0, 4294967295u)
 )";
 
 std::string fn(DType d, const char* name, const std::vector<std::string>& a) {
@@ -176,6 +189,12 @@ std::string convert(DType in, DType out, const std::string& a) {
     case DType::bool_: return "(qb_u8)((" + a + ") != 0)";  // NaN -> true, as NumPy
     case DType::i32: return is_float(in) ? "qb_f2i32(" + a + ")" : "(qb_i32)(" + a + ")";
     case DType::i64: return is_float(in) ? "qb_f2i64(" + a + ")" : "(qb_i64)(" + a + ")";
+    // The narrow integers appear only here (lower_narrow.h): stored, never computed in.
+    case DType::i8: return is_float(in) ? "qb_f2i8(" + a + ")" : "(qb_i8)(" + a + ")";
+    case DType::i16: return is_float(in) ? "qb_f2i16(" + a + ")" : "(qb_i16)(" + a + ")";
+    case DType::u8: return is_float(in) ? "qb_f2u8(" + a + ")" : "(qb_u8)(" + a + ")";
+    case DType::u16: return is_float(in) ? "qb_f2u16(" + a + ")" : "(qb_u16)(" + a + ")";
+    case DType::u32: return is_float(in) ? "qb_f2u32(" + a + ")" : "(qb_u32)(" + a + ")";
     case DType::c64: case DType::c128: break;  // lowered before planning
   }
   return a;
@@ -194,6 +213,11 @@ const char* c_type(DType d) {
     case DType::i64: return "qb_i64";
     case DType::i32: return "qb_i32";
     case DType::bool_: return "qb_u8";
+    case DType::i8: return "qb_i8";
+    case DType::i16: return "qb_i16";
+    case DType::u8: return "qb_u8";
+    case DType::u16: return "qb_u16";
+    case DType::u32: return "qb_u32";
     case DType::c64: case DType::c128: break;  // lowered before planning
   }
   return "double";

@@ -39,7 +39,8 @@ std::string literal(DType d, const cpu::Reg& r) {
     case DType::i64: std::snprintf(buf, sizeof buf, "(qb_i64)0x%016llxull", static_cast<unsigned long long>(r.i64)); break;
     case DType::i32: std::snprintf(buf, sizeof buf, "(qb_i32)0x%08xu", static_cast<unsigned>(r.i32)); break;
     case DType::bool_: std::snprintf(buf, sizeof buf, "(qb_u8)%u", static_cast<unsigned>(r.b != 0)); break;
-    case DType::c64: case DType::c128: throw InternalError("cuda loop kernel: complex values are lowered before planning");
+    case DType::c64: case DType::c128: QB_NARROW_INT_CASES:
+      throw InternalError("cuda loop kernel: complex values and narrow integers are lowered before planning");
   }
   return buf;
 }

@@ -1,6 +1,7 @@
 #include "quabla/backends/cuda/lowering.h"
 #include "quabla/transforms/expand_threefry.h"
 #include "quabla/transforms/lower_complex.h"
+#include "quabla/transforms/lower_narrow.h"
 
 #include <algorithm>
 #include <cmath>
@@ -57,7 +58,8 @@ class Lowerer {
     // Complex values become real ones first, as on the CPU (transforms/lower_complex.h): the
     // program's parameters and results keep their interleaved bytes, so complex device
     // arrays pass through as they are, and the kernels below never meet a complex dtype.
-    g_ = expand_threefry(lower_complex(g_));
+    // Narrow integers compute in their wide dtypes likewise (transforms/lower_narrow.h).
+    g_ = expand_threefry(lower_narrow(lower_complex(g_)));
     const Graph& g = *g_;
     const cpu::FusionPlan fusion = cpu::plan_fusion(g);
     for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {

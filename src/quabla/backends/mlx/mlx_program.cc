@@ -18,6 +18,7 @@
 #include "quabla/ir/errors.h"
 #include "quabla/ir/regions.h"
 #include "quabla/transforms/expand_threefry.h"
+#include "quabla/transforms/lower_narrow.h"
 #include "quabla/transforms/lower_complex.h"
 #include "quabla/runtime/interrupt.h"
 
@@ -47,7 +48,7 @@ mx::Dtype to_mx(DType d) {
     case DType::i32: return mx::int32;
     case DType::i64: return mx::int64;
     case DType::bool_: return mx::bool_;
-    case DType::c64: case DType::c128: break;  // complex programs are refused at compile
+    case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;  // refused at compile
   }
   return mx::float32;
 }
@@ -721,6 +722,11 @@ std::shared_ptr<const Program> compile(std::shared_ptr<const Graph> graph) {
   if (has_complex(*graph)) {
     throw UnsupportedOperation("complex numbers are not supported on the MLX backend yet (the CPU and CUDA backends "
                                "run them); run this program on the CPU (device='cpu')", "complex", "mlx");
+  }
+  if (has_narrow_int(*graph)) {
+    throw UnsupportedOperation("int8, int16, uint8, uint16 and uint32 are not supported on the MLX backend yet (the "
+                               "CPU and CUDA backends run them); convert with .astype(qb.int32) or run this program "
+                               "on the CPU (device='cpu')", "narrow integers", "mlx");
   }
   // MLX's graph building is not thread-safe across threads building at once: serialise.
   static std::mutex mu;
