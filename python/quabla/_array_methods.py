@@ -190,7 +190,6 @@ def install_more() -> None:
         import numpy as np
         return np.dtype(self.name)
     dt.dtype = property(numpy_dtype, doc="The NumPy dtype (np.dtype(qb.float32) reads it).")
-    dt.kind = property(lambda self: {"bool": "b", "int32": "i", "int64": "i"}.get(self.name, "f"))
     dt.type = property(lambda self: numpy_dtype(self).type, doc="NumPy's scalar type (np.float32 ...).")
     dt.char = property(lambda self: numpy_dtype(self).char)
     dt.str = property(lambda self: numpy_dtype(self).str)

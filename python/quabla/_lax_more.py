@@ -45,7 +45,7 @@ def _arr(x):
 
 
 def _ints():
-    return (_qb.int32, _qb.int64)
+    return (_qb.int8, _qb.int16, _qb.int32, _qb.int64, _qb.uint8, _qb.uint16, _qb.uint32)
 
 
 def _floats():
@@ -81,7 +81,7 @@ def _float_array(x, name: str):
 def _int_array(x, name: str):
     x = _arr(x)
     if x.dtype not in _ints():
-        raise TypeError(f"{name}: needs an int32 or int64 array, got {x.dtype.name}")
+        raise TypeError(f"{name}: needs an integer array, got {x.dtype.name}")
     return x
 
 
@@ -738,7 +738,7 @@ def clz(x):
     """jax.lax.clz: the number of leading zero bits of each int32 / int64 (of its two's
     complement bits: 0 for negatives, the bit width for 0)."""
     x = _int_array(x, "lax.clz")
-    bits = 32 if x.dtype == _qb.int32 else 64
+    bits = 8 * x.dtype.itemsize
     srl = _qb.lax.shift_right_logical
     n = _qb.full(tuple(x.shape), bits, dtype=x.dtype)
     shift = bits // 2
@@ -757,8 +757,9 @@ def mulhi(x, y):
     a = _int_array(x, "lax.mulhi")
     b = _int_array(y, "lax.mulhi")
     _same_dtype("lax.mulhi", a, b)
-    if a.dtype == _qb.int32:
-        return _qb.right_shift(a.astype(_qb.int64) * b.astype(_qb.int64), 32).astype(_qb.int32)
+    if a.dtype != _qb.int64:  # the product in int64 (modulo 2**64 for uint32: its bits 32..63 still right)
+        bits = 8 * a.dtype.itemsize
+        return _qb.right_shift(a.astype(_qb.int64) * b.astype(_qb.int64), bits).astype(a.dtype)
 
     def limbs(v):  # v = l3 * 2**48 + l2 * 2**32 + l1 * 2**16 + l0, l3 signed, the others in [0, 2**16)
         return [v & 0xFFFF, _qb.right_shift(v, 16) & 0xFFFF, _qb.right_shift(v, 32) & 0xFFFF,
@@ -960,7 +961,7 @@ def _from_bits(b, dt):
 
 
 def bitcast_convert_type(operand, new_dtype):
-    """jax.lax.bitcast_convert_type among float32, int32, float64 and int64: the same bits
+    """jax.lax.bitcast_convert_type among float32, int32, uint32, float64 and int64: the same bits
     read as new_dtype. A 64-bit type to a 32-bit one adds a last axis of 2 (low word
     first, as JAX on little-endian machines); the reverse needs and removes one. Computed
     by arithmetic on the exponent and mantissa, so NaN payloads and signs are not kept: a
@@ -970,9 +971,16 @@ def bitcast_convert_type(operand, new_dtype):
     to = dtype(new_dtype)
     if x.dtype == to:
         return x
-    kinds = {_qb.float32: 32, _qb.int32: 32, _qb.float64: 64, _qb.int64: 64}
+    kinds = {_qb.float32: 32, _qb.int32: 32, _qb.uint32: 32, _qb.float64: 64, _qb.int64: 64}
     if x.dtype not in kinds or to not in kinds:
-        raise TypeError(f"{name}: converts among float32, int32, float64 and int64, got {x.dtype.name} to {to.name}")
+        raise TypeError(f"{name}: converts among float32, int32, uint32, float64 and int64, got {x.dtype.name} to "
+                        f"{to.name}")
+    if to == _qb.uint32:  # int32's bits read as unsigned: the modular conversion
+        return bitcast_convert_type(x, _qb.int32).astype(_qb.uint32)
+    if x.dtype == _qb.uint32:
+        x = x.astype(_qb.int32)
+        if to == _qb.int32:
+            return x
     bits = _to_bits(x) if x.dtype in _floats() else x
     src_w, dst_w = kinds[x.dtype], kinds[to]
     if src_w == 64 and dst_w == 32:

@@ -1264,7 +1264,7 @@ def bincount(x, weights=None, minlength: int = 0, *, length: Optional[int] = Non
     non-negative integers x. Under jit give length (the output size; values past it and
     negative ones are dropped); eagerly it defaults to max(x) + 1 (at least minlength)."""
     x = _arr(x)
-    if x.dtype not in (_qb.int32, _qb.int64):
+    if x.dtype.kind not in "iu":
         raise TypeError(f"bincount: x must hold integers, got {x.dtype.name}")
     if length is None:
         if x._is_tracer:

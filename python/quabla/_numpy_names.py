@@ -35,8 +35,7 @@ def _isint(v) -> bool:
         return hasattr(v, "__index__")
     if tuple(shape) != () or getattr(v, "_is_tracer", False):
         return False
-    return getattr(getattr(v, "dtype", None), "kind", None) in ("i", "u") or \
-        getattr(v, "dtype", None) in (_core.int32, _core.int64)
+    return getattr(getattr(v, "dtype", None), "kind", None) in ("i", "u")
 
 
 def _float_of(x, name):
@@ -113,7 +112,7 @@ def divmod(x1, x2, /):  # noqa: A001 (NumPy's name)
 def _int_pair(x1, x2, name):
     a, b = qb.asarray(x1), qb.asarray(x2)
     for v in (a, b):
-        if v.dtype not in (_core.int32, _core.int64):
+        if v.dtype.kind not in "iu":
             raise TypeError(f"{name}: arguments must be integers, got {v.dtype}")
     dtype = qb.result_type(x1, x2)
     shape = tuple(qb.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
@@ -534,10 +533,12 @@ def isdtype(dtype, kind):
     d = _core.zeros((), dtype).dtype
     if isinstance(kind, tuple):
         return any(isdtype(d, k) for k in kind)
-    groups = {"bool": (_core.bool_,), "signed integer": (_core.int32, _core.int64), "unsigned integer": (),
-              "integral": (_core.int32, _core.int64), "real floating": (_core.float32, _core.float64),
+    signed = (_core.int8, _core.int16, _core.int32, _core.int64)
+    unsigned = (_core.uint8, _core.uint16, _core.uint32)
+    groups = {"bool": (_core.bool_,), "signed integer": signed, "unsigned integer": unsigned,
+              "integral": signed + unsigned, "real floating": (_core.float32, _core.float64),
               "complex floating": _COMPLEX,
-              "numeric": (_core.int32, _core.int64, _core.float32, _core.float64) + _COMPLEX}
+              "numeric": signed + unsigned + (_core.float32, _core.float64) + _COMPLEX}
     if isinstance(kind, str):
         if kind not in groups:
             raise ValueError(f"isdtype: unknown kind {kind!r}; one of {sorted(groups)}")
@@ -569,7 +570,7 @@ def ldexp(x1, x2, /):
     """x1 * 2**x2 (x2 an integer), without overflowing in the power for large |x2|."""
     x1 = _float_of(x1, "ldexp")
     n = qb.asarray(x2)
-    if n.dtype not in (_core.int32, _core.int64):
+    if n.dtype.kind not in "iu":
         raise TypeError(f"ldexp: the exponent must be an integer array, got {n.dtype}")
     # Three factors, each a power of two inside the dtype's normal range, applied in turn: a
     # subnormal x1 times 2**276 in float32 reaches its (finite) result without an inf between.
@@ -681,7 +682,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     along axis); retstep also returns the spacing (a float). An integer dtype floors the
     values, as NumPy."""
     out_dtype = None if dtype is None else _core.zeros((), dtype).dtype
-    integer = out_dtype in (_core.int32, _core.int64)
+    integer = out_dtype is not None and out_dtype.kind in "iu"
     complex_ends = _is_complex(start) or _is_complex(stop)
     if complex_ends and out_dtype is not None and out_dtype not in _COMPLEX:
         raise TypeError(f"linspace: complex start or stop with dtype={out_dtype.name} would lose the imaginary "

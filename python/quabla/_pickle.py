@@ -16,7 +16,8 @@ __all__ = []
 
 
 def _dtype_named(name: str):
-    for d in (_core.float32, _core.float64, _core.bool_, _core.int32, _core.int64, _core.complex64, _core.complex128):
+    for d in (_core.float32, _core.float64, _core.bool_, _core.int32, _core.int64, _core.complex64, _core.complex128,
+              _core.int8, _core.int16, _core.uint8, _core.uint16, _core.uint32):
         if d.name == name:
             return d
     raise ValueError(f"quabla: cannot unpickle an array of dtype {name!r}: this Quabla has no such dtype")

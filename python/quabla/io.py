@@ -2,7 +2,7 @@
 
 A checkpoint is one file holding one pytree of
 
-- leaves: ``qb.Array`` (float32, float64, int32, int64, bool, complex64, complex128; any shape, 0-d included), ``None``, ``bool``,
+- leaves: ``qb.Array`` (float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, bool, complex64, complex128; any shape, 0-d included), ``None``, ``bool``,
   ``int``, ``float`` (bit-exact: NaN payloads, infinities and -0.0 survive) and ``str``;
 - containers: ``dict`` with ``str`` keys (insertion order is kept), ``list``, ``tuple`` and
   NamedTuple classes defined at module level (optimizer states such as
@@ -42,7 +42,7 @@ The header is a JSON object::
 
 and a NODE is one of::
 
-    {"type": "array", "dtype": "float32"|"float64"|"int32"|"int64"|"bool"|"complex64"|"complex128", "shape": [n0, n1, ...],
+    {"type": "array", "dtype": "float32"|"float64"|"int8"|"int16"|"int32"|"int64"|"uint8"|"uint16"|"uint32"|"bool"|"complex64"|"complex128", "shape": [n0, n1, ...],
      "offset": o, "nbytes": b, "crc32": c}      # o, b relative to D; c = zlib.crc32 of the bytes
     {"type": "none"}
     {"type": "bool", "value": true|false}
@@ -100,7 +100,8 @@ ALIGN = 64
 
 _PREAMBLE = struct.Struct("<8sQII")  # magic, header length, header crc32, reserved
 _DTYPES = {"float32": ("<f4", 4), "float64": ("<f8", 8), "bool": ("|b1", 1), "int32": ("<i4", 4),
-           "int64": ("<i8", 8), "complex64": ("<c8", 8), "complex128": ("<c16", 16)}
+           "int64": ("<i8", 8), "complex64": ("<c8", 8), "complex128": ("<c16", 16), "int8": ("|i1", 1),
+           "int16": ("<i2", 2), "uint8": ("|u1", 1), "uint16": ("<u2", 2), "uint32": ("<u4", 4)}
 _NODE_TYPES = ("array", "none", "bool", "int", "float", "str", "list", "tuple", "dict", "namedtuple")
 
 PathOrFile = Union[str, "os.PathLike[str]", BinaryIO]
@@ -190,7 +191,7 @@ class _Encoder:
         elif type(x).__module__ == "numpy" or isinstance(x, Array):
             hint = " (convert arrays with qb.asarray)"
         raise TypeError(f"qb.save: unsupported leaf of type {_type_name(x)} at {_path_str(path)}{hint}; "
-                        "supported leaves are qb.Array (float32/float64/int32/int64/bool/complex64/complex128), None, bool, int, float "
+                        "supported leaves are qb.Array (float/int/uint/bool/complex dtypes), None, bool, int, float "
                         "and str, inside dict (str keys), list and tuple containers")
 
     def array(self, x: Array, path: tuple) -> dict:

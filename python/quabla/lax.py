@@ -300,7 +300,7 @@ add = _elementwise("add", "x + y.")
 sub = _elementwise("subtract", "x - y.")
 mul = _elementwise("multiply", "x * y.")
 def _is_int(x) -> bool:
-    return _qb.asarray(x).dtype in (_qb.int32, _qb.int64)
+    return _qb.asarray(x).dtype.kind in "iu"
 
 
 def div(x, y):
@@ -625,8 +625,10 @@ class RoundingMethod:
 def shift_right_logical(x, y):
     """x >> y filling with zeros (the integer's bits taken as unsigned); y outside [0, bits) gives 0."""
     x, y = _qb.asarray(x), _qb.asarray(y)
-    bits = 32 if x.dtype == _qb.int32 else 64
+    bits = 8 * x.dtype.itemsize
     y = y.astype(x.dtype)
+    if x.dtype.kind == "u":  # right_shift of an unsigned integer already fills with zeros
+        return _qb.where(y < bits, _qb.right_shift(x, _qb.where(y < bits, y, 0)), _qb.zeros_like(x))
     inside = (y >= 0) & (y < bits)
     safe = _qb.where(inside, y, 0)
     ones = _qb.asarray(-1, dtype=x.dtype)
@@ -638,9 +640,9 @@ def shift_right_logical(x, y):
 def population_count(x):
     """The number of set bits of each integer (of its two's complement bits)."""
     x = _qb.asarray(x)
-    if x.dtype not in (_qb.int32, _qb.int64):
+    if x.dtype.kind not in "iu":
         raise TypeError(f"lax.population_count: x must be an integer array, got {x.dtype}")
-    bits = 32 if x.dtype == _qb.int32 else 64
+    bits = 8 * x.dtype.itemsize
     count = _qb.zeros_like(x)
     for i in range(bits):
         count = count + (shift_right_logical(x, i) & 1)
@@ -675,7 +677,13 @@ bitwise_or = _elementwise("bitwise_or", "x | y.")
 bitwise_xor = _elementwise("bitwise_xor", "x ^ y.")
 bitwise_not = _elementwise("bitwise_not", "~x.")
 shift_left = _elementwise("left_shift", "x << y (0 for y outside [0, bits)).")
-shift_right_arithmetic = _elementwise("right_shift", "x >> y filling with the sign bit.")
+def shift_right_arithmetic(x, y):
+    """x >> y filling with the sign bit (of an unsigned integer too: its bits taken as signed)."""
+    x, y = _qb.asarray(x), _qb.asarray(y)
+    signed = {_qb.uint8: _qb.int8, _qb.uint16: _qb.int16, _qb.uint32: _qb.int32}.get(x.dtype)
+    if signed is None:
+        return _qb.right_shift(x, y)
+    return _qb.right_shift(x.astype(signed), y.astype(signed)).astype(x.dtype)
 
 
 def igamma(a, x):

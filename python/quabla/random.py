@@ -185,6 +185,8 @@ def _raw_words(data, fname):
         data = _core.asarray(a.astype(np.uint32).view(np.int32) if a.dtype.kind == "u" else a.astype(np.int64))
     if data.dtype == _core.int64:
         data = (((data + (1 << 31)) & _MASK) - (1 << 31)).astype(_core.int32)
+    elif data.dtype == _core.uint32:  # the same bits (a modular conversion)
+        data = data.astype(_core.int32)
     elif data.dtype != _core.int32:
         raise TypeError(f"qb.random.{fname}: expected a key, got an array of {data.dtype}")
     if tuple(data.shape)[-1:] != (2,):
@@ -329,14 +331,14 @@ def key(seed) -> Key:
 
 
 def PRNGKey(seed):
-    """JAX's legacy raw key: the words of key(seed) as an int32 array of shape (2,)."""
-    return key(seed).data
+    """JAX's legacy raw key: the words of key(seed) as a uint32 array of shape (2,)."""
+    return key(seed).data.astype(_core.uint32)
 
 
 def key_data(keys):
-    """The words of a key (or key array) as an int32 array of shape (*keys.shape, 2)."""
+    """The words of a key (or key array) as a uint32 array of shape (*keys.shape, 2), as JAX's."""
     k, _ = _key_arg(keys, "key_data", single=False)
-    return k.data
+    return k.data.astype(_core.uint32)
 
 
 def wrap_key_data(data):
@@ -376,7 +378,7 @@ def split(k, num=2):
     else:
         first, second = _traced_blocks(key_, shape)
     data = qb.stack([first, second], axis=-1)
-    return data if raw else Key(data=data)
+    return data.astype(_core.uint32) if raw else Key(data=data)
 
 
 def fold_in(k, data) -> Key:
@@ -390,21 +392,22 @@ def fold_in(k, data) -> Key:
         if concrete_key:
             w = key_.words
             out = Key(_core.threefry2x32(w[0], w[1], 0, int(data) & _MASK))
-            return out.data if raw else out
+            return out.data.astype(_core.uint32) if raw else out
         counter = _s32(int(data))
     elif isinstance(data, _core.Array) or _traced(data):
-        if data.shape != () or data.dtype not in (_core.int32, _core.int64):
+        if data.shape != () or data.dtype.kind not in "iu":
             raise TypeError(f"qb.random.fold_in: data must be an int or an integer scalar, got {data.dtype} of shape "
                             f"{tuple(data.shape)}")
         if not _traced(data) and concrete_key:
             return fold_in(k, int(data.item()))
-        counter = (((data + (1 << 31)) & _MASK) - (1 << 31)).astype(_core.int32) if data.dtype == _core.int64 else data
+        counter = (((data + (1 << 31)) & _MASK) - (1 << 31)).astype(_core.int32) if data.dtype == _core.int64 \
+            else data.astype(_core.int32)
     else:
         raise TypeError(f"qb.random.fold_in: data must be an int, got {type(data).__name__}")
     k0, k1 = _words_of(key_)
     x0, x1 = _threefry(k0, k1, 0, counter)
     out = qb.stack([x0, x1])
-    return out if raw else Key(data=out)
+    return out.astype(_core.uint32) if raw else Key(data=out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -437,17 +440,18 @@ def _broadcastable(a, b) -> bool:
 
 
 def bits(k, shape=(), dtype=None):
-    """Random words, JAX's: with dtype=qb.int32, 32-bit ones (int32 values holding the bits JAX
-    returns as uint32); with qb.int64, 64-bit ones (JAX's uint64 bits). The default is the
-    default integer dtype (int64, as JAX's uint64 with x64 enabled)."""
+    """Random words, JAX's: with dtype=qb.uint32, uint16 or uint8, JAX's words of that width
+    (qb.int32: the uint32 words' bits as int32); with qb.int64, 64-bit ones (the bits of JAX's
+    uint64 words, which Quabla lacks). The default is the default integer dtype (int64, as
+    JAX's uint64 with x64 enabled)."""
     key_, _ = _key_arg(k, "bits")
     d = qb.asarray(0).dtype if dtype is None else _core.zeros((), dtype).dtype
-    if d not in (_core.int32, _core.int64):
-        raise TypeError("qb.random.bits: dtype must be qb.int32 or qb.int64 (the words' bits; there are no unsigned "
-                        "dtypes)")
+    if d not in (_core.int32, _core.int64, _core.uint8, _core.uint16, _core.uint32):
+        raise TypeError(f"qb.random.bits: dtype must be qb.uint8, qb.uint16, qb.uint32, qb.int32 or qb.int64, got "
+                        f"{d.name}")
     first, second = _blocks(key_, _shape(shape))
-    if d == _core.int32:
-        return first ^ second
+    if d != _core.int64:  # JAX's narrow words are the low bits of the 32-bit ones
+        return (first ^ second).astype(d)
     return (first.astype(_core.int64) << 32) | (second.astype(_core.int64) & _MASK)
 
 

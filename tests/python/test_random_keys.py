@@ -84,7 +84,7 @@ def test_vmap_over_split_keys_equals_a_loop():
     np.testing.assert_allclose(init, np.stack([R.glorot_normal(kk, (3, 2)).numpy() for kk in keys]), rtol=1e-13)
     # Raw keys batch the same way.
     raw = R.split(R.PRNGKey(3), 6)
-    assert tuple(raw.shape) == (6, 2) and raw.dtype == qb.int32
+    assert tuple(raw.shape) == (6, 2) and raw.dtype == qb.uint32
     np.testing.assert_array_equal(qb.vmap(lambda kk: R.uniform(kk, (4,)))(raw).numpy(), looped)
 
 
@@ -110,12 +110,15 @@ def test_keys_in_loop_carries():
 
 def test_raw_keys_and_key_data():
     raw = R.PRNGKey(0)
-    assert tuple(raw.shape) == (2,) and raw.dtype == qb.int32
+    assert tuple(raw.shape) == (2,) and raw.dtype == qb.uint32  # JAX's raw keys are uint32
     assert R.wrap_key_data(raw) == R.key(0)
+    assert R.key_data(R.key(0)).dtype == qb.uint32
     np.testing.assert_array_equal(R.key_data(R.key(0)).numpy(), raw.numpy())
-    # JAX's uint32 words (a NumPy array) are taken bit for bit.
-    as_uint32 = raw.numpy().view(np.uint32)
-    np.testing.assert_array_equal(R.uniform(as_uint32, (5,)).numpy(), R.uniform(R.key(0), (5,)).numpy())
+    # JAX's uint32 words (a NumPy array) and int32 words with the same bits are one key.
+    as_int32 = raw.numpy().view(np.int32)
+    np.testing.assert_array_equal(R.uniform(as_int32, (5,)).numpy(), R.uniform(R.key(0), (5,)).numpy())
+    np.testing.assert_array_equal(R.uniform(raw.numpy(), (5,)).numpy(), R.uniform(R.key(0), (5,)).numpy())
+    assert R.split(raw).dtype == qb.uint32 and R.fold_in(raw, 3).dtype == qb.uint32
     sub = R.split(raw)
     assert not isinstance(sub, R.Key) and tuple(sub.shape) == (2, 2)
     assert R.wrap_key_data(sub[1]) == R.split(R.key(0))[1]

@@ -81,6 +81,11 @@ void bind_dtypes(nb::module_& m) {
       }, nb::arg("obj").none() = nb::none())
       .def_prop_ro("name", [](const DTypeObject& d) { return std::string(dtype_name(d.dtype)); })
       .def_prop_ro("itemsize", [](const DTypeObject& d) { return itemsize(d.dtype); })
+      // NumPy's kind codes: 'f' float, 'c' complex, 'i' signed and 'u' unsigned integer, 'b' bool.
+      .def_prop_ro("kind", [](const DTypeObject& d) {
+        return std::string(is_float(d.dtype) ? "f" : is_complex(d.dtype) ? "c" : is_unsigned(d.dtype) ? "u"
+                           : is_int(d.dtype) ? "i" : "b");
+      })
       .def("__str__", [](const DTypeObject& d) { return std::string(dtype_short_name(d.dtype)); })
       .def("__repr__", [](const DTypeObject& d) {
         return d.dtype == DType::bool_ ? std::string("qb.bool_") : "qb." + std::string(dtype_name(d.dtype));
