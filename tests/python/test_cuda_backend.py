@@ -607,6 +607,33 @@ def test_complex_programs_run_as_on_the_cpu(name):
         close(np.asarray(g), np.asarray(r), tol, tol)
 
 
+_U8 = np.array([[250, 3, 7], [1, 2, 255]], np.uint8)
+NARROW_PROGRAMS = {
+    "arithmetic": (lambda x: [(x * 3 + 7) >> 1, -x, ~x, x // 3, x % 7, x ^ (x << 2)], _U8),
+    "reductions": (lambda x: [qb.sum(x, axis=0), qb.max(x), qb.cumsum(x, axis=1), x.T @ x], _U8),
+    "conversions": (lambda x: [x.astype(qb.float32) / 2, (x.astype(qb.float64) * 1.7).astype(qb.uint8),
+                               x.astype(qb.int8), x.astype(qb.uint32) * 20000000], _U8),
+    "int8 int16": (lambda x: [x * 100 - 7, (x.astype(qb.int16) * 300) >> 3], _U8.astype(np.int8)),
+    "uint32": (lambda x: [x * x, x // 7, x > 2 ** 31], _U8.astype(np.uint32) * np.uint32(16843009)),
+    "loop and vmap": (lambda x: [qb.lax.fori_loop(0, 5, lambda i, c: c * 3 + 1, x),
+                                 qb.vmap(lambda r: qb.sort(r) * 2)(x)], _U8),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NARROW_PROGRAMS))
+def test_narrow_integer_programs_run_as_on_the_cpu(name):
+    # computed in int32 / int64 with a wrap after each op (lower_narrow.h), as on the CPU
+    fn, x = NARROW_PROGRAMS[name]
+    check_nvrtc(fn, x)
+    d = qb.device_put(x, "cuda")
+    assert d.dtype == np.dtype(x.dtype)
+    out = qb.jit(fn, device="cuda")(d)
+    ref = qb.jit(fn)(x)
+    for g, r in zip(qb.tree.leaves(out), qb.tree.leaves(ref)):
+        assert isinstance(g, qb.DeviceArray) and g.dtype == r.dtype
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
+
+
 def test_complex_ops_without_a_device_kernel_raise_clearly():
     z = np.array([1 + 2j, 3 - 1j])
     m = np.array([[2.0 + 1j, 0.5], [0.25j, 3.0]])

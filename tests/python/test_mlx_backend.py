@@ -153,6 +153,14 @@ def test_complex_values_stay_on_the_cpu_with_a_clear_error():
         qb.jit(lambda x: qb.real(qb.exp(1j * x)), device="mlx")(qb.array([0.5, 1.0], dtype=qb.float32))
 
 
+def test_narrow_integers_stay_on_the_cpu_with_a_clear_error():
+    u = qb.asarray(np.array([1, 200], np.uint8))
+    with pytest.raises(TypeError, match="uint8 arrays are not supported on MLX yet"):
+        qb.device_put(u, "mlx")
+    with pytest.raises(qb.UnsupportedOperationError, match="uint16 and uint32 are not supported on the MLX backend"):
+        qb.jit(lambda x: (x * 2.0).astype(qb.uint8).astype(qb.float32), device="mlx")(qb.array([0.5, 1.0], dtype=qb.float32))
+
+
 def test_mlx_arrays_stay_in_mlx():
     x = np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3)
     d = qb.device_put(x, "mlx")

@@ -87,10 +87,7 @@ void check_weak_int_fits(Builder& b, std::string_view fname, V x, DType to) {
   const Node& n = b.graph().producer_of(x);
   if (n.op != Op::Constant || !n.attrs.literal || n.attrs.literal->type.shape.size() != 0) return;
   const std::int64_t v = *n.attrs.literal->data->as<std::int64_t>();
-  const int bits = int_bits(to);
-  const std::int64_t lo = is_unsigned(to) ? 0 : -(std::int64_t{1} << (bits - 1));
-  const std::int64_t hi = is_unsigned(to) ? (std::int64_t{1} << bits) - 1 : (std::int64_t{1} << (bits - 1)) - 1;
-  if (v < lo || v > hi) {
+  if (v < int_min(to) || v > int_max(to)) {
     throw ValueError(s(fname) + ": the Python int " + std::to_string(v) + " does not fit in " + s(dtype_name(to)) +
                      "; convert the array with .astype(qb.int64) first");
   }

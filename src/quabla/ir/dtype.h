@@ -45,6 +45,15 @@ constexpr DType wide_int(DType t) { return t == DType::u32 ? DType::i64 : is_nar
 // The narrow integers as switch cases, for the switches of backends that never see them.
 #define QB_NARROW_INT_CASES case DType::i8: case DType::i16: case DType::u8: case DType::u16: case DType::u32
 constexpr int int_bits(DType t) { return static_cast<int>(itemsize(t)) * 8; }
+// The range of an integer dtype (for i64 the whole of int64).
+constexpr std::int64_t int_min(DType t) {
+  return is_unsigned(t) ? 0 : t == DType::i64 ? std::numeric_limits<std::int64_t>::min()
+                                               : -(std::int64_t{1} << (int_bits(t) - 1));
+}
+constexpr std::int64_t int_max(DType t) {
+  return t == DType::i64 ? std::numeric_limits<std::int64_t>::max()
+                         : (std::int64_t{1} << (int_bits(t) - (is_unsigned(t) ? 0 : 1))) - 1;
+}
 constexpr bool is_complex(DType t) { return t == DType::c64 || t == DType::c128; }
 // Float or complex: the dtypes that carry derivatives.
 constexpr bool is_inexact(DType t) { return is_float(t) || is_complex(t); }

@@ -35,6 +35,11 @@ void reject_complex_on_mlx(const Array& a) {
                     ") are not supported on MLX yet (the CPU and CUDA backends run them); keep them on the "
                     "host, or move the real and imaginary parts (x.real, x.imag)");
   }
+  if (is_narrow_int(a.dtype())) {
+    throw TypeError("qb.device_put: " + std::string(dtype_name(a.dtype())) +
+                    " arrays are not supported on MLX yet (the CPU and CUDA backends run them); convert with "
+                    ".astype(qb.int32) first, or keep them on the host");
+  }
 }
 }  // namespace
 

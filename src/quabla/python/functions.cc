@@ -26,18 +26,20 @@ Array call1(std::string key, nb::handle x, F&& f) {
                     [&](Builder& b, std::span<const ValueId> p) { return Vs{f(b, p[0])}; })[0];
 }
 
-// A Python int beside an int32 array must fit in int32 (JAX raises OverflowError); under a
-// trace the same check runs on the constant (api::check_weak_int_fits).
+// A Python int beside an array of a narrower integer dtype must fit in it (JAX raises
+// OverflowError); under a trace the same check runs on the constant (api::check_weak_int_fits).
 void check_python_ints(std::span<const Array> args, const std::string& name) {
-  bool has_i32 = false;
-  for (const Array& a : args) has_i32 = has_i32 || (a.dtype() == DType::i32 && !a.type.weak);
-  if (!has_i32) return;
+  std::optional<DType> narrow;
+  for (const Array& a : args) {
+    if (!a.type.weak && is_int(a.dtype()) && a.dtype() != DType::i64) narrow = a.dtype();
+  }
+  if (!narrow) return;
   for (const Array& a : args) {
     if (!a.type.weak || a.dtype() != DType::i64 || a.is_tracer() || a.size() != 1) continue;
     const std::int64_t v = *a.storage->as<std::int64_t>();
-    if (v < INT32_MIN || v > INT32_MAX) {
-      throw ValueError(name.substr(0, name.find(':')) + ": the Python int " + std::to_string(v) +
-                       " does not fit in int32; convert the array with .astype(qb.int64) first");
+    if (v < int_min(*narrow) || v > int_max(*narrow)) {
+      throw ValueError(name.substr(0, name.find(':')) + ": the Python int " + std::to_string(v) + " does not fit in " +
+                       std::string(dtype_name(*narrow)) + "; convert the array with .astype(qb.int64) first");
     }
   }
 }
