@@ -13,9 +13,9 @@ import subprocess
 import sys
 import tempfile
 
-from . import complex_linalg, eager, indexing, jit, laplacian, linalg, loops, ode, pde, pinn, random_draws, remat, solvers, spectral
+from . import complex_linalg, eager, indexing, integers, jit, laplacian, linalg, loops, ode, pde, pinn, random_draws, remat, solvers, spectral
 
-WORKLOADS = {"complex_linalg": complex_linalg.run, "eager": eager.run, "indexing": indexing.run, "jit": jit.run, "laplacian": laplacian.run, "linalg": linalg.run, "loops": loops.run, "ode": ode.run, "pinn": pinn.run, "pde": pde.run, "random": random_draws.run, "remat": remat.run, "solvers": solvers.run, "spectral": spectral.run}
+WORKLOADS = {"complex_linalg": complex_linalg.run, "eager": eager.run, "indexing": indexing.run, "integers": integers.run, "jit": jit.run, "laplacian": laplacian.run, "linalg": linalg.run, "loops": loops.run, "ode": ode.run, "pinn": pinn.run, "pde": pde.run, "random": random_draws.run, "remat": remat.run, "solvers": solvers.run, "spectral": spectral.run}
 
 
 def _machine() -> str:
