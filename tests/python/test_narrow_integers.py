@@ -156,6 +156,36 @@ def test_sums_under_a_float32_default_are_32_bit():
 
 
 @pytest.mark.parametrize("name", NARROW)
+def test_out_of_range_intermediates_are_wrapped_before_exact_readers(name):
+    # y = x * 3 + 200 is only congruent to its narrow value inside the program; every reader
+    # that needs the value itself must see it wrapped (lower_narrow's lazy wraps)
+    a = values(name, 40, 11)
+    three, c = np.array(3, name), np.array(200 % (np.iinfo(name).max + 1), name)
+    with np.errstate(over="ignore"):
+        y = a * three + c
+        s_ = np.cumsum(y, dtype=name)
+    n = a.size
+
+    def readers(x):
+        y = x * 3 + int(c)
+        s = qb.cumsum(y)
+        return [y > 100, y // 7, y % 5, y >> 2, qb.max(y), qb.sort(y), y.astype(qb.float64), y.astype(qb.int64),
+                qb.maximum(y, 5), s < s[3], qb.take(x, (y % n).astype(qb.int32)), qb.argmax(y),
+                y.astype(qb.uint16 if x.dtype != qb.uint16 else qb.uint32),
+                qb.lax.fori_loop(0, 2, lambda i, v: v // 3, y), qb.where(y == y[0], y, x)]
+
+    with np.errstate(over="ignore"):
+        wide = np.uint16 if name != "uint16" else np.uint32
+        want = [y > 100, y // 7, y % 5, y >> 2, y.max(), np.sort(y), y.astype(np.float64), y.astype(np.int64),
+                np.maximum(y, np.array(5, name)), s_ < s_[3], a[(y % n).astype(np.int32)], y.argmax(),
+                y.astype(wide), y // 3 // 3, np.where(y == y[0], y, a)]
+    for got in (readers(qb.asarray(a)), qb.jit(readers)(a)):
+        for g, w in zip(got, want):
+            same(g, np.asarray(w))
+    same(qb.vmap(lambda x: (x * 3 + int(c)) // 7)(a), y // 7)
+
+
+@pytest.mark.parametrize("name", NARROW)
 def test_movement_indexing_and_updates(name):
     a = values(name, 19, 8).reshape(4, 6)
     x = qb.asarray(a)

@@ -1,11 +1,15 @@
 // Narrow-integer lowering: rewrites a program so that it computes in no narrow integer
 // dtype (int8, int16, uint8, uint16, uint32), before a backend plans it. Every narrow
 // value becomes a value of its wide dtype (int32; int64 for uint32, whose values int32
-// cannot hold) holding the same number, and every operation that can leave the narrow
-// range (add, mul, neg, shifts, sums, ...) is followed by a wrap, a conversion to the narrow
-// dtype and back, which reduces it modulo 2^bits as the narrow arithmetic would. Comparisons,
-// division, shifts right and order are then exact in the wide dtype, because its values are
-// the narrow ones zero- or sign-extended. So no kernel, fusion rule or device generator
+// cannot hold) holding the same number. Results of operations that can leave the narrow
+// range (add, mul, neg, <<, sums, ...) are congruent to the narrow results modulo 2^bits,
+// and stay so through further ring and bitwise operations and data movement; where a
+// reader needs the value itself (a comparison, division, a right shift, a conversion, a
+// loop's carry) it is wrapped first: converted to the narrow dtype and back, the reduction
+// modulo 2^bits. Comparisons, division, shifts right and order are then exact in the wide
+// dtype, because its values are the narrow ones zero- or sign-extended. The program's
+// results are converted to their narrow dtypes, which wraps them too. So a chain such as
+// (x * 3 + 7) ^ y computes in int32 with no wrap at all. No kernel, fusion rule or device generator
 // computes in a narrow dtype: the narrow dtypes remain only in conversions, at the program's
 // own parameters and results, and at host calls.
 #pragma once
