@@ -59,6 +59,7 @@ from . import optim  # noqa: E402,F401
 from . import random  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
 from . import fft  # noqa: E402,F401
+from . import ops  # noqa: E402,F401  (jax.ops: segment reductions)
 from . import ode  # noqa: E402,F401
 from . import debug  # noqa: E402,F401
 from . import _numpy_more  # noqa: E402

@@ -14,6 +14,7 @@ import inspect
 import re
 import struct
 import threading
+import types
 import warnings
 from typing import Any, Callable, Iterable, Optional, Tuple
 
@@ -328,6 +329,13 @@ class JittedFunction:
                         f"traced again if called (pass a larger max_traces, or keep shapes and static "
                         f"arguments stable)", RetraceWarning, stacklevel=3)
         return compiled, classified
+
+    def __get__(self, obj, objtype=None):
+        # Stored on a class, a jitted function is a method, as jax.jit's: the instance is its
+        # first argument (static where static_argnums=0 says so, else a pytree argument).
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
         if _config.jit_disabled:  # qb.disable_jit(): the Python body, eagerly

@@ -111,6 +111,11 @@ def _static_int(v, name: str, what: str) -> int:
     return v
 
 
+def _indexing_take(x, idx, axis: int):
+    from ._indexing import take
+    return take(x, idx, axis=axis)
+
+
 def _take(x, start: int, stop: int, axis: int):
     """x[..., start:stop, ...] along axis."""
     index = [slice(None)] * x.ndim
@@ -175,9 +180,19 @@ def roll(x, shift, axis=None):
     if len(shifts) != len(axes):
         raise ValueError(f"roll: shift {shift} and axis {axis} must have the same length")
     for s, a in zip(shifts, axes):
-        s = _static_int(s, "roll", "shift")
         a = _axis(a, x.ndim, "roll")
         n = x.shape[a]
+        if isinstance(s, _core.Array):
+            if s.ndim != 0 or s.dtype.kind not in "iu":
+                raise TypeError(f"roll: an array shift must be an integer scalar, got {s.dtype.name} of shape "
+                                f"{tuple(s.shape)}")
+            if s._is_tracer:  # a traced shift (jit, vmap): gather the rotated indices
+                if n:
+                    idx = _core.remainder(_core.arange(n, dtype=_core.int64) - s.astype(_core.int64), n)
+                    x = _indexing_take(x, idx, axis=a)
+                continue
+            s = int(s.item())
+        s = _static_int(s, "roll", "shift")
         k = s % n if n else 0  # an empty axis rolls to itself (as NumPy)
         if k:
             x = _core.concat([_take(x, n - k, n, a), _take(x, 0, n - k, a)], axis=a)
@@ -535,8 +550,8 @@ def gradient(f, *varargs, axis=None):
         raise TypeError(f"gradient: {len(varargs)} spacings for {len(axes)} axes")
     out = []
     for ax, h in zip(axes, spacing):
-        if not isinstance(h, (int, float)) or isinstance(h, bool):
-            raise TypeError("gradient: spacings must be Python numbers (uniform grids)")
+        if isinstance(h, bool) or not (isinstance(h, (int, float)) or (isinstance(h, _core.Array) and h.ndim == 0)):
+            raise TypeError("gradient: spacings must be numbers or scalar arrays (uniform grids)")
         n = f.shape[ax]
         if n < 2:
             raise ValueError(f"gradient: needs at least 2 samples along axis {ax}, got {n}")

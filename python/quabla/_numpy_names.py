@@ -732,7 +732,8 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
 def full_like(a, fill_value, dtype=None, shape=None):
     """An array like a (its shape unless shape is given, its dtype unless dtype is) of
     fill_value (a complex one needs a complex dtype: a or dtype)."""
-    if shape is None and not _is_complex(fill_value):
+    array_fill = isinstance(fill_value, _core.Array) and (fill_value._is_tracer or fill_value.ndim)
+    if shape is None and not _is_complex(fill_value) and not array_fill:
         return _core.full_like(a, fill_value, dtype)
     a = qb.asarray(a)
     shape = tuple(a.shape) if shape is None else (shape,) if _isint(shape) else tuple(shape)
@@ -749,14 +750,43 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
             raise TypeError(f"nan_to_num: {name} must be a real number (it replaces each part of a complex "
                             f"number alike), got {v!r}")
     kw = {k: v for k, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)) if v is not None}
+    if any(isinstance(v, _core.Array) for v in kw.values()):  # array (traced) replacements
+        def replace(part):
+            if part.dtype.kind not in "fc":
+                return part
+            info = qb.finfo(part.dtype)
+            big = kw.get("posinf", float(info.max))
+            low = kw.get("neginf", float(info.min))
+            part = qb.where(qb.isnan(part), qb.asarray(kw.get("nan", 0.0)).astype(part.dtype), part)
+            part = qb.where(part == math.inf, qb.asarray(big).astype(part.dtype), part)
+            return qb.where(part == -math.inf, qb.asarray(low).astype(part.dtype), part)
+        if x.dtype not in _COMPLEX:
+            return replace(x)
+        return _core._complex(replace(_core._real(x)), replace(_core._imag(x)))
     if x.dtype not in _COMPLEX:
         return _core.nan_to_num(x, **kw)
     return _core._complex(_core.nan_to_num(_core._real(x), **kw), _core.nan_to_num(_core._imag(x), **kw))
 
 
+def _array_fill(shape, fill_value, dtype, name):
+    """full of an array fill value (traced, or of any shape broadcasting to shape), as jax.numpy."""
+    v = qb.asarray(fill_value) if dtype is None else qb.asarray(fill_value).astype(dtype)
+    shape = (shape,) if _isint(shape) else tuple(shape)
+    try:
+        return qb.broadcast_to(v, shape)
+    except Exception as e:
+        raise ValueError(f"{name}: the fill value of shape {tuple(v.shape)} does not broadcast to {shape}") from e
+
+
 def full(shape, fill_value, dtype=None, *, _name="full"):
     """An array of shape filled with fill_value (the core's full, and complex fill values:
-    their dtype, or a complex dtype given; a real dtype for a complex value raises)."""
+    their dtype, or a complex dtype given; a real dtype for a complex value raises). An
+    array fill value (traced too) broadcasts to shape, as in jax.numpy."""
+    if isinstance(fill_value, _core.Array) and (fill_value._is_tracer or fill_value.ndim) and \
+            not _is_complex(fill_value):
+        return _array_fill(shape, fill_value, dtype, _name)
+    if not isinstance(fill_value, (int, float, bool, complex, _core.Array)) and getattr(fill_value, "ndim", 0):
+        return _array_fill(shape, fill_value, dtype, _name)  # a NumPy array
     if not _is_complex(fill_value):
         return _core.full(shape, fill_value, dtype=dtype)
     v = qb.asarray(fill_value)

@@ -49,6 +49,8 @@ def reduce(name, x, axis, keepdims, dtype, out, where, initial, ddof):
             raise ValueError(f"{name}: a where= mask needs initial= (the reduction has no identity), as in jax.numpy")
         x = _core.where(w, x, _core.full_like(x, fill))
     result = getattr(_core, name)(x, axis=axis, keepdims=keepdims)
+    if dtype is not None and result.dtype != x.dtype:  # integer sums widen unless dtype= says
+        result = result.astype(x.dtype)
     return result if initial is None else _combine(name, result, initial)
 
 

@@ -121,6 +121,19 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     return _H(l) if upper else l
 
 
+def _cholesky_triangle(a, lower: bool, name: str):
+    """SciPy's Cholesky factor: L from a's lower triangle (lower=True), else U = L^H from its
+    upper one (the factor of a^H's lower triangle). The triangle read is mirrored into a
+    Hermitian matrix first, so the derivative is that of a function of the triangle alone
+    (the other triangle gets none; along Hermitian directions it is JAX's)."""
+    a = _inexact(a, name)
+    if a.ndim < 2:
+        raise ValueError(f"{name}: expected a matrix (at least 2-D), got shape {tuple(a.shape)}")
+    t = _core.tril(a if lower else _H(a))
+    l = _core.linalg_cholesky(t + _H(_core.tril(t, -1)))
+    return l if lower else _H(l)
+
+
 def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = False, overwrite_b: bool = False,
                      debug=None, check_finite: bool = True):
     """x with op(a) x = b for a triangular a (scipy.linalg.solve_triangular): trans 0/'N'
@@ -432,9 +445,9 @@ def inv(a):
 
 def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
     """(c, lower) as scipy.linalg.cho_factor: c holds the factor in the requested triangle
-    (the other triangle is zero here, where SciPy leaves it unspecified)."""
-    l = cholesky(a)
-    return (l if lower else _H(l)), lower
+    (the other triangle is zero here, where SciPy leaves it unspecified). Only that triangle
+    of a is read, as SciPy and jax.scipy do."""
+    return _cholesky_triangle(a, lower, "cho_factor"), lower
 
 
 def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = True):

@@ -55,8 +55,9 @@ hard_swish = hard_silu
 
 
 def hard_tanh(x):
-    """x clipped to [-1, 1]."""
-    return _qb.clip(_f(x), -1.0, 1.0)
+    """x clipped to [-1, 1] (JAX's: the slope is 1 at the bounds themselves)."""
+    x = _f(x)
+    return _qb.where(x > 1.0, _qb.ones_like(x), _qb.where(x < -1.0, -_qb.ones_like(x), x))
 
 
 def elu(x, alpha: float = 1.0):

@@ -25,7 +25,7 @@ def test_config_x64_and_disable_jit():
         qb.set_default_dtype(qb.float64)
     qb.config.update("jax_platforms", "cpu")
     with pytest.raises(ValueError, match="not a setting Quabla has"):
-        qb.config.update("jax_debug_nans", True)
+        qb.config.update("jax_no_such_flag", True)
     seen = []
     f = qb.jit(lambda x: seen.append(type(x).__name__) or x * 2.0)
     with qb.disable_jit():

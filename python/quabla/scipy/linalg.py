@@ -20,8 +20,10 @@ __all__ = ["cholesky", "cho_factor", "cho_solve", "det", "dft", "eig", "eigvals"
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
-    """The Cholesky factor: upper (a = U^H U) by default, lower with lower=True (SciPy's)."""
-    return _la.cholesky(a, upper=not lower)
+    """The Cholesky factor: upper (a = U^H U) by default, lower with lower=True (SciPy's).
+    Only that triangle of a is read, as SciPy and jax.scipy do (jnp.linalg.cholesky and
+    qb.linalg.cholesky symmetrize a instead); derivatives are JAX's for that reading."""
+    return _la._cholesky_triangle(a, lower, "scipy.linalg.cholesky")
 
 
 def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: bool = False, check_finite: bool = True):

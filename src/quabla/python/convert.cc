@@ -512,8 +512,16 @@ api::Axes parse_axes(nb::handle obj, const char* fname) {
   throw TypeError(std::string(fname) + ": axis must be None, an int or a tuple of ints, got " + py_type_name(obj));
 }
 
+// A 0-d integer quabla array: a shape entry as jax.numpy takes one (its __index__ raises a
+// TracerError when it is traced).
+bool is_int_scalar_array(nb::handle h) {
+  if (!nb::isinstance<Array>(h)) return false;
+  const Array& a = nb::cast<const Array&>(h);
+  return is_int(a.dtype()) && a.type.shape.empty();
+}
+
 std::int64_t parse_int64(nb::handle h, const char* fname, const char* what) {
-  if (!PyIndex_Check(h.ptr()) || PyBool_Check(h.ptr()) || nb::isinstance<Array>(h)) {
+  if (!PyIndex_Check(h.ptr()) || PyBool_Check(h.ptr()) || (nb::isinstance<Array>(h) && !is_int_scalar_array(h))) {
     throw TypeError(std::string(fname) + ": " + what + " must be integers, got " + py_type_name(h));
   }
   nb::object i = nb::steal(PyNumber_Index(h.ptr()));
@@ -529,7 +537,7 @@ std::int64_t parse_int64(nb::handle h, const char* fname, const char* what) {
 }
 
 std::vector<std::int64_t> parse_shape(nb::handle obj, const char* fname) {
-  if (is_index(obj)) return {parse_int64(obj, fname, "shape entries")};
+  if (is_index(obj) || is_int_scalar_array(obj)) return {parse_int64(obj, fname, "shape entries")};
   if (is_sequence(obj)) {
     std::vector<std::int64_t> shape;
     for (nb::handle h : nb::borrow<nb::sequence>(obj)) {

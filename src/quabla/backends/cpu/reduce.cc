@@ -268,6 +268,24 @@ void cumsum_t(const T* in, std::span<const std::int64_t> shape, int axis, bool r
   for (int i = 0; i < axis; ++i) outer *= shape[i];
   for (std::size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
   const std::int64_t len = shape[axis];
+  if constexpr (std::is_same_v<T, float>) {
+    // float32 running sums accumulate in double (one rounding per output, not one per
+    // step: 1e5 additions of 0.1f end at 10000.0, where a float32 accumulator drifts to 9998.6)
+    std::vector<double> acc(static_cast<std::size_t>(inner));
+    for (std::int64_t o = 0; o < outer; ++o) {
+      const float* x = in + o * len * inner;
+      float* y = out + o * len * inner;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (std::int64_t k = 0; k < len; ++k) {
+        const std::int64_t r = reverse ? len - 1 - k : k;
+        for (std::int64_t i = 0; i < inner; ++i) {
+          acc[static_cast<std::size_t>(i)] += static_cast<double>(x[r * inner + i]);
+          y[r * inner + i] = static_cast<float>(acc[static_cast<std::size_t>(i)]);
+        }
+      }
+    }
+    return;
+  }
   for (std::int64_t o = 0; o < outer; ++o) {
     const T* x = in + o * len * inner;
     T* y = out + o * len * inner;

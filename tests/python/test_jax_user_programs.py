@@ -1,0 +1,166 @@
+"""What realistic programs ported from JAX ran into (an audit of JAX-style PINN and
+scientific-ML code): jitted methods, traced fill values and shifts, jax.ops' segment
+reductions, SciPy's one-triangle Cholesky, JAX's configuration flags, integer sums with
+dtype=, hard_tanh's slope at its bounds, float32 running sums, shapes given as arrays."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import quabla as qb
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+
+def test_jit_on_methods_binds_self():
+    class Model:
+        def __init__(self, k):
+            self.k = k
+
+        @qb.jit
+        def double(self, x):
+            return x * 2.0
+
+        @functools.partial(qb.jit, static_argnums=0)
+        def scale(self, x):
+            return x * self.k
+
+    m = Model(3.0)
+    np.testing.assert_array_equal(np.asarray(m.double(qb.ones(2))), [2.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(m.scale(qb.ones(2))), [3.0, 3.0])
+    assert np.asarray(Model(5.0).scale(qb.ones(1)))[0] == 5.0  # another instance: another static value
+    assert isinstance(Model.double, type(qb.jit(lambda x: x)))  # looked up on the class: the jitted function
+
+
+def test_full_with_traced_and_array_fill_values():
+    assert np.asarray(qb.jit(lambda v: qb.full((3,), v))(qb.asarray(2.0))).tolist() == [2.0, 2.0, 2.0]
+    assert float(qb.grad(lambda v: qb.sum(qb.full_like(qb.ones(3), v)))(2.0)) == 3.0
+    np.testing.assert_array_equal(np.asarray(qb.vmap(lambda v: qb.full((2,), v))(qb.arange(3.0))),
+                                  np.repeat(np.arange(3.0)[:, None], 2, axis=1))
+    np.testing.assert_array_equal(np.asarray(qb.full((2, 2), qb.asarray([1.0, 2.0]))), np.full((2, 2), [1.0, 2.0]))
+    assert float(qb.grad(lambda t: qb.sum(qb.lax.full((4,), t) ** 2))(1.5)) == pytest.approx(12.0)
+    np.testing.assert_array_equal(np.asarray(qb.jit(lambda t: qb.pad(qb.ones(2), 1, constant_values=(t, 2 * t)))(
+        qb.asarray(3.0))), [3.0, 1.0, 1.0, 6.0])
+    with pytest.raises(ValueError, match="does not broadcast"):
+        qb.full((2, 3), qb.asarray([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("name", ["segment_sum", "segment_prod", "segment_max", "segment_min"])
+def test_segment_reductions_match_jax(name):
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(12, 3))
+    ids = np.array([0, 2, 2, 5, -1, 1, 0, 7, 3, 3, 5, 5])  # -1 and 7 are out of range: dropped
+    q, j = getattr(qb.ops, name), getattr(jax.ops, name)
+    np.testing.assert_allclose(np.asarray(q(data, ids, 6)), np.asarray(j(data, ids, 6)), rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(qb.jit(lambda d: q(d, ids, num_segments=6))(data)),
+                               np.asarray(j(data, ids, 6)), rtol=1e-14)
+    loss_q = lambda d: qb.sum(qb.where(qb.isfinite(q(d, ids, 6)), q(d, ids, 6), 0.0) ** 2)  # noqa: E731
+    loss_j = lambda d: jnp.sum(jnp.where(jnp.isfinite(j(d, ids, 6)), j(d, ids, 6), 0.0) ** 2)  # noqa: E731
+    if name == "segment_prod":  # repeated ids: JAX raises NotImplementedError, Quabla a ValueError saying so
+        with pytest.raises(ValueError, match="unique indices"):
+            qb.grad(loss_q)(data)
+    else:
+        np.testing.assert_allclose(np.asarray(qb.grad(loss_q)(data)), np.asarray(jax.grad(loss_j)(data)), rtol=1e-12)
+    ints = np.arange(5)
+    np.testing.assert_array_equal(np.asarray(q(ints, np.array([0, 0, 1, 3, 3]))),
+                                  np.asarray(j(jnp.asarray(ints), jnp.array([0, 0, 1, 3, 3]))))
+
+
+def test_segment_reduction_errors():
+    with pytest.raises(ValueError, match="num_segments="):
+        qb.jit(lambda i: qb.ops.segment_sum(qb.ones(3), i))(qb.asarray([0, 1, 1]))
+    with pytest.raises(TypeError, match="integers"):
+        qb.ops.segment_sum(qb.ones(3), qb.asarray([0.0, 1.0, 1.0]), 2)
+    with pytest.raises(ValueError, match="one id per row"):
+        qb.ops.segment_sum(qb.ones(3), qb.asarray([0, 1]), 2)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_scipy_cholesky_reads_one_triangle(lower):
+    import scipy.linalg as sl
+    a = np.array([[2.0, 1.0, 0.3], [0.5, 3.0, -0.2], [0.1, 0.7, 4.0]])  # not symmetric
+    np.testing.assert_allclose(np.asarray(qb.scipy.linalg.cholesky(a, lower=lower)), sl.cholesky(a, lower=lower),
+                               rtol=1e-14)
+    c, low = qb.scipy.linalg.cho_factor(a, lower=lower)
+    np.testing.assert_allclose(np.asarray(qb.scipy.linalg.cho_solve((c, low), np.ones(3))),
+                               sl.cho_solve(sl.cho_factor(a, lower=lower), np.ones(3)), rtol=1e-13)
+    # the derivative is that of a function of the triangle read: central differences along
+    # any direction, and JAX's along symmetric ones
+    f = lambda m: qb.sum(qb.scipy.linalg.cholesky(m, lower=lower) ** 3)  # noqa: E731
+    g = np.asarray(qb.grad(f)(a))
+    rng = np.random.default_rng(1)
+    for d in (rng.normal(size=(3, 3)), None):
+        if d is None:
+            d = rng.normal(size=(3, 3))
+            d = d + d.T
+            gj = np.asarray(jax.grad(lambda m: jnp.sum(jax.scipy.linalg.cholesky(m, lower=lower) ** 3))(a))
+            assert np.sum(g * d) == pytest.approx(np.sum(gj * d), rel=1e-12)
+        h = 1e-6
+        fd = (float(f(qb.asarray(a + h * d))) - float(f(qb.asarray(a - h * d)))) / (2 * h)
+        assert np.sum(g * d) == pytest.approx(fd, rel=1e-7)
+    assert np.all((np.triu(g, 1) if lower else np.tril(g, -1)) == 0)
+
+
+def test_jax_flags_are_accepted():
+    qb.config.update("jax_log_compiles", True)
+    assert qb.config.jax_log_compiles is True
+    qb.config.update("jax_log_compiles", False)
+    with pytest.warns(RuntimeWarning, match="does not check results for NaN"):
+        qb.config.update("jax_debug_nans", True)
+    qb.config.update("jax_debug_nans", False)
+    qb.config.update("jax_threefry_partitionable", True)
+    with pytest.raises(ValueError, match="accepts"):
+        qb.config.update("jax_threefry_partitionable", False)
+    with pytest.raises(ValueError, match="not a setting Quabla has"):
+        qb.config.update("jax_no_such_flag", 1)
+    with pytest.raises(AttributeError, match="no setting"):
+        qb.config.jax_no_such_flag  # noqa: B018
+
+
+def test_integer_sums_with_dtype_and_hard_tanh_slope():
+    x = qb.asarray(np.array([2 ** 30, 2 ** 30, 3], np.int32))
+    s = qb.sum(x, dtype=qb.int32)
+    assert s.dtype == qb.int32 and int(s) == int(np.sum(np.asarray(x), dtype=np.int32))
+    assert qb.prod(x, dtype=qb.int32).dtype == qb.int32 and qb.sum(x).dtype == qb.int64
+    for v in (1.0, -1.0, 0.3, 1.5, -2.0):
+        assert float(qb.grad(qb.nn.hard_tanh)(v)) == float(jax.grad(jax.nn.hard_tanh)(v))
+    np.testing.assert_array_equal(np.asarray(qb.nn.hard_tanh(qb.asarray([2.0, -3.0, 0.5]))), [1.0, -1.0, 0.5])
+
+
+def test_float32_running_sums_are_accurate():
+    x = np.full(10 ** 5, 0.1, np.float32)
+    exact = np.cumsum(x.astype(np.float64))
+    for got in (qb.cumsum(qb.asarray(x)), qb.jit(qb.cumsum)(qb.asarray(x))):
+        got = np.asarray(got)
+        assert got.dtype == np.float32
+        assert np.max(np.abs(got - exact) / exact) < 1e-7  # one rounding per output (float32 steps: 1.4e-4)
+    y = np.random.default_rng(2).normal(size=(3, 500, 4)).astype(np.float32)
+    want = np.cumsum(y.astype(np.float64)[:, ::-1], axis=1)[:, ::-1]
+    assert np.max(np.abs(np.asarray(qb.lax.cumsum(qb.asarray(y), axis=1, reverse=True)) - want)) < 1e-5
+
+
+def test_array_valued_shifts_spacings_fill_values_and_shapes():
+    x = qb.arange(5.0)
+    np.testing.assert_array_equal(np.asarray(qb.roll(x, qb.asarray(2))), np.roll(np.arange(5.0), 2))
+    np.testing.assert_array_equal(np.asarray(qb.jit(lambda s: qb.roll(x, s))(qb.asarray(-1))), np.roll(np.arange(5.0), -1))
+    np.testing.assert_array_equal(np.asarray(qb.vmap(lambda s: qb.roll(x, s))(qb.asarray([0, 1, 7]))),
+                                  np.stack([np.roll(np.arange(5.0), k) for k in (0, 1, 7)]))
+    np.testing.assert_array_equal(np.asarray(qb.grad(lambda v: qb.sum(qb.roll(v, qb.asarray(1)) * x))(x)),
+                                  np.roll(np.arange(5.0), -1))
+    with pytest.raises(TypeError, match="integer scalar"):
+        qb.roll(x, qb.asarray(1.5))
+    np.testing.assert_allclose(np.asarray(qb.jit(lambda h: qb.gradient(x ** 2, h))(qb.asarray(0.5))),
+                               np.gradient(np.arange(5.0) ** 2, 0.5))
+    v = qb.asarray([1.0, np.nan, np.inf, -np.inf])
+    np.testing.assert_array_equal(np.asarray(qb.jit(lambda t: qb.nan_to_num(v, nan=t, posinf=t * 2))(qb.asarray(5.0))),
+                                  np.nan_to_num(np.asarray(v), nan=5.0, posinf=10.0))
+    assert float(qb.grad(lambda t: qb.sum(qb.nan_to_num(v, nan=t, posinf=2 * t, neginf=0.0)))(1.0)) == 3.0
+    assert qb.zeros(qb.asarray(3)).shape == (3,) and qb.ones((np.int64(2), qb.asarray(3))).shape == (2, 3)
+    with pytest.raises(qb.TracerError):
+        qb.jit(lambda n: qb.zeros(n))(qb.asarray(3))
+    with pytest.raises(TypeError, match="shape"):
+        qb.zeros(qb.asarray(3.0))
