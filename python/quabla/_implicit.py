@@ -262,6 +262,9 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     r_graph, r_captured, _ = rule.finish(rule.out)
     args = list(x_leaves) + consts
     na = len(args)
+    # What solve closes over (e.g. the parameter its iteration uses) gets no derivative: by
+    # the implicit function theorem the root's derivative comes from f alone, as in JAX.
+    p_captured = [stop_gradient(c) for c in p_captured]
     operands = args + p_captured + r_captured
     p_feed = list(range(na)) + [na + i for i in range(len(p_captured))]
     nt = nx + len(float_consts)

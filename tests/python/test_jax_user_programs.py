@@ -164,3 +164,17 @@ def test_array_valued_shifts_spacings_fill_values_and_shapes():
         qb.jit(lambda n: qb.zeros(n))(qb.asarray(3))
     with pytest.raises(TypeError, match="shape"):
         qb.zeros(qb.asarray(3.0))
+
+
+def test_custom_root_solve_may_close_over_the_parameter():
+    def make(np_, lax):
+        def fixed_point(th):
+            f = lambda x: x - np_.cos(th * x)  # noqa: E731
+            solve = lambda f, x0: lax.fori_loop(0, 50, lambda i, x: x - f(x) / (1 + th * np_.sin(th * x)), x0)  # noqa: E731
+            return lax.custom_root(f, 0.5, solve, lambda g, y: y / g(1.0))
+        return fixed_point
+    q, j = make(qb, qb.lax), make(jnp, jax.lax)
+    assert float(qb.grad(q)(1.0)) == pytest.approx(float(jax.grad(j)(1.0)), rel=1e-13)
+    assert float(qb.grad(qb.grad(q))(1.0)) == pytest.approx(float(jax.grad(jax.grad(j))(1.0)), rel=1e-12)
+    np.testing.assert_allclose(np.asarray(qb.jit(qb.vmap(qb.grad(q)))(qb.asarray([0.5, 1.0]))),
+                               np.asarray(jax.vmap(jax.grad(j))(jnp.asarray([0.5, 1.0]))), rtol=1e-13)
