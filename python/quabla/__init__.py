@@ -138,6 +138,9 @@ _device_eager.install([_sys.modules[__name__]], [_numpy_extra, _indexing, _numpy
                                                   _krylov, _special, _numpy_names, _special_incomplete])
 
 
+from ._device import Device  # noqa: E402,F401
+
+
 def devices(backend=None):
     """The devices programs can run on: "cpu", then "cuda:N" for each CUDA GPU present.
 
@@ -147,8 +150,10 @@ def devices(backend=None):
     "cuda:0" the host emulator (for testing the backend without a GPU).
     """
     from . import _cuda
+    if backend == "gpu":  # JAX's name for CUDA devices
+        backend = "cuda"
     if backend not in (None, "cpu", "cuda", "mlx"):
-        raise ValueError(f"devices: backend must be None, 'cpu', 'cuda' or 'mlx', got {backend!r}")
+        raise ValueError(f"devices: backend must be None, 'cpu', 'cuda' (or 'gpu') or 'mlx', got {backend!r}")
     cuda = _cuda.device_names() if backend in (None, "cuda") else []
     if backend == "cuda" and not cuda:
         raise RuntimeError(f"devices: no CUDA device: {_cuda.unavailable_reason()}")
@@ -156,7 +161,7 @@ def devices(backend=None):
     mlx = ["mlx"] if backend in (None, "mlx") and mlx_info["available"] else []
     if backend == "mlx" and not mlx:
         raise RuntimeError(f"devices: no MLX backend: {mlx_info['reason']}")
-    return (["cpu"] if backend in (None, "cpu") else []) + cuda + mlx
+    return [Device(d) for d in (["cpu"] if backend in (None, "cpu") else []) + cuda + mlx]
 
 
 # ---- Quabla v0.1 compatibility (docs/migration.md) ------------------------------------------

@@ -180,6 +180,9 @@ def install_more() -> None:
     cls.mT = property(lambda self: _numpy_extra.swapaxes(self, -1, -2), doc="The last two axes swapped.")
     cls.round = lambda self, decimals=0: _numpy_more.round(self, decimals)
     cls.itemsize = property(lambda self: self.dtype.itemsize)
+    from ._device import Device
+    cls.device = property(lambda self: Device("cpu"), doc="The device holding the array: 'cpu' for host arrays.")
+    cls.devices = lambda self: {Device("cpu")}
     cls.real = property(lambda self: _numpy_more.real(self), doc="The real part (a real array itself).")
     cls.imag = property(lambda self: _numpy_more.imag(self), doc="The imaginary part (zeros for a real array).")
     cls.conj = lambda self: _numpy_more.conj(self)

@@ -205,7 +205,7 @@ def _install_device_array_methods():
             "_shares_storage_with", "to_flat_list", "nbytes", "__getattribute__", "__setattr__", "__delattr__",
             "__init__", "__repr__", "__str__", "__format__", "__reduce__", "__reduce_ex__", "__sizeof__", "__dir__",
             "__getstate__", "__setstate__", "__array__", "__len__", "__bool__", "__float__", "__int__", "__index__",
-            "__copy__", "__deepcopy__", "__eq__", "__ne__", "numpy", "tolist", "item"}
+            "__copy__", "__deepcopy__", "__eq__", "__ne__", "numpy", "tolist", "item", "device", "devices"}
     import inspect
     for name in dir(_core.Array):
         if name in skip or name in ("shape", "dtype", "ndim", "size", "itemsize", "block_until_ready"):
@@ -215,6 +215,13 @@ def _install_device_array_methods():
             setattr(cls, name, _device_property(name))
         elif callable(attr):
             setattr(cls, name, _device_method(name))
+    from ._device import Device
+    name_of = inspect.getattr_static(cls, "device")
+    if not getattr(name_of, "_quabla_device", False):  # installed once (the C++ name, as a qb.Device)
+        device = property(lambda self: Device(name_of.__get__(self)), doc="The device holding the array ('cuda:0', 'mlx').")
+        device.fget._quabla_device = True
+        cls.device = device
+    cls.devices = lambda self: {self.device}
     cls.__eq__ = _device_method("__eq__")
     cls.__ne__ = _device_method("__ne__")
     cls.__iter__ = _iter

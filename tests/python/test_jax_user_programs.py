@@ -178,3 +178,20 @@ def test_custom_root_solve_may_close_over_the_parameter():
     assert float(qb.grad(qb.grad(q))(1.0)) == pytest.approx(float(jax.grad(jax.grad(j))(1.0)), rel=1e-12)
     np.testing.assert_allclose(np.asarray(qb.jit(qb.vmap(qb.grad(q)))(qb.asarray([0.5, 1.0]))),
                                np.asarray(jax.vmap(jax.grad(j))(jnp.asarray([0.5, 1.0]))), rtol=1e-13)
+
+
+def test_devices_have_jax_device_attributes(monkeypatch):
+    cpu = qb.devices()[0]
+    assert cpu == "cpu" and cpu.platform == "cpu" and cpu.id == 0 and cpu.process_index == 0
+    assert qb.ones(2).device == "cpu" and qb.ones(2).devices() == {"cpu"}
+    assert repr(qb.devices()) == "['cpu']"  # still the names
+    monkeypatch.delenv("QUABLA_CUDA_EMULATOR", raising=False)
+    if not qb._cuda.device_names():
+        with pytest.raises(RuntimeError, match="no CUDA device"):
+            qb.devices("gpu")  # JAX's name; RuntimeError when there is none, as JAX's
+    monkeypatch.setenv("QUABLA_CUDA_EMULATOR", "1")
+    gpu = qb.devices("gpu")[0]
+    assert gpu == "cuda:0" and gpu.platform == "gpu" and gpu.id == 0
+    x = qb.device_put(np.ones(2), gpu)
+    assert x.device == "cuda:0" and x.device.platform == "gpu" and x.devices() == {"cuda:0"}
+    np.testing.assert_array_equal(np.asarray(qb.jit(lambda a: a * 2.0, device=gpu)(x)), [2.0, 2.0])
