@@ -308,7 +308,7 @@ def stack(arrays, axis=0, out=None, dtype=None):  # noqa: F811
 @_wraps(_einsum_core)
 def einsum(subscripts, *operands, **kwargs):  # noqa: F811
     # v0.1's einsum(equation, [a, b]): one list of operands.
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+    if isinstance(subscripts, str) and len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     # jax.numpy's contraction-order and precision hints: the core picks its own order.
     for hint in ("optimize", "precision", "_dot_general"):

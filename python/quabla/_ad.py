@@ -27,7 +27,7 @@ def _to_array(x, name: str):
         return x
     if isinstance(x, bool):
         return _core.asarray(x)
-    if isinstance(x, (int, float)) or _is_array_like(x):
+    if isinstance(x, (int, float, complex)) or _is_array_like(x):
         return _core.asarray(float(x) if isinstance(x, int) else x)
     raise TypeError(f"{name}: expected arrays (or Python numbers), got {type(x).__name__}")
 

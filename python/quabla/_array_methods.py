@@ -162,6 +162,20 @@ def _item_method(core_item):
     return item
 
 
+def _array_namespace(self, api_version=None):
+    """The array API namespace of Quabla arrays: quabla.numpy (jax.numpy's names)."""
+    if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+        raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r}")
+    from . import numpy as qnp
+    return qnp
+
+
+def _no_out(dtype, out, name):
+    if out is not None:
+        raise TypeError(f"{name}: out= is not supported: Quabla arrays are immutable; use the returned array")
+    return dtype
+
+
 def install_more() -> None:
     cls = _core.Array
     cls.__index__ = _index
@@ -180,6 +194,16 @@ def install_more() -> None:
     cls.mT = property(lambda self: _numpy_extra.swapaxes(self, -1, -2), doc="The last two axes swapped.")
     cls.round = lambda self, decimals=0: _numpy_more.round(self, decimals)
     cls.itemsize = property(lambda self: self.dtype.itemsize)
+    # NumPy's methods with their options (the plain core methods take none of them)
+    cls.ravel = lambda self, order="C": _numpy_extra.ravel(self, order)
+    cls.cumsum = lambda self, axis=None, dtype=None, out=None: _numpy_extra.cumsum(self, axis, _no_out(dtype, out, "cumsum"))
+    cls.cumprod = lambda self, axis=None, dtype=None, out=None: _numpy_extra.cumprod(self, axis, _no_out(dtype, out, "cumprod"))
+    cls.ptp = lambda self, axis=None, out=None, keepdims=False: _numpy_more.ptp(self, axis, keepdims) if out is None \
+        else _no_out(None, out, "ptp")
+    from . import _numpy_breadth
+    cls.compress = lambda self, condition, axis=None, *, size=None, fill_value=0, out=None: _numpy_breadth.compress(
+        condition, self, axis, size=size, fill_value=fill_value, out=out)
+    cls.__array_namespace__ = _array_namespace
     from ._device import Device
     cls.device = property(lambda self: Device("cpu"), doc="The device holding the array: 'cpu' for host arrays.")
     cls.devices = lambda self: {Device("cpu")}

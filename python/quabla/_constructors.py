@@ -145,14 +145,35 @@ def _convert(core_fn, obj, dtype):
     return _from_nested(obj, dtype)
 
 
-def array(obj: Any, dtype=None):
+def _ndmin(x, ndmin):
+    if ndmin is None or ndmin <= x.ndim:
+        return x
+    return _core.reshape(x, (1,) * (int(ndmin) - x.ndim) + tuple(x.shape))  # leading axes, as NumPy
+
+
+def array(obj: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0):
     """A new array from obj (a number, nested list/tuple, NumPy array, buffer, quabla array).
 
     Lists may mix Python numbers and quabla arrays of one shape (tracers too): they are
-    stacked, numbers adopting the arrays' dtype (``qb.array([0.0, x32])`` is float32)."""
-    return _convert(_core.array, obj, dtype)
+    stacked, numbers adopting the arrays' dtype (``qb.array([0.0, x32])`` is float32).
+    ``copy`` and ``order`` are accepted (arrays are immutable and C-ordered; imported data
+    is copied), ``ndmin`` prepends axes of length 1 as NumPy's."""
+    _check_order(order, "array")
+    return _ndmin(_convert(_core.array, obj, dtype), ndmin)
 
 
-def asarray(obj: Any, dtype=None):
-    """obj itself when it already is a quabla array of that dtype, else array(obj, dtype)."""
-    return _convert(_core.asarray, obj, dtype)
+def asarray(obj: Any, dtype=None, order=None, *, copy=None, device=None):
+    """obj itself when it already is a quabla array of that dtype, else array(obj, dtype).
+    ``copy`` and ``order`` are accepted (arrays are immutable, so copy=True needs no copy
+    and copy=False none either); ``device`` puts the result there (qb.device_put)."""
+    _check_order(order, "asarray")
+    out = _convert(_core.asarray, obj, dtype)
+    if device is not None and str(device) != "cpu":
+        from . import device_put
+        return device_put(out, device)
+    return out
+
+
+def _check_order(order, name):
+    if order not in (None, "C", "K", "A"):
+        raise ValueError(f"{name}: order={order!r} is not supported: Quabla arrays are C-ordered ('C')")

@@ -687,9 +687,15 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
            fill_value=None, equal_nan=True):
     """jnp.unique of the flattened array with a static `size` (the first `size` distinct
     values in ascending order, padded with fill_value, default the smallest value)."""
-    if axis is not None:
-        raise NotImplementedError("unique: axis= is not supported; it works on the flattened array")
     a = ar if isinstance(ar, Array) else _core.asarray(ar)
+    if axis is not None:  # unique slices along axis (rows of a matrix for axis=0): eagerly, by NumPy
+        if size is not None or a._is_tracer:
+            raise NotImplementedError("unique: axis= works on concrete arrays without size= (NumPy's unique "
+                                      "slices); under jit or with size= only the flattened array is supported")
+        import numpy as np
+        res = np.unique(np.asarray(a), return_index=return_index, return_inverse=return_inverse,
+                        return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+        return tuple(_core.asarray(r) for r in res) if isinstance(res, tuple) else _core.asarray(res)
     x = _core.reshape(a, (-1,))
     if size is None and not x._is_tracer:
         import numpy as np

@@ -912,10 +912,43 @@ def _einsum_pair(a, la, b, lb, keep):
     return _core.reshape(out, tuple(sizes[ch] for ch in letters)), letters
 
 
+def _einsum_interleaved(args):
+    """einsum(x, [0, 1], y, [1, 2], [0, 2]) as ("ab,bc->ac", (x, y)); Ellipsis is '...'."""
+    import string
+    letters = string.ascii_letters
+
+    def sub(lst):
+        out = ""
+        for v in lst:
+            if v is Ellipsis:
+                out += "..."
+            elif isinstance(v, int) and not isinstance(v, bool) and 0 <= v < len(letters):
+                out += letters[v]
+            else:
+                raise ValueError(f"einsum: sublist entries must be ints in [0, {len(letters)}) or Ellipsis, got {v!r}")
+        return out
+    args = list(args)
+    output = None
+    if len(args) % 2 == 1:
+        output = args.pop()
+    if not args:
+        raise ValueError("einsum: needs at least one operand")
+    operands = args[0::2]
+    subs = []
+    for lst in args[1::2]:
+        if not isinstance(lst, (list, tuple)):
+            raise TypeError(f"einsum: subscripts must be a string, or sublists of ints after each operand, got "
+                            f"{type(lst).__name__}")
+        subs.append(sub(lst))
+    return ",".join(subs) + ("" if output is None else "->" + sub(output)), tuple(operands)
+
+
 def einsum(subscripts: str, *operands):
     """Einstein summation as numpy.einsum (explicit and implicit output, '...', repeated
     letters for diagonals and traces). Operands are contracted pairwise, each contraction one
     batched matrix product, choosing at each step the pair with the smallest result."""
+    if not isinstance(subscripts, str):  # NumPy's interleaved form: op0, sublist0, op1, sublist1, ..., [out]
+        subscripts, operands = _einsum_interleaved((subscripts,) + tuple(operands))
     ops = [_arr(o) for o in operands]
     if not ops:
         raise ValueError("einsum: needs at least one operand")

@@ -148,9 +148,25 @@ def cummin(operand, axis: int = 0, reverse: bool = False):
     return _rev(_qb.cummin, operand, axis, reverse)
 
 
-def sort(operand, dimension: int = -1, is_stable: bool = True):
-    """operand sorted along dimension."""
-    return _qb.sort(operand, axis=dimension)
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """operand sorted along dimension; a tuple (or list) of operands of one shape is sorted
+    together, lexicographically by its first num_keys operands (stably), as jax.lax.sort."""
+    if not isinstance(operand, (tuple, list)):
+        if num_keys != 1:
+            raise ValueError(f"lax.sort: num_keys={num_keys} needs a tuple of operands")
+        return _qb.sort(operand, axis=dimension)
+    ops = [_qb.asarray(o) for o in operand]
+    if not ops:
+        raise ValueError("lax.sort: needs at least one operand")
+    if any(tuple(o.shape) != tuple(ops[0].shape) for o in ops):
+        raise TypeError(f"lax.sort: the operands must share one shape, got {[tuple(o.shape) for o in ops]}")
+    if not isinstance(num_keys, int) or not 1 <= num_keys <= len(ops):
+        raise ValueError(f"lax.sort: num_keys must be in [1, {len(ops)}], got {num_keys!r}")
+    if len(ops) == 1:
+        return (_qb.sort(ops[0], axis=dimension),)
+    perm = _qb.lexsort(tuple(reversed(ops[:num_keys])), axis=dimension)  # lexsort's last key is the primary
+    out = tuple(_qb.take_along_axis(o, perm, axis=dimension) for o in ops)
+    return out if isinstance(operand, tuple) else list(out)
 
 
 def argmax(operand, axis: int, index_dtype=None):

@@ -20,7 +20,7 @@ from typing import Any, Callable, Hashable, Iterable, List, Optional, Sequence, 
 
 __all__ = [
     "TreeDef", "flatten", "unflatten", "leaves", "structure", "map", "flatten_with_path",
-    "register", "register_dataclass", "all_leaves_like", "keystr", "reduce", "all", "map_with_path",
+    "register", "register_dataclass", "all_leaves_like", "keystr", "reduce", "all", "map_with_path", "transpose",
     # jax.tree_util's names (qb.tree_util is this module)
     "tree_map", "tree_leaves", "tree_flatten", "tree_unflatten", "tree_structure", "tree_flatten_with_path",
     "tree_map_with_path", "tree_reduce", "tree_all", "register_pytree_node", "register_pytree_node_class",
@@ -63,9 +63,16 @@ class TreeDef:
         """Nodes of the structure, leaves and containers (None included), as JAX's PyTreeDef."""
         return 1 + sum(c.num_nodes for c in self._children)
 
-    @property
-    def children(self) -> Tuple["TreeDef", ...]:
-        return self._children
+    def children(self) -> List["TreeDef"]:
+        """The structures of the immediate children (a method, as JAX's PyTreeDef.children())."""
+        return list(self._children)
+
+    def flatten_up_to(self, tree: Any) -> List[Any]:
+        """The subtrees of tree at this structure's leaves (tree must have this structure as
+        a prefix), as JAX's PyTreeDef.flatten_up_to."""
+        out: list = []
+        _up_to(self, tree, out, ())
+        return out
 
     def __eq__(self, other) -> bool:
         if self is other:
@@ -105,6 +112,24 @@ class TreeDef:
 
     def unflatten(self, leaves: Iterable[Any]) -> Any:
         return unflatten(self, leaves)
+
+
+def _up_to(d: "TreeDef", tree: Any, out: list, path: tuple) -> None:
+    if d._kind == _LEAF:
+        out.append(tree)
+        return
+    node = _children(tree)
+    if d._kind == _NONE:
+        if tree is not None:
+            raise ValueError(f"qb.tree: expected None at {keystr(path) or 'the root'}, got {type(tree).__name__}")
+        return
+    if node is None or node[0] != d._kind or (d._kind != _CUSTOM and node[1] != d._aux) or \
+            (d._kind == _CUSTOM and node[1][0] is not d._aux[0]) or len(node[2]) != len(d._children):
+        raise ValueError(f"qb.tree: the tree does not have the structure {d} as a prefix: at "
+                         f"{keystr(path) or 'the root'} it holds {type(tree).__name__} "
+                         f"{structure(tree) if node is not None else 'a leaf'}")
+    for c, sub, k in zip(d._children, node[2], node[3]):
+        _up_to(c, sub, out, path + (k,))
 
 
 def _hashable_aux(aux):
@@ -459,13 +484,18 @@ def _build(d: TreeDef, it) -> Any:
 
 
 def map(f: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:
-    """Applies f to corresponding leaves of tree and rest (which must have tree's structure)."""
+    """Applies f to corresponding leaves of tree and rest. Each of rest has tree's structure
+    or has it as a prefix (then f gets rest's whole subtree at each of tree's leaves), as JAX's."""
     flat, treedef = flatten(tree, is_leaf)
     others = []
     for i, r in enumerate(rest):
         r_flat, r_def = flatten(r, is_leaf)
         if r_def != treedef:
-            raise ValueError(f"qb.tree.map: argument {i + 1} has structure {r_def}, expected {treedef}")
+            try:
+                r_flat = treedef.flatten_up_to(r)
+            except ValueError:
+                raise ValueError(f"qb.tree.map: argument {i + 1} has structure {r_def}, expected {treedef} "
+                                 f"(or a tree having it as a prefix)") from None
         others.append(r_flat)
     return unflatten(treedef, [f(*xs) for xs in zip(flat, *others)])
 
@@ -761,3 +791,17 @@ register_pytree_node = register
 tree_leaves_with_path = leaves_with_path
 tree_broadcast = broadcast
 tree_reduce_associative = reduce_associative
+
+
+def transpose(outer_treedef: TreeDef, inner_treedef: Optional[TreeDef], pytree_to_transpose: Any) -> Any:
+    """An outer structure of inner structures as an inner structure of outer ones
+    (jax.tree.transpose); inner_treedef None takes the structure of the first inner tree."""
+    from .tree_util import tree_transpose
+    if inner_treedef is None:
+        if not isinstance(outer_treedef, TreeDef):
+            raise TypeError(f"qb.tree.transpose: outer_treedef must be a TreeDef, got {type(outer_treedef).__name__}")
+        subtrees = outer_treedef.flatten_up_to(pytree_to_transpose)
+        if not subtrees:
+            raise ValueError("qb.tree.transpose: cannot infer inner_treedef from an empty outer structure; pass it")
+        inner_treedef = structure(subtrees[0])
+    return tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose)

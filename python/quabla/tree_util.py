@@ -73,14 +73,14 @@ def treedef_is_leaf(treedef: TreeDef) -> bool:
     """Whether treedef is a single leaf or None, a structure with no children."""
     if not isinstance(treedef, TreeDef):
         raise TypeError(f"treedef_is_leaf: expected a TreeDef (from tree_structure), got {type(treedef).__name__}")
-    return not treedef.children and treedef._kind in (_tree._LEAF, _tree._NONE)
+    return not treedef._children and treedef._kind in (_tree._LEAF, _tree._NONE)
 
 
 def treedef_children(treedef: TreeDef) -> List[TreeDef]:
     """The structures of treedef's immediate children."""
     if not isinstance(treedef, TreeDef):
         raise TypeError(f"treedef_children: expected a TreeDef (from tree_structure), got {type(treedef).__name__}")
-    return list(treedef.children)
+    return treedef.children()
 
 
 def all_leaves(iterable, is_leaf: Callable[[Any], bool] = None) -> bool:

@@ -195,3 +195,67 @@ def test_devices_have_jax_device_attributes(monkeypatch):
     x = qb.device_put(np.ones(2), gpu)
     assert x.device == "cuda:0" and x.device.platform == "gpu" and x.devices() == {"cuda:0"}
     np.testing.assert_array_equal(np.asarray(qb.jit(lambda a: a * 2.0, device=gpu)(x)), [2.0, 2.0])
+
+
+def test_numpy_and_jax_keyword_arguments():
+    a = np.arange(6.0).reshape(2, 3)
+    x = qb.asarray(a)
+    assert float(qb.var(x, correction=1)) == pytest.approx(np.var(a, ddof=1), rel=1e-15)
+    np.testing.assert_allclose(np.asarray(x.std(axis=0, correction=1)), np.std(a, axis=0, ddof=1), rtol=1e-15)
+    with pytest.raises(ValueError, match="ddof or correction"):
+        qb.var(x, ddof=1, correction=1)
+    i8 = qb.asarray(np.array([100, 100, 100], np.int8))
+    assert qb.sum(i8, promote_integers=False).dtype == qb.int8 and int(qb.sum(i8, promote_integers=False)) == 44
+    assert qb.sum(i8).dtype == qb.int64 and x.sum(promote_integers=False).dtype == qb.float64
+    assert qb.array([1.0, 2.0], copy=False).tolist() == [1.0, 2.0] and qb.asarray([1.0], copy=True).shape == (1,)
+    assert qb.array([1.0, 2.0], ndmin=3).shape == (1, 1, 2) and qb.array(3.0, ndmin=1).shape == (1,)
+    with pytest.raises(ValueError, match="C-ordered"):
+        qb.array([1.0], order="F")
+    np.testing.assert_array_equal(np.asarray(x.ravel(order="F")), a.ravel(order="F"))
+    assert x.cumsum(dtype=qb.float32).dtype == qb.float32
+    np.testing.assert_array_equal(np.asarray(x.cumprod(axis=1)), a.cumprod(axis=1))
+    assert float(x.ptp()) == 5.0
+    np.testing.assert_array_equal(np.asarray(x.compress([True, False], axis=0)), a.compress([True, False], axis=0))
+    assert x.__array_namespace__() is qb.numpy
+    m = np.array([[1, 2], [1, 2], [0, 1]])
+    for got, want in zip(qb.unique(qb.asarray(m), axis=0, return_counts=True), np.unique(m, axis=0, return_counts=True)):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    with pytest.raises(NotImplementedError, match="axis="):
+        qb.jit(lambda v: qb.unique(v, axis=0, size=2))(m)
+
+
+def test_lax_sort_of_several_operands_and_interleaved_einsum():
+    k = np.array([3, 1, 2, 1, 3])
+    k2 = np.array([0.0, 5.0, 1.0, 2.0, -1.0])
+    v = np.arange(5.0)
+    for num_keys in (1, 2):
+        got = qb.lax.sort((qb.asarray(k), qb.asarray(k2), qb.asarray(v)), num_keys=num_keys)
+        want = jax.lax.sort((jnp.asarray(k), jnp.asarray(k2), jnp.asarray(v)), num_keys=num_keys)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    with pytest.raises(ValueError, match="num_keys"):
+        qb.lax.sort((qb.asarray(k),), num_keys=2)
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    np.testing.assert_allclose(np.asarray(qb.einsum(a, [0, 1], b, [1, 2], [0, 2])), a @ b)
+    np.testing.assert_allclose(np.asarray(qb.einsum(a, [Ellipsis, 1], np.ones(3), [1])), a.sum(-1))
+    with pytest.raises(ValueError, match="sublist"):
+        qb.einsum(a, [0, "i"])
+
+
+def test_tree_prefix_map_children_flatten_up_to_and_transpose():
+    f = lambda a, b: (a, b)  # noqa: E731
+    assert qb.tree_util.tree_map(f, [1, 2], [(3, 4), 5]) == jax.tree_util.tree_map(f, [1, 2], [(3, 4), 5])
+    with pytest.raises(ValueError, match="prefix"):
+        qb.tree.map(f, [1, 2], [1, 2, 3])
+    td = qb.tree_util.tree_structure([1, (2, 3)])
+    assert [str(c) for c in td.children()] == ["TreeDef(*)", "TreeDef((*, *))"]
+    assert qb.tree_util.tree_structure([1, 2]).flatten_up_to([(3, 4), {"a": 5}]) == [(3, 4), {"a": 5}]
+    with pytest.raises(ValueError, match="prefix"):
+        qb.tree_util.tree_structure([1, 2]).flatten_up_to((1, 2))
+    t = [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
+    assert qb.tree.transpose(qb.tree.structure([0, 0]), None, t) == {"a": [1, 3], "b": [2, 4]}
+
+
+def test_grad_of_a_python_complex_argument():
+    assert complex(qb.grad(lambda z: qb.abs(z) ** 2)(1.0 + 2j)) == complex(jax.grad(lambda z: jnp.abs(z) ** 2)(1.0 + 2j))
+    assert complex(qb.grad(lambda z: z ** 2, holomorphic=True)(1.0 + 2j)) == 2 + 4j

@@ -11,6 +11,7 @@
 #include "quabla/ir/errors.h"
 #include "quabla/python/bindings.h"
 #include "quabla/python/device_aware.h"
+#include "quabla/python/dtype_object.h"
 
 namespace qb::py {
 
@@ -294,12 +295,23 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
                           std::pair{"min", Op::ReduceMin}, std::pair{"amax", Op::ReduceMax}, std::pair{"amin", Op::ReduceMin},
                           std::pair{"any", Op::ReduceAny}, std::pair{"all", Op::ReduceAll}}) {
     def_both(m, cls, name, [name, op, with_options](nb::handle x, nb::handle axis, bool keepdims, nb::handle dtype,
-                                                    nb::handle out, nb::handle where, nb::handle initial) -> nb::object {
+                                                    nb::handle out, nb::handle where, nb::handle initial,
+                                                    bool promote_integers) -> nb::object {
+      // jax.numpy's promote_integers=False: an integer sum or product keeps its dtype.
+      nb::object own_dtype;  // keeps the dtype object alive while dtype refers to it
+      if (!promote_integers && dtype.is_none() && (op == Op::ReduceSum || op == Op::ReduceProd)) {
+        const Array a = to_operand(x);
+        if (is_int(a.dtype())) {
+          own_dtype = nb::cast(DTypeObject{a.dtype()});
+          dtype = own_dtype;
+        }
+      }
       if (dtype.is_none() && out.is_none() && where.is_none() && initial.is_none())
         return nb::cast(reduce_op(op, name, x, axis, keepdims));
       return with_options(name, x, axis, keepdims, dtype, out, where, initial, nb::none());
     }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, nb::arg("dtype") = nb::none(),
-             nb::arg("out") = nb::none(), nb::arg("where") = nb::none(), nb::arg("initial") = nb::none());
+             nb::arg("out") = nb::none(), nb::arg("where") = nb::none(), nb::arg("initial") = nb::none(),
+             nb::arg("promote_integers") = true);
   }
   def_both(m, cls, "mean", [with_options](nb::handle x, nb::handle axis, bool keepdims, nb::handle dtype, nb::handle out,
                                           nb::handle where) -> nb::object {
@@ -312,7 +324,12 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
            nb::arg("out") = nb::none(), nb::arg("where") = nb::none());
   for (auto [name, is_std] : {std::pair{"var", false}, std::pair{"std", true}}) {
     def_both(m, cls, name, [name, is_std, with_options](nb::handle x, nb::handle axis, double ddof, bool keepdims,
-                                                        nb::handle dtype, nb::handle out, nb::handle where) -> nb::object {
+                                                        nb::handle dtype, nb::handle out, nb::handle where,
+                                                        std::optional<double> correction) -> nb::object {
+      if (correction) {  // the array API's name for ddof
+        if (ddof != 0.0) throw ValueError(std::string(name) + ": give ddof or correction, not both");
+        ddof = *correction;
+      }
       if (!dtype.is_none() || !out.is_none() || !where.is_none())
         return with_options(name, x, axis, keepdims, dtype, out, where, nb::none(), nb::float_(ddof));
       auto axes = parse_axes(axis, name);
@@ -321,7 +338,8 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
         return is_std ? api::std_(b, a, axes, ddof, keepdims) : api::var(b, a, axes, ddof, keepdims);
       }));
     }, nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("ddof") = 0.0, nb::arg("keepdims") = false,
-             nb::arg("dtype") = nb::none(), nb::arg("out") = nb::none(), nb::arg("where") = nb::none());
+             nb::arg("dtype") = nb::none(), nb::arg("out") = nb::none(), nb::arg("where") = nb::none(),
+             nb::arg("correction").none() = nb::none());
   }
   def_both(m, cls, "logsumexp", [](nb::handle x, nb::handle axis, bool keepdims) {
     auto axes = parse_axes(axis, "logsumexp");
