@@ -276,6 +276,8 @@ def _concat_dispatch(core):
         if dtype is not None:
             arrays = [asarray(a).astype(dtype) for a in arrays]
         items = arrays if isinstance(arrays, (list, tuple)) else None
+        if items and _builtins.all(isinstance(k, random.Key) for k in items):  # key arrays: their words
+            return random._join_keys(items, axis, stack=False)
         if items is None or _plain(items):
             return core(arrays, axis=axis)
         if items and _builtins.any(isinstance(m, _LEGACY_2D) for m in items):
@@ -296,6 +298,8 @@ concatenate = _concat_dispatch(_concatenate_core)  # noqa: F811
 
 @_wraps(_stack_core)
 def stack(arrays, axis=0, out=None, dtype=None):  # noqa: F811
+    if isinstance(arrays, (list, tuple)) and arrays and _builtins.all(isinstance(k, random.Key) for k in arrays):
+        return random._join_keys(arrays, axis, stack=True)
     if out is not None:
         raise TypeError("stack: out= is not supported (arrays are immutable); use the result")
     if dtype is not None:  # as jnp.stack: the arrays are cast first

@@ -1184,7 +1184,14 @@ def can_cast(from_, to, casting: str = "safe") -> bool:
 
 
 def issubdtype(arg1, arg2) -> bool:
-    """numpy.issubdtype, accepting Quabla's dtypes (qb.issubdtype(x.dtype, qb.floating))."""
+    """numpy.issubdtype, accepting Quabla's dtypes (qb.issubdtype(x.dtype, qb.floating)), and
+    key dtypes: issubdtype(key.dtype, qb.dtypes.prng_key) (jax.dtypes.prng_key) holds."""
+    from .random import KeyDType
+    from .dtypes import prng_key
+    if isinstance(arg1, KeyDType) or arg1 is prng_key:
+        return arg2 is prng_key or isinstance(arg2, KeyDType)
+    if arg2 is prng_key or isinstance(arg2, KeyDType):
+        return False
     import numpy as np
     a = _np_dtype(arg1) if not (isinstance(arg1, type) and issubclass(arg1, np.generic)) else arg1
     b = _np_dtype(arg2) if not (isinstance(arg2, type) and issubclass(arg2, np.generic)) else arg2

@@ -6,7 +6,11 @@ from __future__ import annotations
 from . import _core
 from ._numpy_more import finfo, iinfo, issubdtype, result_type  # noqa: F401
 
-__all__ = ["canonicalize_dtype", "issubdtype", "result_type", "finfo", "iinfo"]  # and float0 (__getattr__)
+__all__ = ["canonicalize_dtype", "issubdtype", "result_type", "finfo", "iinfo", "prng_key"]  # and float0 (__getattr__)
+
+
+class prng_key:  # noqa: N801 (jax.dtypes' name)
+    """The abstract dtype of key arrays: issubdtype(key.dtype, prng_key) holds (jax.dtypes.prng_key)."""
 
 _NARROW = {"float64": "float32", "int64": "int32"}  # uint64 does not exist here
 

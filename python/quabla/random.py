@@ -122,6 +122,28 @@ class Key:
             raise IndexError("qb.random.Key: index the batch axes of a key array only")
         return Key(data=rows)
 
+    @property
+    def dtype(self) -> "KeyDType":
+        """The key dtype (JAX's key<fry>: jnp.issubdtype(k.dtype, qb.dtypes.prng_key) holds)."""
+        return KEY_DTYPE
+
+    def reshape(self, *shape):
+        """The keys in a new batch shape (their words stay whole)."""
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return Key(data=_core.reshape(self._key_data(), tuple(shape) + (2,)))
+
+    def ravel(self):
+        return self.reshape(-1)
+
+    flatten = ravel
+
+    @property
+    def T(self):  # noqa: N802 (NumPy's name)
+        return Key(data=_core.transpose(self._key_data(), tuple(reversed(range(self.ndim))) + (self.ndim,)))
+
+    def _key_data(self):
+        return self.data if self._data is not None else _core.asarray(self.data)
+
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a single key")
@@ -158,6 +180,38 @@ class Key:
         if mine is None:
             return f"Key(traced, shape={self.shape})"
         return f"Key(shape={self.shape}, words={_core.asarray(self.data).tolist()})"
+
+
+class KeyDType:
+    """The dtype of key arrays (JAX's key<fry>, a Threefry key)."""
+
+    name = "key<fry>"
+    kind = "V"
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        return isinstance(other, KeyDType) or other == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+KEY_DTYPE = KeyDType()
+
+
+def _join_keys(keys, axis, stack: bool):
+    """qb.stack / qb.concatenate of keys: the keys' words joined along a batch axis."""
+    datas = [k.data for k in keys]
+    nd = keys[0].ndim + (1 if stack else 0)
+    if not -nd <= axis < nd:
+        raise ValueError(f"{'stack' if stack else 'concatenate'}: axis {axis} is out of range for keys of shape "
+                         f"{keys[0].shape}")
+    axis = axis % nd  # a batch axis: the words' axis stays last
+    return Key(data=(qb.stack if stack else qb.concatenate)(datas, axis=axis))
 
 
 def _as_tuple(words):

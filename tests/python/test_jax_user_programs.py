@@ -259,3 +259,20 @@ def test_tree_prefix_map_children_flatten_up_to_and_transpose():
 def test_grad_of_a_python_complex_argument():
     assert complex(qb.grad(lambda z: qb.abs(z) ** 2)(1.0 + 2j)) == complex(jax.grad(lambda z: jnp.abs(z) ** 2)(1.0 + 2j))
     assert complex(qb.grad(lambda z: z ** 2, holomorphic=True)(1.0 + 2j)) == 2 + 4j
+
+
+def test_key_arrays_stack_reshape_and_have_a_key_dtype():
+    k = qb.random.key(0)
+    ks, jks = qb.random.split(k, 4), jax.random.split(jax.random.key(0), 4)
+    assert str(k.dtype) == str(jax.random.key(0).dtype) == "key<fry>"
+    assert qb.issubdtype(k.dtype, qb.dtypes.prng_key) and not qb.issubdtype(qb.float32, qb.dtypes.prng_key)
+    for got, want in ((qb.stack([k, ks[1]]), jnp.stack([jax.random.key(0), jks[1]])),
+                      (qb.concatenate([ks, ks[:2]]), jnp.concatenate([jks, jks[:2]])),
+                      (ks.reshape(2, 2).T, jks.reshape(2, 2).T), (qb.stack([ks, ks], axis=1), jnp.stack([jks, jks], axis=1)),
+                      (ks.reshape(2, 2).ravel(), jks.reshape(2, 2).ravel())):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(qb.random.key_data(got)), np.asarray(jax.random.key_data(want)))
+    np.testing.assert_array_equal(np.asarray(qb.jit(lambda kk: qb.random.normal(qb.stack([kk, kk])[1], (3,)))(k)),
+                                  np.asarray(jax.random.normal(jax.random.key(0), (3,))))
+    with pytest.raises(ValueError, match="out of range"):
+        qb.stack([k, k], axis=2)
