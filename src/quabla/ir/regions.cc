@@ -136,4 +136,16 @@ std::vector<ValueType> result_types(const Graph& g) {
 
 ValueType scan_index_type() { return ValueType{DType::f64, {}, true}; }
 
+bool holds_dtype(const Graph& g, bool (*pred)(DType)) {
+  for (const ValueType& t : g.values) {
+    if (pred(t.dtype)) return true;
+  }
+  for (const Node& n : g.nodes) {
+    for (const auto& r : n.regions) {
+      if (holds_dtype(*r, pred)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace qb

@@ -39,4 +39,7 @@ std::vector<ValueType> result_types(const Graph& g);
 // The index parameter type of a scan body: a weak float64 scalar (like a Python int).
 ValueType scan_index_type();
 
+// Whether g, or a region of it at any depth, holds a value whose dtype satisfies `pred`.
+bool holds_dtype(const Graph& g, bool (*pred)(DType));
+
 }  // namespace qb

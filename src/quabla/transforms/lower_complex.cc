@@ -733,17 +733,7 @@ class Lowering {
 
 }  // namespace
 
-bool has_complex(const Graph& g) {
-  for (const ValueType& t : g.values) {
-    if (is_complex(t.dtype)) return true;
-  }
-  for (const Node& n : g.nodes) {
-    for (const auto& r : n.regions) {
-      if (has_complex(*r)) return true;
-    }
-  }
-  return false;
-}
+bool has_complex(const Graph& g) { return holds_dtype(g, [](DType d) { return is_complex(d); }); }
 
 std::shared_ptr<const Graph> lower_complex(std::shared_ptr<const Graph> g, ComplexInterface interface) {
   if (!has_complex(*g)) return g;

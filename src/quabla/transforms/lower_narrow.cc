@@ -7,6 +7,7 @@
 
 #include "quabla/ir/builder.h"
 #include "quabla/ir/errors.h"
+#include "quabla/ir/regions.h"
 #include "quabla/transforms/emit.h"
 
 namespace qb {
@@ -200,17 +201,7 @@ class Lowering {
 
 }  // namespace
 
-bool has_narrow_int(const Graph& g) {
-  for (const ValueType& t : g.values) {
-    if (is_narrow_int(t.dtype)) return true;
-  }
-  for (const Node& n : g.nodes) {
-    for (const auto& r : n.regions) {
-      if (has_narrow_int(*r)) return true;
-    }
-  }
-  return false;
-}
+bool has_narrow_int(const Graph& g) { return holds_dtype(g, [](DType d) { return is_narrow_int(d); }); }
 
 std::shared_ptr<const Graph> lower_narrow(std::shared_ptr<const Graph> g, bool boundary_narrow) {
   if (!has_narrow_int(*g)) return g;
