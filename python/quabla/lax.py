@@ -788,3 +788,6 @@ def fft(x, fft_type="FFT", fft_lengths=None):
     if name == "IRFFT":
         return _fft.irfftn(x, s=fft_lengths, axes=axes)
     raise ValueError(f"lax.fft: fft_type must be 'FFT', 'IFFT', 'RFFT' or 'IRFFT', got {fft_type!r}")
+
+
+from . import _lax_linalg as linalg  # noqa: E402,F401  (jax.lax.linalg)

@@ -276,3 +276,45 @@ def test_key_arrays_stack_reshape_and_have_a_key_dtype():
                                np.asarray(jax.random.normal(jax.random.key(0), (3,))), rtol=1e-15)
     with pytest.raises(ValueError, match="out of range"):
         qb.stack([k, k], axis=2)
+
+
+def test_lax_linalg_matches_jax():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(4, 4))
+    spd = a @ a.T + 4 * np.eye(4)
+    b = rng.normal(size=(4, 3))
+    L = qb.lax.linalg
+    J = jax.lax.linalg
+    np.testing.assert_allclose(np.asarray(L.cholesky(spd)), np.asarray(J.cholesky(spd)), rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(L.cholesky(np.tril(spd), symmetrize_input=False)),
+                               np.asarray(J.cholesky(np.tril(spd), symmetrize_input=False)), rtol=1e-13)
+    (v, w), (jv, jw) = L.eigh(spd), J.eigh(spd)
+    np.testing.assert_allclose(np.asarray(w), np.asarray(jw), rtol=1e-13)
+    np.testing.assert_allclose(np.abs(np.asarray(v)), np.abs(np.asarray(jv)), atol=1e-12)
+    for got, want in zip(L.lu(a), J.lu(a)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-13)
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_array_equal(np.asarray(L.lu_pivots_to_permutation(np.array([2, 2, 3]), 5)),
+                                  np.asarray(J.lu_pivots_to_permutation(jnp.array([2, 2, 3], jnp.int32), 5)))
+    q, r = L.qr(a[:, :3])
+    assert q.shape == (4, 4) and np.allclose(np.asarray(q @ r), a[:, :3])
+    np.testing.assert_allclose(np.asarray(L.svd(a, compute_uv=False)), np.asarray(J.svd(a, compute_uv=False)), rtol=1e-13)
+    t = np.triu(a) + 3 * np.eye(4)
+    for left in (True, False):
+        for transpose in (False, True):
+            rhs = b if left else b.T
+            np.testing.assert_allclose(
+                np.asarray(L.triangular_solve(t, rhs, left_side=left, transpose_a=transpose)),
+                np.asarray(J.triangular_solve(t, rhs, left_side=left, transpose_a=transpose)), rtol=1e-12)
+    dl, d, du = np.r_[0, rng.normal(size=3)], rng.normal(size=4) + 5, np.r_[rng.normal(size=3), 0]
+    np.testing.assert_allclose(np.asarray(L.tridiagonal_solve(dl, d, du, b)), np.asarray(J.tridiagonal_solve(dl, d, du, b)),
+                               rtol=1e-12)
+    g = qb.grad(lambda dd: qb.sum(L.tridiagonal_solve(dl, dd, du, b) ** 2))(d)
+    gj = jax.grad(lambda dd: jnp.sum(J.tridiagonal_solve(dl, dd, du, b) ** 2))(d)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(gj), rtol=1e-11)
+    w, vl, vr = L.eig(a)
+    jw, jvl, jvr = J.eig(a)
+    np.testing.assert_allclose(np.asarray(w), np.asarray(jw), rtol=1e-12)
+    np.testing.assert_allclose(np.abs(np.asarray(vl)), np.abs(np.asarray(jvl)), atol=1e-12)
+    vl = np.asarray(vl)
+    np.testing.assert_allclose(vl.conj().T @ a, np.diag(np.asarray(w)) @ vl.conj().T, atol=1e-12)
