@@ -318,3 +318,29 @@ def test_lax_linalg_matches_jax():
     np.testing.assert_allclose(np.abs(np.asarray(vl)), np.abs(np.asarray(jvl)), atol=1e-12)
     vl = np.asarray(vl)
     np.testing.assert_allclose(vl.conj().T @ a, np.diag(np.asarray(w)) @ vl.conj().T, atol=1e-12)
+
+
+@pytest.mark.parametrize("order", [0, 1])
+@pytest.mark.parametrize("mode", ["constant", "nearest", "mirror", "wrap", "reflect"])
+def test_map_coordinates_matches_jax(order, mode):
+    rng = np.random.default_rng(3)
+    img = rng.normal(size=(5, 7))
+    c = [rng.uniform(-3, 8, size=(4, 6)), rng.uniform(-4, 10, size=(4, 6))]
+    c[0][0, :4] = [0.5, 1.5, 2.5, -0.5]  # halves: order 0 rounds them away from zero
+    got = qb.scipy.ndimage.map_coordinates(img, c, order, mode=mode, cval=1.5)
+    want = jax.scipy.ndimage.map_coordinates(img, c, order, mode=mode, cval=1.5)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-13, atol=1e-13)
+    if order == 1:
+        def f(m, nd):
+            return lambda cc: m.sum(nd.map_coordinates(img, [cc, c[1]], 1, mode=mode) ** 2)
+        np.testing.assert_allclose(np.asarray(qb.grad(f(qb, qb.scipy.ndimage))(c[0])),
+                                   np.asarray(jax.grad(f(jnp, jax.scipy.ndimage))(c[0])), rtol=1e-11)
+
+
+def test_map_coordinates_errors():
+    with pytest.raises(NotImplementedError, match="order"):
+        qb.scipy.ndimage.map_coordinates(np.ones(3), [np.zeros(2)], 3)
+    with pytest.raises(ValueError, match="one coordinate array per input axis"):
+        qb.scipy.ndimage.map_coordinates(np.ones((3, 3)), [np.zeros(2)], 1)
+    with pytest.raises(ValueError, match="mode"):
+        qb.scipy.ndimage.map_coordinates(np.ones(3), [np.zeros(2)], 1, mode="grid-wrap")
