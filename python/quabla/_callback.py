@@ -86,7 +86,11 @@ def dispatch(callback: int, vmap_method: int, batch_axes: int, operands: list, o
         arrays = [a.copy() for a in arrays]
     dtype = _np_dtype(out_dtype)
     if effect:  # qb.debug: the result is a placeholder nothing reads
-        fn(*arrays)
+        if vmap_method == 1 and batch_axes > 0:  # once per example, in order (jax.debug's under vmap)
+            for idx in np.ndindex(*tuple(out_shape[:batch_axes])):
+                fn(*[a[idx] for a in arrays])
+        else:
+            fn(*arrays)
         return np.zeros(tuple(out_shape), dtype)
 
     def run():

@@ -4,8 +4,8 @@
 value each time the compiled program reaches it (not once at trace time); eagerly it prints
 at once. Both are host-call nodes marked as effects (ops.def): never removed although nothing
 reads them, never merged, run in program order, without a derivative of their own (they do
-not stop differentiation of what they print). Under vmap they see the whole batch (the
-batch axis first). CPU backend only.
+not stop differentiation of what they print). Under vmap they run once per example, in
+order (as jax.debug's). CPU backend only.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from . import tree as _tree
 
 __all__ = ["print", "callback"]
 
-_EFFECT_BROADCAST_ALL = 4 | 2  # host_call: the effect bit, and vmap batching by broadcast
+_EFFECT_SEQUENTIAL = 4 | 1  # host_call: the effect bit, and vmap batching by one call per example (JAX's)
 
 
 def callback(callback: Callable, *args, ordered: bool = False, **kwargs) -> None:
@@ -48,7 +48,7 @@ def callback(callback: Callable, *args, ordered: bool = False, **kwargs) -> None
         callback(*a, **k)
 
     inputs = [leaves[i] if isinstance(leaves[i], _core.Array) else _core.asarray(leaves[i]) for i in arrays]
-    _core.host_call(register(run, "qb.debug.callback", effect=True), inputs, [], _core.bool_, -1, _EFFECT_BROADCAST_ALL)
+    _core.host_call(register(run, "qb.debug.callback", effect=True), inputs, [], _core.bool_, -1, _EFFECT_SEQUENTIAL)
     return None
 
 

@@ -60,8 +60,9 @@ def test_loops_conds_and_vmap():
     f(qb.asarray(-2.0))
     assert seen == ["pos", "neg"]
     seen.clear()
-    qb.jit(qb.vmap(lambda x: (qb.debug.callback(lambda a: seen.append(a.shape), x), x)[1]))(qb.ones((5, 3)))
-    assert seen == [(5, 3)]  # the whole batch at once
+    qb.jit(qb.vmap(lambda x: (qb.debug.callback(lambda a: seen.append(a.tolist()), x), x)[1]))(
+        qb.arange(6.0).reshape(2, 3))
+    assert seen == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]  # once per example, in order (jax.debug's)
 
 
 def test_reverse_mode_through_a_loop_prints_forward_values_only():
