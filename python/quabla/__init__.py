@@ -99,6 +99,7 @@ from .optim import Trainer  # noqa: E402,F401
 from ._config import config, disable_jit  # noqa: E402,F401  (jax.config, jax.disable_jit)
 from . import flatten_util  # noqa: E402,F401
 from . import optax  # noqa: E402,F401  (optax's transformations, for code ported from JAX)
+from . import example_libraries  # noqa: E402,F401
 from . import _numpy_names  # noqa: E402
 from ._numpy_names import (  # noqa: E402,F401,F811
     acos, asin, atan, acosh, asinh, atanh, atan2, pow, permute_dims, unstack, cumulative_sum, cumulative_prod, vecdot,
