@@ -3,7 +3,8 @@
 `init(params) -> state` and `update(updates, state, params=None) -> (updates, state)`;
 `apply_updates(params, updates)` adds the updates. States are NamedTuples of arrays
 (pytrees), so a jitted training step carries them; the formulas are optax's (qb.optim's
-Adam, AdamW and SGD compute the same steps in one call)."""
+Adam, AdamW and SGD compute the same steps in one call). The losses live in
+quabla.optax.losses (python/quabla/_optax_losses.py) and at the top level, as optax's."""
 from __future__ import annotations
 
 import math
@@ -16,7 +17,7 @@ from . import tree as _tree
 __all__ = ["GradientTransformation", "EmptyState", "ScaleByAdamState", "ScaleByRmsState", "ScaleByRssState",
            "TraceState", "ScaleByScheduleState", "apply_updates", "chain", "identity", "set_to_zero", "scale",
            "scale_by_learning_rate", "scale_by_schedule", "scale_by_adam", "scale_by_rms", "scale_by_rss", "trace",
-           "add_decayed_weights", "clip", "clip_by_global_norm", "zero_nans", "global_norm", "adam", "adamw", "sgd",
+           "add_decayed_weights", "clip", "clip_by_global_norm", "zero_nans", "ZeroNansState", "global_norm", "adam", "adamw", "sgd",
            "rmsprop", "adagrad", "constant_schedule", "exponential_decay", "cosine_decay_schedule",
            "warmup_cosine_decay_schedule", "piecewise_constant_schedule", "linear_schedule", "polynomial_schedule",
            "join_schedules", "masked", "MaskedState", "multi_transform", "MultiTransformState", "inject_hyperparams", "InjectHyperparamsState", "l2_loss",
@@ -142,13 +143,25 @@ def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True):
     return GradientTransformation(lambda params: EmptyState(), update)
 
 
-def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0):
-    """Adam's step direction: bias-corrected m / (sqrt(v + eps_root) + eps)."""
+def _cast(tree, dtype):
+    # the leaves of tree in dtype (an accumulator's mu_dtype=); unchanged for dtype None
+    return tree if dtype is None else _tmap(lambda x: x.astype(dtype), tree)
+
+
+def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None, *,
+                  nesterov: bool = False):
+    """Adam's step direction: bias-corrected m / (sqrt(v + eps_root) + eps). With nesterov,
+    NAdam's: m-hat = b1 m / (1 - b1^(t+1)) + (1 - b1) g / (1 - b1^t) (scale_by_nadam).
+    mu_dtype: the dtype the first moment is stored in (None: the parameters')."""
+    if nesterov:
+        return scale_by_nadam(b1, b2, eps, eps_root, mu_dtype)
+
     def init(params):
-        return ScaleByAdamState(_count(), _zeros_like(params), _zeros_like(params))
+        return ScaleByAdamState(_count(), _cast(_zeros_like(params), mu_dtype), _zeros_like(params))
 
     def update(updates, state, params=None):
-        mu = _tmap(lambda m, g: b1 * m + (1.0 - b1) * g, state.mu, updates)
+        # (a mu_dtype= first moment is computed in the updates' dtype, stored in its own)
+        mu = _tmap(lambda m, g: b1 * m.astype(g.dtype) + (1.0 - b1) * g, state.mu, updates)
         nu = _tmap(lambda v, g: b2 * v + (1.0 - b2) * _abs_sq(g), state.nu, updates)
         count = state.count + 1
         c = count.astype(_core.float64)
@@ -156,7 +169,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_roo
         c2 = 1.0 - _core.power(_core.asarray(b2, dtype=_core.float64), c)
         out = _tmap(lambda m, v: (m / c1.astype(m.dtype)) / (_core.sqrt(v / c2.astype(v.dtype) + eps_root) + eps),
                     mu, nu)
-        return out, ScaleByAdamState(count, mu, nu)
+        return out, ScaleByAdamState(count, _cast(mu, mu_dtype), nu)
     return GradientTransformation(init, update)
 
 
@@ -228,11 +241,20 @@ def clip_by_global_norm(max_norm: float):
     return GradientTransformation(lambda params: EmptyState(), update)
 
 
+class ZeroNansState(NamedTuple):
+    found_nan: Any  # per leaf, a bool scalar: whether the last update had a NaN there
+
+
 def zero_nans():
-    """NaN updates replaced by 0."""
+    """NaN updates replaced by 0; the state records, per leaf, whether the last update had a
+    NaN (optax.ZeroNansState)."""
+    def init(params):
+        return ZeroNansState(_tree.map(lambda p: _core.asarray(False), params))
+
     def update(updates, state, params=None):
-        return _tmap(lambda g: _core.where(_core.isnan(g), _core.zeros_like(g), g), updates), state
-    return GradientTransformation(lambda params: EmptyState(), update)
+        found = _tmap(lambda g: _core.any(_core.isnan(g)), updates)
+        return _tmap(lambda g: _core.where(_core.isnan(g), _core.zeros_like(g), g), updates), ZeroNansState(found)
+    return GradientTransformation(init, update)
 
 
 global_norm = _optim.global_norm
@@ -243,14 +265,16 @@ class MaskedState(NamedTuple):
 
 
 def masked(inner, mask):
-    """inner applied where mask (a pytree of bools like the params, or a function of the
-    params giving one) is True; other updates pass through unchanged. (The inner state
-    covers every leaf; the masked-out ones are never used.)"""
+    """inner applied where mask (a pytree of bools like the params, a single bool for all of
+    them, or a function of the params giving either) is True; other updates pass through
+    unchanged. (The inner state covers every leaf; the masked-out ones are never used.)"""
     def init(params):
         return MaskedState(inner.init(params))
 
     def update(updates, state, params=None):
         m = mask(params if params is not None else updates) if callable(mask) else mask
+        if isinstance(m, bool):
+            m = _tree.map(lambda _: m, updates)
         new, inner_state = inner.update(updates, state.inner_state, params)
         out = _tree.map(lambda u, n, on: n if on else u, updates, new, m)
         return out, MaskedState(inner_state)
@@ -334,88 +358,37 @@ def _is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(v, _core.Array)
 
 
-# ---- losses (optax's) -------------------------------------------------------------------------
+# ---- losses (optax's; python/quabla/_optax_losses.py, also as quabla.optax.losses) ------------
 
-def _err(predictions, targets):
-    p = _core.asarray(predictions)
-    return p if targets is None else p - _core.asarray(targets).astype(p.dtype)
-
-
-def l2_loss(predictions, targets=None):
-    """0.5 (predictions - targets)^2, elementwise."""
-    e = _err(predictions, targets)
-    return 0.5 * e * e
-
-
-def squared_error(predictions, targets=None):
-    """(predictions - targets)^2, elementwise."""
-    e = _err(predictions, targets)
-    return e * e
-
-
-def huber_loss(predictions, targets=None, *, delta: float = 1.0):
-    """0.5 e^2 where |e| <= delta, delta (|e| - delta / 2) beyond, elementwise."""
-    e = _err(predictions, targets)
-    a = _core.abs(e)
-    return _core.where(a <= delta, 0.5 * e * e, delta * (a - 0.5 * delta))
-
-
-def log_cosh(predictions, targets=None):
-    """log(cosh(e)), without overflow, elementwise."""
-    e = _err(predictions, targets)
-    return _core.logaddexp(e, -e) - math.log(2.0)
-
-
-def softmax_cross_entropy(logits, labels, axis=-1, where=None):
-    """-sum(labels * log_softmax(logits)) over axis."""
-    from . import nn
-    logits = _core.asarray(logits)
-    logp = nn.log_softmax(logits, axis=axis, where=where)
-    terms = _core.asarray(labels).astype(logp.dtype) * logp
-    if where is not None:
-        terms = _core.where(_core.asarray(where), terms, _core.zeros_like(terms))
-    return -_core.sum(terms, axis=axis)
-
-
-def softmax_cross_entropy_with_integer_labels(logits, labels, axis=-1):
-    """logsumexp(logits) - logits[label] over axis, for integer class labels."""
-    from ._indexing import take_along_axis
-    logits = _core.asarray(logits)
-    axis = axis % logits.ndim
-    picked = take_along_axis(logits, _core.expand_dims(_core.asarray(labels), axis), axis=axis)
-    return _core.logsumexp(logits, axis=axis) - _core.squeeze(picked, axis=axis)
-
-
-def sigmoid_binary_cross_entropy(logits, labels):
-    """-labels log sigmoid(logits) - (1 - labels) log sigmoid(-logits), elementwise."""
-    logits = _core.asarray(logits)
-    labels = _core.asarray(labels).astype(logits.dtype)
-    return -labels * -_core.softplus(-logits) - (1.0 - labels) * -_core.softplus(logits)
-
-
-def cosine_similarity(predictions, targets, epsilon: float = 0.0):
-    """The cosine of the angle between predictions and targets along the last axis."""
-    p, t = _core.asarray(predictions), _core.asarray(targets)
-    num = _core.sum(p * t, axis=-1)
-    den = _core.sqrt(_core.maximum(_core.sum(p * p, axis=-1), epsilon * epsilon)) * \
-        _core.sqrt(_core.maximum(_core.sum(t * t, axis=-1), epsilon * epsilon))
-    return num / den
-
-
-def cosine_distance(predictions, targets, epsilon: float = 0.0):
-    return 1.0 - cosine_similarity(predictions, targets, epsilon)
+from . import _optax_losses as losses  # noqa: E402
+import sys as _sys  # noqa: E402
+# so that `import quabla.optax.losses` and `from quabla.optax.losses import ...` work too
+_sys.modules.setdefault(__name__ + ".losses", losses)
+from ._optax_losses import (  # noqa: E402
+    l2_loss, squared_error, huber_loss, log_cosh, softmax_cross_entropy, softmax_cross_entropy_with_integer_labels,
+    sigmoid_binary_cross_entropy, cosine_similarity, cosine_distance, kl_divergence, kl_divergence_with_log_targets,
+    convex_kl_divergence, generalized_kl_divergence, hinge_loss, multiclass_hinge_loss, perceptron_loss,
+    multiclass_perceptron_loss, sigmoid_focal_loss, smooth_labels, poly_loss_cross_entropy,
+    safe_softmax_cross_entropy, triplet_margin_loss, dice_loss, binary_dice_loss, multiclass_generalized_dice_loss,
+    ntxent, sparsemax_loss, multiclass_sparsemax_loss, ranking_softmax_loss,
+)
 
 
 # ---- optimizers ------------------------------------------------------------------------------
 
-def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0):
-    return chain(scale_by_adam(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate))
-
-
-def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0,
-          weight_decay: float = 1e-4, mask=None):
-    return chain(scale_by_adam(b1, b2, eps, eps_root), add_decayed_weights(weight_decay, mask),
+def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None,
+         *, nesterov: bool = False):
+    """optax.adam; nesterov=True is NAdam (optax.nadam)."""
+    return chain(scale_by_adam(b1, b2, eps, eps_root, mu_dtype, nesterov=nesterov),
                  scale_by_learning_rate(learning_rate))
+
+
+def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None,
+          weight_decay: float = 1e-4, mask=None, *, nesterov: bool = False):
+    """optax.adamw (optax's argument order: mu_dtype before weight_decay); nesterov=True is
+    NAdamW (optax.nadamw)."""
+    return chain(scale_by_adam(b1, b2, eps, eps_root, mu_dtype, nesterov=nesterov),
+                 add_decayed_weights(weight_decay, mask), scale_by_learning_rate(learning_rate))
 
 
 def sgd(learning_rate, momentum: Optional[float] = None, nesterov: bool = False):
@@ -522,18 +495,18 @@ def _nesterov_or_plain_mu_hat(nesterov, mu, updates, b1, count_inc):
     return _tmap(lambda m: _bc(m, b1, count_inc), mu)
 
 
-def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0):
+def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None):
     """scale_by_adam with Nesterov's momentum (optax.scale_by_adam(nesterov=True))."""
     def init(params):
-        return ScaleByAdamState(_count(), _zeros_like(params), _zeros_like(params))
+        return ScaleByAdamState(_count(), _cast(_zeros_like(params), mu_dtype), _zeros_like(params))
 
     def update(updates, state, params=None):
-        mu = _tmap(lambda g, m: _ema(g, m, b1), updates, state.mu)
+        mu = _tmap(lambda g, m: _ema(g, m.astype(g.dtype), b1), updates, state.mu)
         nu = _tmap(lambda g, v: _ema(_abs_sq(g), v, b2), updates, state.nu)
         c = state.count + 1
         mu_hat = _nesterov_or_plain_mu_hat(True, mu, updates, b1, c)
         out = _tmap(lambda m, v: m / (_core.sqrt(_bc(v, b2, c) + eps_root) + eps), mu_hat, nu)
-        return out, ScaleByAdamState(c, mu, nu)
+        return out, ScaleByAdamState(c, _cast(mu, mu_dtype), nu)
     return GradientTransformation(init, update)
 
 
@@ -729,8 +702,8 @@ def _lr(learning_rate):
     return identity() if learning_rate is None else scale_by_learning_rate(learning_rate)
 
 
-def nadam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0):
-    return chain(scale_by_nadam(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate))
+def nadam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None):
+    return chain(scale_by_nadam(b1, b2, eps, eps_root, mu_dtype), scale_by_learning_rate(learning_rate))
 
 
 def radam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0,
@@ -1090,3 +1063,564 @@ __all__ += ["OptState", "Params", "Updates", "Schedule", "ScalarOrSchedule", "Gr
             "warmup_exponential_decay_schedule", "sgdr_schedule", "tree_utils", "schedules", "lbfgs", "scale_by_lbfgs",
             "ScaleByLBFGSState", "scale_by_zoom_linesearch", "ScaleByZoomLinesearchState", "ZoomLinesearchInfo",
             "value_and_grad_from_state"]
+
+
+# ---- still more of optax 0.2.8: small transformations, optimizers and helpers ----------------
+#
+# Each is written from optax's documented formula; the transformation chains (and so the
+# states' structure) are optax's, so a state can be read the same way (state[0].count, ...).
+
+from ._package import qb as _qb  # noqa: E402  (the whole package, looked up when used)
+
+TransformInitFn = Callable[[Any], Any]  # optax.TransformInitFn: params -> state
+TransformUpdateFn = Callable[..., Any]  # optax.TransformUpdateFn: (updates, state, params) -> (updates, state)
+TransformUpdateExtraArgsFn = Callable[..., Any]  # the same, with extra keyword arguments
+MaskOrFn = Any  # optax.MaskOrFn: a pytree of bools, or a function of the params giving one
+ShouldSkipUpdateFunction = Callable[..., Any]  # MultiSteps' should_skip_update_fn
+
+# optax's names for the (empty) states of its stateless transformations
+AddDecayedWeightsState = ClipState = ScaleState = ClipByGlobalNormState = EmptyState
+ScaleByTrustRatioState = NonNegativeParamsState = EmptyState
+
+
+def init_empty_state(params):
+    """The init of a stateless transformation: EmptyState()."""
+    del params
+    return EmptyState()
+
+
+def stateless(f: Callable):
+    """A transformation without state from f(updates, params) -> updates (params may be None)."""
+    def update(updates, state, params=None):
+        return f(updates, params), state
+    return GradientTransformation(init_empty_state, update)
+
+
+def stateless_with_tree_map(f: Callable):
+    """stateless, with f(update, param) applied leaf by leaf (param None without params)."""
+    def update(updates, state, params=None):
+        if params is None:
+            return _tmap(lambda u: f(u, None), updates), state
+        return _tmap(f, updates, params), state
+    return GradientTransformation(init_empty_state, update)
+
+
+def with_extra_args_support(tx):
+    """tx as a GradientTransformationExtraArgs (an update taking, and ignoring, extra keyword
+    arguments); tx itself when it already is one."""
+    if isinstance(tx, GradientTransformationExtraArgs):
+        return tx
+
+    def update(updates, state, params=None, **extra_args):
+        del extra_args
+        return tx.update(updates, state, params)
+    return GradientTransformationExtraArgs(tx.init, update)
+
+
+def safe_increment(count):
+    """count + 1, staying at the largest value of count's dtype instead of wrapping around."""
+    import numpy as np
+    c = _core.asarray(count)
+    kind = np.dtype(c.dtype.name)
+    top = np.iinfo(kind).max if np.issubdtype(kind, np.integer) else np.finfo(kind).max
+    return _core.where(c < top, c + 1, c)
+
+
+safe_int32_increment = safe_increment  # optax's older name
+
+
+def safe_norm(x, min_norm, ord=None, axis=None, keepdims: bool = False):
+    """max(norm(x), min_norm) (qb.linalg.norm's ord, axis, keepdims) with the gradient 0 where
+    the norm is at most min_norm (the plain form's gradient is NaN at x = 0)."""
+    x = _core.asarray(x)
+    small_k = _qb.linalg.norm(x, ord=ord, axis=axis, keepdims=True) <= min_norm
+    # where the norm is small, the norm of ones is taken instead: its (discarded) gradient is finite
+    x_safe = _core.where(small_k, _core.ones_like(x), x)
+    small = small_k if keepdims else _qb.linalg.norm(x, ord=ord, axis=axis, keepdims=False) <= min_norm
+    return _core.where(small, min_norm, _qb.linalg.norm(x_safe, ord=ord, axis=axis, keepdims=keepdims))
+
+
+def safe_root_mean_squares(x, min_rms):
+    """max(sqrt(mean(|x|^2)), min_rms) with the gradient 0 where the RMS is at most min_rms."""
+    x = _core.asarray(x)
+    small = _core.sqrt(_core.mean(_abs_sq(x))) <= min_rms
+    x_safe = _core.where(small, _core.ones_like(x), x)
+    return _core.where(small, min_rms, _core.sqrt(_core.mean(_abs_sq(x_safe))))
+
+
+def _needs_params(name, params):
+    if params is None:
+        raise ValueError(f"optax.{name}: update needs the params; call update(updates, state, params)")
+
+
+def clip_by_block_rms(threshold: float):
+    """Each leaf (a block: a weight vector or matrix) scaled down so that its root mean
+    square is at most threshold."""
+    def update(updates, state, params=None):
+        def leaf(u):
+            rms = _core.sqrt(_core.mean(_abs_sq(u)))
+            return u * (threshold / _core.maximum(rms, threshold)).astype(u.dtype)
+        return _tmap(leaf, updates), state
+    return GradientTransformation(init_empty_state, update)
+
+
+def scale_by_param_block_norm(min_scale: float = 1e-3):
+    """Each leaf's update times its parameter's norm (at least min_scale)."""
+    def update(updates, state, params=None):
+        _needs_params("scale_by_param_block_norm", params)
+        return _tmap(lambda u, p: u * safe_norm(p, min_scale).astype(u.dtype), updates, params), state
+    return GradientTransformation(init_empty_state, update)
+
+
+def scale_by_param_block_rms(min_scale: float = 1e-3):
+    """Each leaf's update times its parameter's root mean square (at least min_scale)."""
+    def update(updates, state, params=None):
+        _needs_params("scale_by_param_block_rms", params)
+        return _tmap(lambda u, p: u * safe_root_mean_squares(p, min_scale).astype(u.dtype), updates, params), state
+    return GradientTransformation(init_empty_state, update)
+
+
+def centralize():
+    """Gradient centralization: each leaf of two or more axes minus its mean over every axis
+    but the first (vectors and scalars pass unchanged)."""
+    def leaf(u):
+        return u - _core.mean(u, axis=tuple(range(1, u.ndim)), keepdims=True) if u.ndim > 1 else u
+
+    def update(updates, state, params=None):
+        return _tmap(leaf, updates), state
+    return GradientTransformation(init_empty_state, update)
+
+
+def keep_params_nonnegative():
+    """Updates changed so the parameters stay >= 0: where params + update < 0 the update
+    is -params (last in a chain)."""
+    def update(updates, state, params=None):
+        _needs_params("keep_params_nonnegative", params)
+        return _tmap(lambda u, p: _core.where(p + u < 0.0, -_core.asarray(p).astype(u.dtype), u), updates,
+                     params), state
+    return GradientTransformation(init_empty_state, update)
+
+
+def normalize_by_update_norm(scale_factor: float = 1.0, eps: float = 1e-6):
+    """updates * scale_factor / (global_norm(updates) + eps)."""
+    def update(updates, state, params=None):
+        s = scale_factor / (global_norm(updates) + eps)
+        return _tmap(lambda u: u * _core.asarray(s).astype(u.dtype), updates), state
+    return GradientTransformation(init_empty_state, update)
+
+
+def scale_by_sign():
+    """The signs of the updates."""
+    def update(updates, state, params=None):
+        return _tmap(_core.sign, updates), state
+    return GradientTransformation(init_empty_state, update)
+
+
+def sign_sgd(learning_rate):
+    """SignSGD: -learning_rate * sign(g)."""
+    return chain(scale_by_sign(), scale_by_learning_rate(learning_rate))
+
+
+def signum(learning_rate, beta: float = 0.9, accumulator_dtype=None):
+    """Signum: -learning_rate * sign(m), m = beta m + (1 - beta) g (an ema without debiasing)."""
+    return chain(ema(beta, debias=False, accumulator_dtype=accumulator_dtype), scale_by_sign(),
+                 scale_by_learning_rate(learning_rate))
+
+
+def adamaxw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 1e-4,
+            mask=None):
+    """AdaMax with decoupled weight decay (optax.adamaxw)."""
+    return chain(scale_by_adamax(b1, b2, eps), add_decayed_weights(weight_decay, mask),
+                 scale_by_learning_rate(learning_rate))
+
+
+def nadamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0,
+           mu_dtype=None, weight_decay: float = 1e-4, mask=None, *, nesterov: bool = True):
+    """AdamW with Nesterov's momentum (optax.nadamw: adamw(..., nesterov=True))."""
+    return adamw(learning_rate, b1, b2, eps, eps_root, mu_dtype, weight_decay, mask, nesterov=nesterov)
+
+
+class ScaleByAmsgradState(NamedTuple):
+    count: Any
+    mu: Any
+    nu: Any
+    nu_max: Any
+
+
+def scale_by_amsgrad(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None,
+                     bias_correction_mu: bool = True, bias_correction_nu: bool = True):
+    """AMSGrad's direction (optax.scale_by_amsgrad): Adam's moments, divided by the running
+    maximum nu_max of the (bias-corrected, unless bias_correction_nu=False) second moment:
+    m-hat / (sqrt(nu_max + eps_root) + eps)."""
+    def init(params):
+        return ScaleByAmsgradState(_count(), _cast(_zeros_like(params), mu_dtype), _zeros_like(params),
+                                   _zeros_like(params))
+
+    def update(updates, state, params=None):
+        mu = _tmap(lambda g, m: _ema(g, m.astype(g.dtype), b1), updates, state.mu)
+        nu = _tmap(lambda g, v: _ema(_abs_sq(g), v, b2), updates, state.nu)
+        c = state.count + 1
+        mu_hat = _tmap(lambda m: _bc(m, b1, c), mu) if bias_correction_mu else mu
+        nu_hat = _tmap(lambda v: _bc(v, b2, c), nu) if bias_correction_nu else nu
+        nu_max = _tmap(_core.maximum, state.nu_max, nu_hat)
+        out = _tmap(lambda m, v: m / (_core.sqrt(v + eps_root) + eps), mu_hat, nu_max)
+        return out, ScaleByAmsgradState(c, _cast(mu, mu_dtype), nu, nu_max)
+    return GradientTransformation(init, update)
+
+
+def amsgrad(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0,
+            mu_dtype=None, bias_correction_mu: bool = True, bias_correction_nu: bool = True):
+    return chain(scale_by_amsgrad(b1, b2, eps, eps_root, mu_dtype, bias_correction_mu, bias_correction_nu),
+                 scale_by_learning_rate(learning_rate))
+
+
+class AddNoiseState(NamedTuple):
+    count: Any
+    rng_key: Any
+
+
+def _as_key(key, seed, who):
+    if key is None:
+        if seed is None:
+            import warnings
+            warnings.warn(f"optax.{who}: no key given, using key 0 (as optax 0.2.8 does); pass key= for your own "
+                          f"noise", stacklevel=3)
+            seed = 0
+        key = seed
+    if isinstance(key, bool) or not isinstance(key, (int, _qb.random.Key, _core.Array)):
+        raise TypeError(f"optax.{who}: key must be an int seed or a qb.random key, got {type(key).__name__}")
+    if isinstance(key, int):
+        return _qb.random.PRNGKey(key)
+    if isinstance(key, _qb.random.Key):
+        return _qb.random.key_data(key)  # the raw uint32 pair: a plain array in the state
+    return key
+
+
+def add_noise(eta: float, gamma: float, key=None, *, seed: Optional[int] = None):
+    """Gaussian noise added to the updates (optax.add_noise): at the t-th update (t from 0)
+    of variance eta / (1 + t)^gamma. Each update splits the key into the next key and a
+    subkey, and the subkey into one key per leaf, as optax does, so a key gives optax's
+    noise (qb.random's bits are jax.random's). key: an int seed or a qb.random key."""
+    def init(params):
+        del params
+        return AddNoiseState(_count(), _as_key(key, seed, "add_noise"))
+
+    def update(updates, state, params=None):
+        leaves, treedef = _tree.flatten(updates)
+        pair = _qb.random.split(state.rng_key)
+        next_key, sub = pair[0], pair[1]
+        keys = _qb.random.split(sub, max(len(leaves), 1))
+        var = eta / _core.power(state.count.astype(_core.float64) + 1.0, gamma)
+        std = _core.sqrt(var)
+        noisy = []
+        for i, g in enumerate(leaves):
+            g = _core.asarray(g)
+            noisy.append(g + std.astype(g.dtype) * _qb.random.normal(keys[i], g.shape, dtype=g.dtype))
+        return _tree.unflatten(treedef, noisy), AddNoiseState(state.count + 1, next_key)
+    return GradientTransformation(init, update)
+
+
+def noisy_sgd(learning_rate, eta: float = 0.01, gamma: float = 0.55, key=None, *, seed: Optional[int] = None):
+    """SGD on gradients with annealed Gaussian noise (optax.noisy_sgd): -lr (g + N(0, eta / (1 + t)^gamma))."""
+    return chain(add_noise(eta, gamma, key, seed=seed), scale_by_learning_rate(learning_rate))
+
+
+def fromage(learning_rate: float, min_norm: float = 1e-6):
+    """Fromage (optax.fromage): params <- (params - lr ||params|| / ||g|| g) / sqrt(1 + lr^2),
+    leaf by leaf (scale_by_trust_ratio, the learning rate, then decayed weights)."""
+    if callable(learning_rate):
+        raise TypeError("optax.fromage: learning_rate must be a number (its 1 / sqrt(1 + lr^2) factor is fixed when "
+                        "the optimizer is built), got a schedule")
+    mult = 1.0 / _core.sqrt(1.0 + _core.asarray(learning_rate, dtype=_core.float64) ** 2)
+    if isinstance(learning_rate, (int, float)):
+        mult = float(mult)
+    return chain(scale_by_trust_ratio(min_norm), scale_by_learning_rate(learning_rate * mult),
+                 add_decayed_weights(mult - 1.0))
+
+
+class ScaleByOptimisticGradientState(NamedTuple):
+    is_initial_step: Any
+    previous_gradient: Any
+
+
+def scale_by_optimistic_gradient(alpha: float = 1.0, beta: float = 1.0):
+    """Optimistic gradients (optax.scale_by_optimistic_gradient): (alpha + beta) g_t -
+    beta g_(t-1); the first update, without a previous gradient, is alpha g."""
+    def init(params):
+        return ScaleByOptimisticGradientState(_core.asarray(True), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        first = state.is_initial_step
+        prev = _tmap(lambda g, pg: _core.where(first, g, pg.astype(g.dtype)), updates, state.previous_gradient)
+        out = _tmap(lambda g, pg: (alpha + beta) * g - beta * pg, updates, prev)
+        return out, ScaleByOptimisticGradientState(_core.asarray(False), updates)
+    return GradientTransformation(init, update)
+
+
+def optimistic_gradient_descent(learning_rate, alpha: float = 1.0, beta: float = 1.0):
+    """Optimistic gradient descent (optax.optimistic_gradient_descent):
+    -lr ((alpha + beta) g_t - beta g_(t-1))."""
+    return chain(scale_by_optimistic_gradient(alpha, beta), scale_by_learning_rate(learning_rate))
+
+
+def scale_by_polyak(f_min: float = 0.0, max_learning_rate: float = 1.0, eps: float = 0.0, variant: str = "sps"):
+    """Polyak's step size (optax.scale_by_polyak): updates * min((value - f_min) /
+    (||updates||^2 + eps), max_learning_rate), value the objective's, passed as
+    update(updates, state, params, value=...); variant "sps+" takes max(value - f_min, 0)."""
+    if variant not in ("sps", "sps+"):
+        raise ValueError(f"optax.scale_by_polyak: variant must be 'sps' or 'sps+', got {variant!r}")
+
+    def update(updates, state, params=None, *, value=None, **extra_args):
+        del extra_args
+        if value is None:
+            raise TypeError("optax.scale_by_polyak: update needs the objective's value; call "
+                            "update(grads, state, params, value=loss)")
+        gap = _core.asarray(value) - f_min
+        if variant == "sps+":
+            gap = _core.maximum(gap, 0.0)
+        step = _core.minimum(gap / (_tree_vdot(updates, updates) + eps), max_learning_rate)
+        return _tmap(lambda u: u * step.astype(u.dtype), updates), state
+    return GradientTransformationExtraArgs(init_empty_state, update)
+
+
+def polyak_sgd(max_learning_rate: float = 1.0, scaling=1.0, f_min: float = 0.0, eps: float = 0.0,
+               variant: str = "sps"):
+    """SGD with Polyak's step size (optax.polyak_sgd): update(grads, state, params,
+    value=loss). As optax's chain (sgd(scaling), then scale_by_polyak), the norm in the
+    step size is that of the scaled gradients, scaling * g (the same for scaling=1)."""
+    return chain(sgd(learning_rate=scaling),
+                 scale_by_polyak(f_min=f_min, max_learning_rate=max_learning_rate, eps=eps, variant=variant))
+
+
+def lars(learning_rate, weight_decay: float = 0.0, weight_decay_mask=True, trust_coefficient: float = 0.001,
+         eps: float = 0.0, trust_ratio_mask=True, momentum: float = 0.9, nesterov: bool = False):
+    """LARS (optax.lars): decayed weights, the layer-wise trust ratio (each under its mask:
+    a pytree of bools, one bool, or a function of the params), the learning rate, then
+    momentum."""
+    return chain(masked(add_decayed_weights(weight_decay), weight_decay_mask),
+                 masked(scale_by_trust_ratio(trust_coefficient=trust_coefficient, eps=eps), trust_ratio_mask),
+                 scale_by_learning_rate(learning_rate), trace(momentum, nesterov))
+
+
+class ScaleByRpropState(NamedTuple):
+    step_sizes: Any
+    prev_updates: Any
+
+
+def scale_by_rprop(learning_rate: float, eta_minus: float = 0.5, eta_plus: float = 1.2,
+                   min_step_size: float = 1e-6, max_step_size: float = 50.0):
+    """Rprop's direction (optax.scale_by_rprop): per entry a step size, times eta_plus (up to
+    max_step_size) while the gradient keeps its sign, times eta_minus (down to min_step_size)
+    when it flips; the update is step_size * sign(g), 0 on a flip.
+
+    Note: this returns the current step's update, as Rprop (and torch.optim.Rprop) defines
+    it. optax 0.2.8 returns the previous step's instead (its output lags one step, zeros
+    first); the states (step_sizes, prev_updates) are the same as optax's."""
+    def init(params):
+        return ScaleByRpropState(_full_like(params, learning_rate), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        prod = _tmap(lambda g, pu: g * pu, updates, state.prev_updates)
+        steps = _tmap(lambda s, pr: _core.where(pr > 0, _core.minimum(s * eta_plus, max_step_size),
+                                                _core.where(pr < 0, _core.maximum(s * eta_minus, min_step_size), s)),
+                      state.step_sizes, prod)
+        new = _tmap(lambda g, s, pr: _core.where(pr < 0, _core.zeros_like(g), s * _core.sign(g)), updates, steps, prod)
+        return new, ScaleByRpropState(steps, new)
+    return GradientTransformation(init, update)
+
+
+def rprop(learning_rate: float, eta_minus: float = 0.5, eta_plus: float = 1.2, min_step_size: float = 1e-6,
+          max_step_size: float = 50.0):
+    """Rprop (optax.rprop): -scale_by_rprop's update (see its note on optax 0.2.8)."""
+    return chain(scale_by_rprop(learning_rate, eta_minus, eta_plus, min_step_size, max_step_size), scale(-1.0))
+
+
+class ApplyEvery(NamedTuple):
+    count: Any
+    grad_acc: Any
+
+
+def apply_every(k: int = 1):
+    """Updates summed over k steps and emitted on every k-th (zeros in between)
+    (optax.apply_every; the other transformations of a chain still update every step,
+    unlike MultiSteps)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"optax.apply_every: k must be an int >= 1, got {k!r}")
+
+    def init(params):
+        return ApplyEvery(_count(), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        first = state.count == 0  # the first step of a group starts a new sum
+        acc = _tmap(lambda g, a: _core.where(first, g, a + g), updates, state.grad_acc)
+        count = (state.count + 1) % k
+        emit = count == 0
+        return _tmap(lambda a: _core.where(emit, a, _core.zeros_like(a)), acc), ApplyEvery(count, acc)
+    return GradientTransformation(init, update)
+
+
+def warmup_constant_schedule(init_value: float, peak_value: float, warmup_steps: int):
+    """From init_value to peak_value linearly over warmup_steps, then peak_value."""
+    return join_schedules([linear_schedule(init_value, peak_value, warmup_steps), constant_schedule(peak_value)],
+                          [warmup_steps])
+
+
+def bias_correction(moment, decay: float, count):
+    """moment / (1 - decay^count), leaf by leaf."""
+    return _tmap(lambda m: _bc(m, decay, _core.asarray(count)), moment)
+
+
+def update_moment(updates, moments, decay: float, order: int):
+    """The exponential moving average of updates^order: (1 - decay) g^order + decay m."""
+    return _tmap(lambda g, m: _ema(g ** order, m, decay), updates, moments)
+
+
+def update_infinity_moment(updates, moments, decay: float, eps: float):
+    """The infinity-norm moment: max(|g| + eps, decay m)."""
+    return _tmap(lambda g, m: _core.maximum(_core.abs(g) + eps, decay * m), updates, moments)
+
+
+def update_moment_per_elem_norm(updates, moments, decay: float, order: int):
+    """The exponential moving average of g^order for real g, of |g|^order (the modulus) for
+    complex g (as optax's)."""
+    def leaf(g, m):
+        if _core.asarray(g).dtype in (_core.complex64, _core.complex128):
+            return _ema(_abs_sq(g) ** (order / 2.0), m, decay)
+        return _ema(g ** order, m, decay)
+    return _tmap(leaf, updates, moments)
+
+
+def incremental_update(new_tensors, old_tensors, step_size):
+    """Polyak averaging: step_size * new + (1 - step_size) * old, leaf by leaf."""
+    return _tmap(lambda n, o: step_size * n + (1.0 - step_size) * o, new_tensors, old_tensors)
+
+
+def scale_gradient(inputs, scale: float):
+    """inputs unchanged, with the gradient flowing back through them multiplied by scale."""
+    @_qb.custom_vjp
+    def ident(x):
+        return x
+
+    def fwd(x):
+        return x, None
+
+    def bwd(_, g):
+        return (_tmap(lambda t: t * scale, g),)
+    ident.defvjp(fwd, bwd)
+    return ident(inputs)
+
+
+def skip_not_finite(updates, gradient_step, params):
+    """A MultiSteps should_skip_update_fn: skip when an update has a NaN or an infinity;
+    returns (should_skip, {"should_skip", "num_not_finite"})."""
+    del gradient_step, params
+    num = _core.asarray(0, dtype=_core.int32)
+    for u in _tree.leaves(updates):
+        num = num + _core.sum((~_core.isfinite(_core.asarray(u))).astype(_core.int32))
+    should_skip = num > 0
+    return should_skip, dict(should_skip=should_skip, num_not_finite=num)
+
+
+def skip_large_updates(updates, gradient_step, params, max_squared_norm: float):
+    """A MultiSteps should_skip_update_fn (bind max_squared_norm with functools.partial):
+    skip when the squared global norm of the updates exceeds max_squared_norm (or is NaN);
+    returns (should_skip, {"should_skip", "norm_squared"})."""
+    del gradient_step, params
+    norm_sq = _tree_vdot(updates, updates)
+    should_skip = _core.logical_not(norm_sq < max_squared_norm)
+    return should_skip, dict(should_skip=should_skip, norm_squared=norm_sq)
+
+
+
+class ScaleByAdanState(NamedTuple):
+    m: Any
+    v: Any
+    n: Any
+    g: Any  # the previous gradient
+    t: Any
+
+
+def scale_by_adan(b1: float = 0.98, b2: float = 0.92, b3: float = 0.99, eps: float = 1e-8, eps_root: float = 0.0):
+    """Adan's direction (optax.scale_by_adan): with d = g - g_prev (0 at the first step),
+    m, v and n the moving averages (decays b1, b2, b3) of g, d and (g + (1 - b2) d)^2, the
+    update is (m-hat + (1 - b2) v-hat) / (sqrt(n-hat + eps_root) + eps), hats the
+    bias-corrected averages."""
+    def init(params):
+        z = _zeros_like(params)
+        return ScaleByAdanState(z, z, z, z, _count())
+
+    def update(updates, state, params=None):
+        first = state.t == 0
+        d = _tmap(lambda g, pg: _core.where(first, _core.zeros_like(g), g - pg), updates, state.g)
+        m = _tmap(lambda g, mm: _ema(g, mm, b1), updates, state.m)
+        v = _tmap(lambda dd, vv: _ema(dd, vv, b2), d, state.v)
+        n = _tmap(lambda g, dd, nn: _ema(_abs_sq(g + (1.0 - b2) * dd), nn, b3), updates, d, state.n)
+        t = state.t + 1
+        out = _tmap(lambda mm, vv, nn: (_bc(mm, b1, t) + (1.0 - b2) * _bc(vv, b2, t))
+                    / (_core.sqrt(_bc(nn, b3, t) + eps_root) + eps), m, v, n)
+        return out, ScaleByAdanState(m, v, n, updates, t)
+    return GradientTransformation(init, update)
+
+
+def adan(learning_rate, b1: float = 0.98, b2: float = 0.92, b3: float = 0.99, eps: float = 1e-8,
+         eps_root: float = 1e-8, weight_decay: float = 0.0, mask=None):
+    """Adan (optax.adan): scale_by_adan, decayed weights, the learning rate."""
+    return chain(scale_by_adan(b1, b2, b3, eps, eps_root), add_decayed_weights(weight_decay, mask),
+                 scale_by_learning_rate(learning_rate))
+
+
+AdaptiveGradClipState = EmptyState
+
+
+def _unitwise_norm(x, axis):
+    # optax's unit-wise norms for adaptive_grad_clip: the whole leaf for scalars and vectors,
+    # over the fan-in axes of linear (axis 0), 3-d (axis 0) and conv (all but the last) weights
+    if axis is None:
+        if x.ndim <= 1:
+            axis = None
+        elif x.ndim in (2, 3):
+            axis = 0
+        elif x.ndim in (4, 5):
+            axis = tuple(range(x.ndim - 1))
+        else:
+            raise ValueError(f"optax.adaptive_grad_clip: no default unit-wise norm for a parameter of shape "
+                             f"{tuple(x.shape)} (0 to 5 axes); pass axis= to choose the axes")
+    return _core.sqrt(_core.sum(_abs_sq(x), axis=axis, keepdims=True))
+
+
+def adaptive_grad_clip(clipping: float, eps: float = 1e-3, axis=None):
+    """Adaptive gradient clipping (optax.adaptive_grad_clip, NFNets): unit-wise, updates
+    with norm above clipping * max(||param||, eps) scaled down to it (the unit-wise norms
+    over axis, or optax's default axes by the number of dimensions)."""
+    def update(updates, state, params=None):
+        _needs_params("adaptive_grad_clip", params)
+
+        def leaf(g, p):
+            p = _core.asarray(p)
+            max_norm = clipping * _core.maximum(_unitwise_norm(p, axis), eps)
+            g_norm = _unitwise_norm(g, axis)
+            clipped = g * (max_norm / _core.maximum(g_norm, 1e-6))
+            return _core.where(g_norm < max_norm, g, clipped)
+        return _tmap(leaf, updates, params), state
+    return GradientTransformation(init_empty_state, update)
+
+
+__all__ += ["TransformInitFn", "TransformUpdateFn", "TransformUpdateExtraArgsFn", "MaskOrFn",
+            "ShouldSkipUpdateFunction", "AddDecayedWeightsState", "ClipState", "ScaleState", "ClipByGlobalNormState",
+            "ScaleByTrustRatioState", "NonNegativeParamsState", "init_empty_state", "stateless",
+            "stateless_with_tree_map", "with_extra_args_support", "safe_increment", "safe_int32_increment",
+            "safe_norm", "safe_root_mean_squares", "clip_by_block_rms", "scale_by_param_block_norm",
+            "scale_by_param_block_rms", "centralize", "keep_params_nonnegative", "normalize_by_update_norm",
+            "scale_by_sign", "sign_sgd", "signum", "adamaxw", "nadamw", "scale_by_amsgrad", "ScaleByAmsgradState",
+            "amsgrad", "add_noise", "AddNoiseState", "noisy_sgd", "fromage", "scale_by_optimistic_gradient",
+            "ScaleByOptimisticGradientState", "optimistic_gradient_descent", "scale_by_polyak", "polyak_sgd", "lars",
+            "scale_by_rprop", "ScaleByRpropState", "rprop", "apply_every", "ApplyEvery", "warmup_constant_schedule",
+            "bias_correction", "update_moment", "update_infinity_moment", "update_moment_per_elem_norm",
+            "incremental_update", "scale_gradient", "skip_not_finite", "skip_large_updates", "scale_by_adan",
+            "ScaleByAdanState", "adan", "adaptive_grad_clip", "AdaptiveGradClipState", "losses",
+            "kl_divergence", "kl_divergence_with_log_targets", "convex_kl_divergence", "generalized_kl_divergence",
+            "hinge_loss", "multiclass_hinge_loss", "perceptron_loss", "multiclass_perceptron_loss",
+            "sigmoid_focal_loss", "smooth_labels", "poly_loss_cross_entropy", "safe_softmax_cross_entropy",
+            "triplet_margin_loss", "dice_loss", "binary_dice_loss", "multiclass_generalized_dice_loss", "ntxent",
+            "sparsemax_loss", "multiclass_sparsemax_loss", "ranking_softmax_loss"]
+schedules.warmup_constant_schedule = warmup_constant_schedule
