@@ -196,8 +196,10 @@ def install_more() -> None:
     cls.itemsize = property(lambda self: self.dtype.itemsize)
     # NumPy's methods with their options (the plain core methods take none of them)
     cls.ravel = lambda self, order="C": _numpy_extra.ravel(self, order)
-    cls.cumsum = lambda self, axis=None, dtype=None, out=None: _numpy_extra.cumsum(self, axis, _no_out(dtype, out, "cumsum"))
-    cls.cumprod = lambda self, axis=None, dtype=None, out=None: _numpy_extra.cumprod(self, axis, _no_out(dtype, out, "cumprod"))
+    cls.cumsum = lambda self, axis=None, dtype=None, out=None, *, reverse=False: _numpy_extra.cumsum(
+        self, axis, _no_out(dtype, out, "cumsum"), reverse=reverse)
+    cls.cumprod = lambda self, axis=None, dtype=None, out=None, *, reverse=False: _numpy_extra.cumprod(
+        self, axis, _no_out(dtype, out, "cumprod"), reverse=reverse)
     cls.ptp = lambda self, axis=None, out=None, keepdims=False: _numpy_more.ptp(self, axis, keepdims) if out is None \
         else _no_out(None, out, "ptp")
     from . import _numpy_breadth
