@@ -60,6 +60,7 @@ from . import random  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
 from . import fft  # noqa: E402,F401
 from . import ops  # noqa: E402,F401  (jax.ops: segment reductions)
+from . import image  # noqa: E402,F401  (jax.image: resize)
 from . import ode  # noqa: E402,F401
 from . import debug  # noqa: E402,F401
 from . import _numpy_more  # noqa: E402

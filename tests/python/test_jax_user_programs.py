@@ -344,3 +344,30 @@ def test_map_coordinates_errors():
         qb.scipy.ndimage.map_coordinates(np.ones((3, 3)), [np.zeros(2)], 1)
     with pytest.raises(ValueError, match="mode"):
         qb.scipy.ndimage.map_coordinates(np.ones(3), [np.zeros(2)], 1, mode="grid-wrap")
+
+
+@pytest.mark.parametrize("method", ["nearest", "linear", "cubic", "lanczos3", "lanczos5"])
+def test_image_resize_matches_jax(method):
+    rng = np.random.default_rng(4)
+    img = rng.normal(size=(9, 13, 2))
+    for shape in [(5, 20, 2), (18, 7, 2), (9, 13, 2), (1, 3, 2)]:
+        for antialias in (True, False):
+            np.testing.assert_allclose(np.asarray(qb.image.resize(img, shape, method, antialias=antialias)),
+                                       np.asarray(jax.image.resize(img, shape, method, antialias=antialias)),
+                                       rtol=1e-12, atol=1e-12)
+    if method != "nearest":
+        g = qb.grad(lambda x: qb.sum(qb.image.resize(x, (5, 20, 2), method) ** 2))(img)
+        gj = jax.grad(lambda x: jnp.sum(jax.image.resize(x, (5, 20, 2), method) ** 2))(img)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(gj), rtol=1e-11, atol=1e-12)
+        got = qb.image.scale_and_translate(img, (12, 10, 2), (0, 1), qb.asarray([1.3, 0.7]), qb.asarray([0.5, -1.0]),
+                                           method)
+        want = jax.image.scale_and_translate(img, (12, 10, 2), (0, 1), jnp.array([1.3, 0.7]), jnp.array([0.5, -1.0]),
+                                             method)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
+
+
+def test_image_resize_errors():
+    with pytest.raises(ValueError, match="unknown method"):
+        qb.image.resize(np.ones((2, 2)), (3, 3), "bogus")
+    with pytest.raises(ValueError, match="rank"):
+        qb.image.resize(np.ones((2, 2)), (3,), "linear")
