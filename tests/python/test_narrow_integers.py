@@ -341,3 +341,14 @@ def test_random_chains_match_numpy(name, data):
         want = ((a * b + cc) ^ (a - b)) * (a | b) - (a & cc)
     same(chain(qb.asarray(a), qb.asarray(b)), want)
     same(qb.jit(chain)(a, b), want)
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "uint32"])
+def test_named_axis_collectives_wrap(name):
+    a = values(name, 6, 12)
+    with np.errstate(over="ignore"):
+        total = np.sum(a, dtype=name)
+    same(qb.vmap(lambda v: qb.lax.psum(v, "i"), axis_name="i")(a), np.full(a.shape, total, name))
+    same(qb.jit(qb.vmap(lambda v: qb.lax.psum(v * 3, "i") > 100, axis_name="i"))(a),
+         np.full(a.shape, np.sum(a * np.array(3, name), dtype=name) > 100))
+    same(qb.vmap(lambda v: qb.lax.pmax(v, "i"), axis_name="i")(a), np.full(a.shape, a.max(), name))

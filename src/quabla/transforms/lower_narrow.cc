@@ -71,7 +71,7 @@ bool keeps_range(const Node& n) {
     case Op::Concat: case Op::Pad: case Op::Select: case Op::Max: case Op::Min: case Op::ReduceMax:
     case Op::ReduceMin: case Op::Gather: case Op::Take: case Op::Argsort: case Op::And:
     case Op::Or: case Op::Xor: case Op::Rem: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
-    case Op::StopGradient: case Op::ShiftRight: case Op::NamedAxis:
+    case Op::StopGradient: case Op::ShiftRight:
       return true;
     case Op::Scatter: return n.attrs.mode == kScatterSet || n.attrs.mode == kScatterMin || n.attrs.mode == kScatterMax;
     default: return false;
