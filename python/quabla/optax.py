@@ -14,7 +14,7 @@ from . import _core
 from . import optim as _optim
 from . import tree as _tree
 
-__all__ = ["GradientTransformation", "EmptyState", "ScaleByAdamState", "ScaleByRmsState", "ScaleByRssState",
+__all__ = ["FactoredState", "scale_by_factored_rms", "adafactor", "GradientTransformation", "EmptyState", "ScaleByAdamState", "ScaleByRmsState", "ScaleByRssState",
            "TraceState", "ScaleByScheduleState", "apply_updates", "chain", "identity", "set_to_zero", "scale",
            "scale_by_learning_rate", "scale_by_schedule", "scale_by_adam", "scale_by_rms", "scale_by_rss", "trace",
            "add_decayed_weights", "clip", "clip_by_global_norm", "zero_nans", "ZeroNansState", "global_norm", "adam", "adamw", "sgd",
@@ -161,7 +161,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_roo
 
     def update(updates, state, params=None):
         # (a mu_dtype= first moment is computed in the updates' dtype, stored in its own)
-        mu = _tmap(lambda m, g: b1 * m.astype(g.dtype) + (1.0 - b1) * g, state.mu, updates)
+        mu = _tmap(lambda m, g: (b1 * m).astype(g.dtype) + (1.0 - b1) * g, state.mu, updates)
         nu = _tmap(lambda v, g: b2 * v + (1.0 - b2) * _abs_sq(g), state.nu, updates)
         count = state.count + 1
         c = count.astype(_core.float64)
@@ -482,7 +482,9 @@ def _bc(m, decay, count):
 
 
 def _ema(g, m, decay):
-    return (1.0 - decay) * g + decay * m
+    # optax's (1 - decay) g + decay m, with decay * m in m's own dtype (a moment kept in
+    # float32 for float64 updates is scaled in float32 first, as JAX's weak-float product is)
+    return (1.0 - decay) * g + (decay * m).astype(g.dtype)
 
 
 def _full_like(params, value):
@@ -501,7 +503,7 @@ def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_ro
         return ScaleByAdamState(_count(), _cast(_zeros_like(params), mu_dtype), _zeros_like(params))
 
     def update(updates, state, params=None):
-        mu = _tmap(lambda g, m: _ema(g, m.astype(g.dtype), b1), updates, state.mu)
+        mu = _tmap(lambda g, m: _ema(g, m, b1), updates, state.mu)
         nu = _tmap(lambda g, v: _ema(_abs_sq(g), v, b2), updates, state.nu)
         c = state.count + 1
         mu_hat = _nesterov_or_plain_mu_hat(True, mu, updates, b1, c)
@@ -622,8 +624,8 @@ def scale_by_lion(b1: float = 0.9, b2: float = 0.99, mu_dtype=None):
         return ScaleByLionState(_count(), mu if mu_dtype is None else _tmap(lambda m: m.astype(mu_dtype), mu))
 
     def update(updates, state, params=None):
-        out = _tmap(lambda g, m: _core.sign((1.0 - b1) * g + b1 * m.astype(g.dtype)), updates, state.mu)
-        mu = _tmap(lambda g, m: _ema(g, m.astype(g.dtype), b2), updates, state.mu)
+        out = _tmap(lambda g, m: _core.sign((1.0 - b1) * g + (b1 * m).astype(g.dtype)), updates, state.mu)
+        mu = _tmap(lambda g, m: _ema(g, m, b2), updates, state.mu)
         if mu_dtype is not None:
             mu = _tmap(lambda m: m.astype(mu_dtype), mu)
         return out, ScaleByLionState(state.count + 1, mu)
@@ -758,7 +760,7 @@ def ema(decay: float, debias: bool = True, accumulator_dtype=None):
         return EmaState(_count(), z if accumulator_dtype is None else _tmap(lambda a: a.astype(accumulator_dtype), z))
 
     def update(updates, state, params=None):
-        new = _tmap(lambda g, a: _ema(g, a.astype(g.dtype), decay), updates, state.ema)
+        new = _tmap(lambda g, a: _ema(g, a, decay), updates, state.ema)
         c = state.count + 1
         out = _tmap(lambda a: _bc(a, decay, c), new) if debias else new
         if accumulator_dtype is not None:
@@ -1257,7 +1259,7 @@ def scale_by_amsgrad(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_
                                    _zeros_like(params))
 
     def update(updates, state, params=None):
-        mu = _tmap(lambda g, m: _ema(g, m.astype(g.dtype), b1), updates, state.mu)
+        mu = _tmap(lambda g, m: _ema(g, m, b1), updates, state.mu)
         nu = _tmap(lambda g, v: _ema(_abs_sq(g), v, b2), updates, state.nu)
         c = state.count + 1
         mu_hat = _tmap(lambda m: _bc(m, b1, c), mu) if bias_correction_mu else mu
@@ -1624,3 +1626,111 @@ __all__ += ["TransformInitFn", "TransformUpdateFn", "TransformUpdateExtraArgsFn"
             "triplet_margin_loss", "dice_loss", "binary_dice_loss", "multiclass_generalized_dice_loss", "ntxent",
             "sparsemax_loss", "multiclass_sparsemax_loss", "ranking_softmax_loss"]
 schedules.warmup_constant_schedule = warmup_constant_schedule
+
+
+# ---- Adafactor (Shazeer and Stern, 2018): factored second moments ------------------------------
+
+class FactoredState(NamedTuple):
+    """scale_by_factored_rms's state: the step count and, per leaf, the row and column
+    statistics of a factored leaf or the full second moment of an unfactored one (the unused
+    ones are placeholders of shape (1,))."""
+    count: Any
+    v_row: Any
+    v_col: Any
+    v: Any
+
+
+def _decay_rate_pow(i, exponent: float = 0.8):
+    """Adafactor's second-moment decay at step i: 1 - (i + 1)^-exponent."""
+    t = _core.asarray(i).astype(_core.float32) + 1.0
+    return 1.0 - t ** (-exponent)
+
+
+def _factored_dims(shape, factored: bool, min_dim_size_to_factor: int):
+    """The two largest axes of a leaf (the smaller one first) when it is factored: two or more
+    axes, the second largest at least min_dim_size_to_factor; else None."""
+    if not factored or len(shape) < 2:
+        return None
+    order = sorted(range(len(shape)), key=lambda d: (shape[d], d))
+    if shape[order[-2]] < min_dim_size_to_factor:
+        return None
+    return order[-2], order[-1]
+
+
+def scale_by_factored_rms(factored: bool = True, decay_rate: float = 0.8, step_offset: int = 0,
+                          min_dim_size_to_factor: int = 128, epsilon: float = 1e-30,
+                          decay_rate_fn: Callable = _decay_rate_pow):
+    """Updates divided by a factored estimate of the gradients' root mean square (Adafactor's
+    scaling): a leaf whose two largest axes are at least min_dim_size_to_factor keeps only a
+    row and a column average of the squared gradients (their outer product, over their
+    mean, estimates the full second moment); smaller leaves keep it whole. The moments decay
+    by decay_rate_fn(step - step_offset, decay_rate)."""
+    def init(params):
+        def leaf_init(p):
+            p = _core.asarray(p)
+            dims = _factored_dims(tuple(p.shape), factored, min_dim_size_to_factor)
+            placeholder = _core.zeros((1,))  # the default float dtype, as optax's
+            if dims is None:
+                return placeholder, placeholder, _core.zeros(tuple(p.shape), dtype=p.dtype)
+            d1, d0 = dims
+            row = tuple(n for k, n in enumerate(p.shape) if k != d0)
+            col = tuple(n for k, n in enumerate(p.shape) if k != d1)
+            return _core.zeros(row, dtype=p.dtype), _core.zeros(col, dtype=p.dtype), placeholder
+        leaves, treedef = _tree.flatten(params)
+        parts = [leaf_init(p) for p in leaves]
+        unflat = lambda k: _tree.unflatten(treedef, [q[k] for q in parts])  # noqa: E731
+        return FactoredState(_count(), unflat(0), unflat(1), unflat(2))
+
+    def update(updates, state, params=None):
+        g_leaves, treedef = _tree.flatten(updates)
+        rows, cols, vs = (_tree.flatten(t)[0] for t in (state.v_row, state.v_col, state.v))
+        decay = decay_rate_fn(state.count - step_offset, decay_rate)
+        new_rows, new_cols, new_vs, outs = [], [], [], []
+        for g, v_row, v_col, v in zip(g_leaves, rows, cols, vs):
+            dims = _factored_dims(tuple(g.shape), factored, min_dim_size_to_factor)
+            decay_g = decay.astype(g.dtype)
+            g_sq = g * g + epsilon
+            if dims is None:
+                nv = decay_g * v.astype(g.dtype) + (1.0 - decay_g) * g_sq
+                outs.append(g * nv ** -0.5)
+                new_rows.append(v_row)
+                new_cols.append(v_col)
+                new_vs.append(nv.astype(v.dtype))
+                continue
+            d1, d0 = dims
+            nr = decay_g * v_row.astype(g.dtype) + (1.0 - decay_g) * _core.mean(g_sq, axis=d0)
+            nc = decay_g * v_col.astype(g.dtype) + (1.0 - decay_g) * _core.mean(g_sq, axis=d1)
+            reduced_d1 = d1 - 1 if d1 > d0 else d1
+            row_factor = (nr / _core.mean(nr, axis=reduced_d1, keepdims=True)) ** -0.5
+            col_factor = nc ** -0.5
+            outs.append(g * _core.expand_dims(row_factor, d0) * _core.expand_dims(col_factor, d1))
+            new_rows.append(nr.astype(v_row.dtype))
+            new_cols.append(nc.astype(v_col.dtype))
+            new_vs.append(v)
+        unflat = lambda xs: _tree.unflatten(treedef, xs)  # noqa: E731
+        return unflat(outs), FactoredState(state.count + 1, unflat(new_rows), unflat(new_cols), unflat(new_vs))
+    return GradientTransformation(init, update)
+
+
+def adafactor(learning_rate=None, min_dim_size_to_factor: int = 128, decay_rate: float = 0.8, decay_offset: int = 0,
+              multiply_by_parameter_scale: bool = True, clipping_threshold: Optional[float] = 1.0,
+              momentum: Optional[float] = None, dtype_momentum=None, weight_decay_rate=None, eps: float = 1e-30,
+              factored: bool = True, weight_decay_mask=None):
+    """Adafactor (optax.adafactor): factored second moments, update clipping by block RMS, the
+    learning rate (or none: relative steps via multiply_by_parameter_scale), steps scaled by
+    each parameter block's RMS, optional momentum (an EMA without debiasing, kept in
+    dtype_momentum, float32 by default) and decoupled weight decay."""
+    txs = [scale_by_factored_rms(factored, decay_rate, decay_offset, min_dim_size_to_factor, eps)]
+    if clipping_threshold is not None:
+        txs.append(clip_by_block_rms(clipping_threshold))
+    if learning_rate is not None:
+        txs.append(scale_by_learning_rate(learning_rate, flip_sign=False))
+    if multiply_by_parameter_scale:
+        txs.append(scale_by_param_block_rms())
+    if momentum is not None:
+        txs.append(ema(momentum, debias=False, accumulator_dtype=_core.float32 if dtype_momentum is None
+                       else dtype_momentum))
+    if weight_decay_rate is not None:
+        txs.append(add_decayed_weights(weight_decay_rate, mask=weight_decay_mask))
+    txs.append(scale(-1.0))
+    return chain(*txs)

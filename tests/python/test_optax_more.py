@@ -543,3 +543,51 @@ def test_adamw_keeps_optax_argument_order():
     assert st[0].mu["w"].dtype == qb.float32
     _, st = tx.update({"w": qb.ones(2)}, st)
     assert st[0].mu["w"].dtype == qb.float32 and st[0].nu["w"].dtype == qb.float64
+
+
+# ---- adafactor, and moments kept in another dtype ------------------------------------------------
+
+def _run_both(tq, tj, params, steps=6):
+    """Runs a Quabla and an optax transformation side by side on the same gradients; returns
+    the largest relative parameter difference over the steps."""
+    optax, jax = _optax()
+    jnp = jax.numpy
+    pq = {k: qb.asarray(v) for k, v in params.items()}
+    pj = {k: jnp.asarray(v) for k, v in params.items()}
+    sq, sj = tq.init(pq), tj.init(pj)
+    worst = 0.0
+    for step in range(steps):
+        g = {k: np.sin(np.asarray(pq[k]) * (step + 1)) + 0.1 * np.asarray(pq[k]) for k in pq}
+        uq, sq = tq.update({k: qb.asarray(v) for k, v in g.items()}, sq, pq)
+        uj, sj = tj.update({k: jnp.asarray(v) for k, v in g.items()}, sj, pj)
+        pq, pj = qb.optax.apply_updates(pq, uq), optax.apply_updates(pj, uj)
+        for k in pj:
+            want = np.asarray(pj[k])
+            worst = max(worst, float(np.max(np.abs(np.asarray(pq[k]) - want)) / np.max(np.abs(want))))
+    return worst
+
+
+@pytest.mark.parametrize("kwargs", [dict(learning_rate=1e-2), dict(), dict(learning_rate=1e-2, momentum=0.9),
+                                    dict(learning_rate=1e-2, weight_decay_rate=1e-3, decay_offset=2),
+                                    dict(learning_rate=1e-2, factored=False, clipping_threshold=None,
+                                         multiply_by_parameter_scale=False)])
+def test_adafactor_matches_optax(kwargs):
+    rng = np.random.default_rng(7)
+    # a factored matrix (both axes >= 128), a factored 3-D leaf, and unfactored small leaves
+    params = {"w": rng.normal(size=(130, 140)), "big3": rng.normal(size=(2, 129, 131)), "b": rng.normal(size=(140,)),
+              "k": rng.normal(size=(3, 4, 5))}
+    optax, _ = _optax()
+    assert _run_both(qb.optax.adafactor(**kwargs), optax.adafactor(**kwargs), params) < 1e-13
+    state = qb.optax.scale_by_factored_rms().init({k: qb.asarray(v) for k, v in params.items()})
+    assert state.v_row["w"].shape == (130,) and state.v_col["w"].shape == (140,) and state.v["w"].shape == (1,)
+    assert state.v["b"].shape == (140,) and state.v_row["big3"].shape == (2, 129)
+
+
+def test_float32_moments_for_float64_updates_match_optax():
+    rng = np.random.default_rng(8)
+    params = {"w": rng.normal(size=(5, 3)), "b": rng.normal(size=(3,))}
+    optax, jax = _optax()
+    jnp = jax.numpy
+    assert _run_both(qb.optax.adam(1e-2, mu_dtype=qb.float32), optax.adam(1e-2, mu_dtype=jnp.float32), params) < 1e-13
+    assert _run_both(qb.optax.ema(0.9, debias=False, accumulator_dtype=qb.float32),
+                     optax.ema(0.9, debias=False, accumulator_dtype=jnp.float32), params) < 1e-13
