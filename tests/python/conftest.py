@@ -1,6 +1,7 @@
 """Shared helpers for the Python test suite of Quabla's array and eager-operation layer."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -74,15 +75,23 @@ def fdt(request):
     return request.param
 
 
+@contextlib.contextmanager
+def jax_x64_mode(on: bool = True):
+    """JAX's x64 mode and ours (default float64/int64) set in step, for tests against JAX;
+    both restored on exit."""
+    jax = pytest.importorskip("jax")
+    jax_before, qb_before = jax.config.jax_enable_x64, qb.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", on)
+    qb.config.update("jax_enable_x64", on)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", jax_before)
+        qb.config.update("jax_enable_x64", qb_before)
+
+
 @pytest.fixture(params=[True, False], ids=["x64", "x32"])
 def x64(request):
-    """JAX's x64 mode and ours (default float64/int64) in step, for tests against JAX; both
-    restored after."""
-    jax = pytest.importorskip("jax")
-    import quabla as qb
-    jax_before, qb_before = jax.config.jax_enable_x64, qb.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", request.param)
-    qb.config.update("jax_enable_x64", request.param)
-    yield request.param
-    jax.config.update("jax_enable_x64", jax_before)
-    qb.config.update("jax_enable_x64", qb_before)
+    """Both x64 modes in turn (jax_x64_mode)."""
+    with jax_x64_mode(request.param):
+        yield request.param

@@ -8,6 +8,7 @@ import pytest
 
 import quabla as qb
 from quabla.example_libraries import optimizers, stax
+from conftest import jax_x64_mode
 
 jax = pytest.importorskip("jax")
 pytest.importorskip("jax.example_libraries")
@@ -18,12 +19,8 @@ from jax.example_libraries import optimizers as jopt, stax as jstax  # noqa: E40
 @pytest.fixture
 def x64_on():
     """Both libraries in x64 mode (float64 by default) for the test, restored after."""
-    jax_before, qb_before = jax.config.jax_enable_x64, qb.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    qb.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", jax_before)
-    qb.config.update("jax_enable_x64", qb_before)
+    with jax_x64_mode():
+        yield
 
 
 def to_np(tree):

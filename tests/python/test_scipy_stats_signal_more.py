@@ -17,6 +17,7 @@ import scipy.stats as S  # noqa: E402
 
 import quabla as qb  # noqa: E402
 from quabla.scipy import signal as QSIG  # noqa: E402
+from conftest import jax_x64_mode  # noqa: E402
 from quabla.scipy import stats as Q  # noqa: E402
 from quabla.scipy._spectral import get_window  # noqa: E402
 
@@ -26,12 +27,8 @@ A = qb.asarray
 @pytest.fixture(autouse=True, scope="module")
 def _x64():
     """JAX (and Quabla) in x64 mode for this module, restored after."""
-    jax_before, qb_before = jax.config.jax_enable_x64, qb.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    qb.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", jax_before)
-    qb.config.update("jax_enable_x64", qb_before)
+    with jax_x64_mode():
+        yield
 
 
 def close(got, expected, rtol=1e-12, atol=0.0, scaled=None):

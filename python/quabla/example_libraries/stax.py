@@ -137,19 +137,26 @@ def _conv_init(lhs_spec, rhs_spec, out_spec, out_chan, filter_shape, input_shape
     return tuple(output_shape), (W_init(k1, kernel_shape), b_init(k2, bias_shape))
 
 
+def _conv_setup(dimension_numbers, out_chan, filter_shape, strides, W_init, who):
+    """The checked arguments of a (transposed) convolution layer: the three layout specs,
+    the filter shape, out_chan, unit strides/dilations, strides, the weight initializer
+    (glorot normal over the kernel's 'I' and 'O' axes by default) and the layouts tuple."""
+    lhs_spec, rhs_spec, out_spec, filter_shape = _check_dimension_numbers(dimension_numbers, filter_shape, who)
+    out_chan = _positive_int(out_chan, "out_chan", who)
+    one = (1,) * len(filter_shape)
+    strides = tuple(strides) if strides else one
+    W_init = W_init or glorot_normal(rhs_spec.index('I'), rhs_spec.index('O'))
+    return lhs_spec, rhs_spec, out_spec, filter_shape, out_chan, one, strides, W_init, (lhs_spec, rhs_spec, out_spec)
+
+
 def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding='VALID', W_init=None,
                 b_init=normal(1e-6)):
     """A general convolution layer (qb.lax.conv_general_dilated) with the layouts of
     ``dimension_numbers = (lhs_spec, rhs_spec, out_spec)``, ``out_chan`` output channels and a
     kernel of spatial shape ``filter_shape``; weights glorot normal over the kernel's 'I' and
     'O' axes unless ``W_init`` is given, bias normal with stddev 1e-6."""
-    lhs_spec, rhs_spec, out_spec, filter_shape = _check_dimension_numbers(dimension_numbers, filter_shape,
-                                                                          "GeneralConv")
-    out_chan = _positive_int(out_chan, "out_chan", "GeneralConv")
-    one = (1,) * len(filter_shape)
-    strides = tuple(strides) if strides else one
-    W_init = W_init or glorot_normal(rhs_spec.index('I'), rhs_spec.index('O'))
-    dimension_numbers = (lhs_spec, rhs_spec, out_spec)
+    lhs_spec, rhs_spec, out_spec, filter_shape, out_chan, one, strides, W_init, dimension_numbers = _conv_setup(
+        dimension_numbers, out_chan, filter_shape, strides, W_init, "GeneralConv")
 
     def init_fun(rng, input_shape):
         input_shape = _shape_tuple(input_shape, "GeneralConv")
@@ -172,13 +179,8 @@ def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None
                          b_init=normal(1e-6)):
     """A general transposed-convolution layer (qb.lax.conv_transpose); the arguments are
     GeneralConv's."""
-    lhs_spec, rhs_spec, out_spec, filter_shape = _check_dimension_numbers(dimension_numbers, filter_shape,
-                                                                          "GeneralConvTranspose")
-    out_chan = _positive_int(out_chan, "out_chan", "GeneralConvTranspose")
-    one = (1,) * len(filter_shape)
-    strides = tuple(strides) if strides else one
-    W_init = W_init or glorot_normal(rhs_spec.index('I'), rhs_spec.index('O'))
-    dimension_numbers = (lhs_spec, rhs_spec, out_spec)
+    lhs_spec, rhs_spec, out_spec, filter_shape, out_chan, one, strides, W_init, dimension_numbers = _conv_setup(
+        dimension_numbers, out_chan, filter_shape, strides, W_init, "GeneralConvTranspose")
 
     def init_fun(rng, input_shape):
         input_shape = _shape_tuple(input_shape, "GeneralConvTranspose")

@@ -199,6 +199,17 @@ def _window_and_nperseg(fname, window, nperseg, n, default=256):
     return win, win.shape[0]
 
 
+def _overlap_and_step(fname, nperseg, nfft, noverlap):
+    """(noverlap, hop) of segments of nperseg samples transformed at length nfft (noverlap
+    defaults to half a segment), checked: nfft >= nperseg, 0 <= noverlap < nperseg."""
+    if nfft < nperseg:
+        raise ValueError(f"{fname}: nfft ({nfft}) must be at least nperseg ({nperseg})")
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    if not 0 <= noverlap < nperseg:
+        raise ValueError(f"{fname}: noverlap ({noverlap}) must be at least 0 and less than nperseg ({nperseg})")
+    return noverlap, nperseg - noverlap
+
+
 def _positive_int(fname, what, value):
     if isinstance(value, bool) or not isinstance(value, (int, _np.integer)) or value < 1:
         raise ValueError(f"{fname}: {what} must be a positive integer, got {value!r}")
@@ -291,12 +302,7 @@ def _spectral(fname, x, y, fs, window, nperseg, noverlap, nfft, detrend, return_
         raise ValueError(f"{fname}: the input is empty along axis {axis}")
     win, nperseg = _window_and_nperseg(fname, window, nperseg, n, default_nperseg)
     nfft = nperseg if nfft is None else _positive_int(fname, "nfft", nfft)
-    if nfft < nperseg:
-        raise ValueError(f"{fname}: nfft ({nfft}) must be at least nperseg ({nperseg})")
-    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
-    if not 0 <= noverlap < nperseg:
-        raise ValueError(f"{fname}: noverlap ({noverlap}) must be at least 0 and less than nperseg ({nperseg})")
-    step = nperseg - noverlap
+    noverlap, step = _overlap_and_step(fname, nperseg, nfft, noverlap)
     is_complex = _qb.issubdtype(dtype, _qb.complexfloating)
     onesided = bool(return_onesided)
     if onesided and is_complex:
@@ -427,12 +433,7 @@ def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None, in
         nfft = nperseg if (input_onesided and nperseg == n_default + 1) else n_default
     else:
         nfft = _positive_int("istft", "nfft", nfft)
-    if nfft < nperseg:
-        raise ValueError(f"istft: nfft ({nfft}) must be at least nperseg ({nperseg})")
-    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
-    if not 0 <= noverlap < nperseg:
-        raise ValueError(f"istft: noverlap ({noverlap}) must be at least 0 and less than nperseg ({nperseg})")
-    step = nperseg - noverlap
+    noverlap, step = _overlap_and_step("istft", nperseg, nfft, noverlap)
     # (outer..., freqs, times)
     if time_axis != z.ndim - 1 or freq_axis != z.ndim - 2:
         outer = [i for i in range(z.ndim) if i not in (time_axis, freq_axis)]
