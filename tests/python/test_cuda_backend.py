@@ -85,8 +85,9 @@ def assert_same(fn, *args, rtol=1e-12, atol=1e-12):
 # The op table (every op of ops.def, through the public API)
 
 # Every op of ops.def lowers (test_large_matrices_are_not_lowered_yet: the limit), but host
-# calls, which run on the CPU only (test_host_calls_run_on_the_cpu_only).
-SUPPORTED = [c for c in CASES if not c.cpu_only]
+# calls, which run on the CPU only (test_host_calls_run_on_the_cpu_only), and eig
+# (test_complex_ops_without_a_device_kernel_raise_clearly).
+SUPPORTED = [c for c in CASES if "cuda" in c.runs_on]
 
 
 @pytest.mark.parametrize("case", SUPPORTED, ids=repr)
@@ -634,10 +635,78 @@ def test_narrow_integer_programs_run_as_on_the_cpu(name):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
 
 
+# Lengths: powers of two (radix-2 stages), 1, primes and composites (Bluestein), long ones.
+FFT_LENGTHS = [1, 2, 3, 4, 5, 8, 12, 17, 64, 100, 255, 1024, 1000]
+
+
+@pytest.mark.parametrize("n", FFT_LENGTHS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fft_matches_the_cpu(n, dtype):
+    # generated radix-2 / Bluestein kernels (fft_lowering.h) against the CPU's mixed radix
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=(3, n)).astype(dtype)
+    z = (x + 1j * rng.normal(size=(3, n))).astype(np.complex64 if dtype == "float32" else np.complex128)
+    tol = 2e-6 if dtype == "float32" else 1e-12
+    f = lambda z, x: [qb.fft.fft(z), qb.fft.ifft(z), qb.fft.rfft(x), qb.fft.irfft(qb.fft.rfft(x), n=n),
+                      qb.fft.fft(x), qb.fft.ifft(x), qb.fft.hfft(z[:, : n // 2 + 1], n=n)]
+    ref, got = both(f, z, x)
+    for r, g in zip(ref, got):
+        scale = max(np.max(np.abs(r)), 1.0)
+        close(g, r, tol, tol * scale)
+    want = np.fft.fft(z.astype(np.complex128))
+    np.testing.assert_allclose(got[0], want, rtol=tol, atol=tol * max(np.max(np.abs(want)), 1.0))
+    if n in (12, 1024):
+        check_nvrtc(f, z, x)
+
+
+def test_multidimensional_ffts_norms_and_axes():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4, 6, 10))
+    z = x + 1j * rng.normal(size=x.shape)
+    f = lambda z, x: [qb.fft.fft2(z), qb.fft.ifftn(z, axes=(0, 2)), qb.fft.rfft2(x), qb.fft.irfftn(qb.fft.rfftn(x), x.shape),
+                      qb.fft.fft(z, axis=1, norm="ortho"), qb.fft.fftshift(qb.fft.fft(x, n=7, axis=0)),
+                      qb.fft.rfft(x, n=16, norm="forward")]
+    assert_same(f, z, x)
+    np.testing.assert_allclose(np.asarray(qb.jit(qb.fft.rfft2, device="cuda")(x)), np.fft.rfft2(x), rtol=1e-12, atol=1e-12)
+
+
+def test_fft_gradients_vmap_and_device_arrays():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(5, 24))
+    loss = lambda v: qb.sum(qb.abs(qb.fft.rfft(qb.sin(v))) ** 2) + qb.sum(qb.real(qb.fft.ifft(v * (1 + 2j))) ** 3)
+    assert_same(qb.grad(loss), x)
+    assert_same(qb.vmap(qb.grad(loss)), qb.stack([x, 2 * x]))
+    assert_same(lambda v: qb.jvp(lambda u: qb.fft.fft(u * u), (v,), (qb.ones_like(v),))[1], x)
+    d = qb.device_put(x + 0j, "cuda")
+    out = qb.fft.fft(d)
+    assert isinstance(out, qb.DeviceArray) and out.dtype == np.complex128
+    np.testing.assert_allclose(np.asarray(out), np.fft.fft(x), rtol=1e-12, atol=1e-12)
+
+
+def test_a_fourier_layer_trains_as_on_the_cpu():
+    # the spectral convolution of a Fourier neural operator: rfft, keep the low modes, mix
+    # them with complex weights, irfft; an Adam step's loss and gradients match the CPU's
+    rng = np.random.default_rng(6)
+    u = rng.normal(size=(8, 2, 64))  # batch, channels, grid
+    target = np.roll(u, 3, axis=-1)
+    params = {"wr": rng.normal(size=(2, 2, 12)) * 0.3, "wi": rng.normal(size=(2, 2, 12)) * 0.3}
+
+    def layer(p, v):
+        vh = qb.fft.rfft(v, axis=-1)[..., :12]
+        w = qb.lax.complex(p["wr"], p["wi"])
+        mixed = qb.einsum("bim,iom->bom", vh, w)
+        return qb.fft.irfft(mixed, n=64, axis=-1)
+
+    loss = lambda p, v, t: qb.mean((layer(p, v) - t) ** 2)
+    step = lambda p, v, t: qb.value_and_grad(loss)(p, v, t)
+    assert_same(step, params, u, target)
+    check_nvrtc(step, params, u, target)
+
+
 def test_complex_ops_without_a_device_kernel_raise_clearly():
     z = np.array([1 + 2j, 3 - 1j])
     m = np.array([[2.0 + 1j, 0.5], [0.25j, 3.0]])
-    for fn, arg in ((qb.fft.fft, z), (qb.linalg.inv, m), (qb.linalg.eigvals, m.real), (qb.linalg.cholesky, m)):
+    for fn, arg in ((qb.linalg.inv, m), (qb.linalg.eigvals, m.real), (qb.linalg.cholesky, m)):
         with pytest.raises(qb.UnsupportedOperationError, match="of complex values is not supported on the CUDA"):
             qb.jit(fn, device="cuda:0")(arg)
     # a real matrix with a complex right-hand side is real solves: it runs

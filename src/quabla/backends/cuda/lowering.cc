@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "quabla/backends/cpu/fusion.h"
+#include "quabla/backends/cuda/fft_lowering.h"
 #include "quabla/backends/cuda/loop_kernel.h"
 #include "quabla/ir/errors.h"
 
@@ -94,10 +95,10 @@ class Lowerer {
     return index;
   }
 
-  // A lowered complex op with a CPU kernel only (fft, eig, the complex linear algebra).
+  // A lowered complex op with a CPU kernel only (eig, the complex linear algebra).
   static bool complex_kernel(const Node& n) {
     switch (n.op) {
-      case Op::Fft: case Op::Eig: return true;
+      case Op::Eig: return true;
       case Op::Cholesky: case Op::Slogdet: case Op::Eigh: case Op::Svd: case Op::Qr: case Op::Lu: case Op::Solve:
       case Op::TriangularSolve:
         return (n.attrs.mode & kLinalgPlanar) != 0;
@@ -294,7 +295,30 @@ class Lowerer {
       case Op::Qr: return qr(n, i);
       case Op::Eigh: return eigh(n, i);
       case Op::Svd: return svd(n, i);
+      case Op::Fft: return fft(n, i);
       default: unsupported(n);
+    }
+  }
+
+  // The lowered fft (fft_lowering.h): planar [2, ..., n] or real [..., n] in, planar out.
+  void fft(const Node& n, std::uint32_t i) {
+    const Shape& xs = type(n.inputs[0]).shape;
+    FftShape shape;
+    shape.part = type(n.outputs[0]).dtype;
+    shape.real_input = (n.attrs.mode & 2) != 0;
+    shape.inverse = (n.attrs.mode & 1) != 0;
+    shape.n = xs.back();
+    shape.width = type(n.outputs[0]).shape.back();
+    shape.rows = num_elements(xs) / (shape.real_input ? shape.n : 2 * shape.n);
+    FftLowering f = lower_fft(shape, n.inputs[0], n.outputs[0]);
+    const int first_blob = static_cast<int>(plan_.blobs.size());
+    for (auto& b : f.blobs) plan_.blobs.push_back(std::move(b));
+    Step& s = new_step(i, n.outputs);
+    s.temp_bytes = std::move(f.temp_bytes);
+    for (auto& l : f.launches) {
+      for (Arg& a : l.args)
+        if (a.kind == Arg::Blob) a.temp += first_blob;
+      s.launches.push_back(Launch{kernel(std::move(l.params), std::move(l.body)), l.count, std::move(l.args)});
     }
   }
 
