@@ -1,15 +1,14 @@
 """jax.scipy.optimize.minimize: BFGS (a dense inverse-Hessian estimate) and L-BFGS on a
-1-D x0, with the function's value and gradient compiled once (qb.jit of qb.value_and_grad)
-and a strong-Wolfe line search (qb.optim.LBFGS's). The iteration runs eagerly in Python, as
-SciPy's; calling it inside jit or another transform raises."""
+1-D x0, as traced loops (_quasi_newton.py): the same program runs under jit and vmap and,
+called eagerly, is jitted once per call."""
 from __future__ import annotations
 
 import math
 from typing import Any, Callable, NamedTuple, Optional
 
 from .. import _core
-from .._lbfgs import LBFGS
 from .._package import qb as _qb
+from . import _quasi_newton
 
 __all__ = ["minimize", "OptimizeResults"]
 
@@ -32,99 +31,71 @@ _CONVERGED, _MAX_ITER, _LINE_SEARCH_FAILED = 0, 1, 3
 
 def minimize(fun: Callable, x0, args=(), *, method: str, tol: Optional[float] = None,
              options: Optional[dict] = None) -> OptimizeResults:
-    """Minimises fun(x, *args) over a 1-D x from x0. method: 'BFGS', or 'L-BFGS-B' /
-    'l-bfgs-experimental-do-not-rely-on-this' (L-BFGS, no bounds). tol is the gradient
-    tolerance (gtol); options: maxiter (default 200 * x0.size), gtol (1e-5), norm (inf:
-    the gradient's max-norm is compared with gtol), line_search_maxiter or maxls (25), maxcor
-    (L-BFGS's history, 10); others raise ValueError rather than being ignored."""
-    if _core.tracing():
-        raise TypeError("quabla.scipy.optimize.minimize runs its iterations eagerly; call it outside qb.jit and "
-                        "the transforms (or use qb.optim.LBFGS / qb.newton inside them)")
+    """Minimises fun(x, *args) over a 1-D x from x0. method: 'BFGS', or
+    'l-bfgs-experimental-do-not-rely-on-this' (JAX's name; 'L-BFGS-B' is accepted, without
+    bounds). tol is the gradient tolerance (gtol). options, BFGS: maxiter (200 * x0.size),
+    gtol (1e-5), norm (inf: the gradient's max-norm is compared with gtol),
+    line_search_maxiter or maxls (10); L-BFGS: maxiter, gtol, norm, maxcor (10), ftol
+    (2.2e-9), maxfun, maxgrad, maxls (20). Unknown options raise ValueError rather than
+    being ignored. Works inside jit and vmap (the iteration is a while_loop); the results
+    are arrays, as jax.scipy's."""
     if not callable(fun):
         raise TypeError(f"minimize: fun must be callable, got {type(fun).__name__}")
+    if not isinstance(args, tuple):
+        raise TypeError(f"minimize: args must be a tuple, got {type(args).__name__}")
+    name = method.lower() if isinstance(method, str) else method
+    lbfgs = name in ("l-bfgs-b", "l-bfgs-experimental-do-not-rely-on-this", "lbfgs")
+    if name != "bfgs" and not lbfgs:
+        raise ValueError(f"minimize: method must be 'BFGS' or 'l-bfgs-experimental-do-not-rely-on-this', got {method!r}")
     x = _qb.asarray(x0)
     if x.ndim != 1:
         raise ValueError(f"minimize: x0 must be a 1-D array, got shape {tuple(x.shape)} (ravel it, e.g. with "
                          "quabla.flatten_util.ravel_pytree)")
-    dtype = x.dtype if x.dtype in (_core.float32, _core.float64) else _qb.default_dtype()
-    x = x.astype(_core.float64)
+    if x.dtype not in (_core.float32, _core.float64):
+        x = x.astype(_qb.default_dtype())
     opts = dict(options or {})
-    known = {"maxiter", "gtol", "norm", "line_search_maxiter", "maxls", "maxcor"}
+    known = ({"maxiter", "gtol", "norm", "maxcor", "ftol", "maxfun", "maxgrad", "maxls"} if lbfgs
+             else {"maxiter", "gtol", "norm", "line_search_maxiter", "maxls"})
     unknown = set(opts) - known
     if unknown:
-        raise ValueError(f"minimize: unknown options {sorted(unknown)}; known: {sorted(known)}")
+        raise ValueError(f"minimize: unknown options {sorted(unknown)} for {method}; known: {sorted(known)}")
     gtol = float(opts.get("gtol", 1e-5 if tol is None else tol))
-    maxiter = int(opts.get("maxiter") or 200 * max(x.shape[0], 1))
     norm = opts.get("norm", math.inf)
-    ls_max = int(opts.get("line_search_maxiter", opts.get("maxls", 25)))
-    name = method.lower() if isinstance(method, str) else method
-    if name == "bfgs":
-        return _bfgs(fun, x, tuple(args), gtol, maxiter, norm, ls_max, dtype)
-    if name in ("l-bfgs-b", "l-bfgs-experimental-do-not-rely-on-this", "lbfgs"):
-        return _lbfgs(fun, x, tuple(args), gtol, maxiter, int(opts.get("maxcor", 10)), dtype)
-    raise ValueError(f"minimize: method must be 'BFGS' or 'L-BFGS-B', got {method!r}")
+    size = max(x.shape[0], 1)
+
+    def run(v):
+        def value_and_grad(u):
+            f, g = _qb.value_and_grad(lambda w: _objective(fun, w, args))(u)
+            return f.astype(u.dtype), g.astype(u.dtype)
+        if lbfgs:
+            unlimited = 2 ** 31 - 1
+            limits = [opts.get(k) for k in ("maxiter", "maxfun", "maxgrad")]
+            if all(lim is None for lim in limits):
+                limits[0] = 200 * size
+            maxiter, maxfun, maxgrad = (unlimited if lim is None else int(lim) for lim in limits)
+            s = _quasi_newton.lbfgs(value_and_grad, v, gtol, maxiter, norm, int(opts.get("maxls", 20)),
+                                    int(opts.get("maxcor", 10)), float(opts.get("ftol", 2.220446049250313e-09)),
+                                    maxfun, maxgrad)
+            hess_inv = None
+        else:
+            maxiter = int(opts.get("maxiter") or 200 * size)
+            s = _quasi_newton.bfgs(value_and_grad, v, gtol, maxiter, norm,
+                                   int(opts.get("line_search_maxiter", opts.get("maxls", 10))))
+            hess_inv = s["h"]
+        return OptimizeResults(s["x"], s["success"], s["status"], s["f"], s["g"], hess_inv, s["nfev"], s["nfev"],
+                               s["k"])
+
+    if _core.tracing():
+        return run(x)
+    result = _qb.jit(run)(x)
+    # The line search accepts finite values only: a NaN or +inf result is fun(x0)'s.
+    if bool(_qb.isnan(result.fun)) or float(result.fun.item()) == math.inf:
+        raise ValueError(f"minimize: fun(x0) is not finite ({result.fun.item()})")
+    return result
 
 
-def _compiled(fun, args):
-    vg = _qb.jit(_qb.value_and_grad(lambda v, *a: _qb.asarray(fun(v, *a)).astype(_core.float64)))
-    counter = {"n": 0}
-
-    def evaluate(v):
-        counter["n"] += 1
-        f, g = vg(v, *args)
-        return f.item(), g
-    return evaluate, counter
-
-
-def _norm(g, order):
-    a = _qb.abs(g)
-    if order in (math.inf, "inf"):
-        return _qb.max(a).item()
-    return (_qb.sum(a ** float(order)) ** (1.0 / float(order))).item()
-
-
-def _bfgs(fun, x, args, gtol, maxiter, order, ls_max, dtype):
-    evaluate, counter = _compiled(fun, args)
-    n = x.shape[0]
-    f, g = evaluate(x)
-    if not math.isfinite(f):
-        raise ValueError(f"minimize: fun(x0) is not finite ({f})")
-    eye = _qb.eye(n, dtype=_core.float64)
-    h = eye
-    status, it = _MAX_ITER, 0
-    if _norm(g, order) <= gtol:
-        status = _CONVERGED
-    else:
-        for it in range(1, maxiter + 1):
-            d = -(h @ g)
-            gd = _qb.dot(g, d).item()
-            if gd >= 0:  # the estimate lost positive definiteness: restart from steepest descent
-                h, d, gd = eye, -g, -_qb.dot(g, g).item()
-            t, f_new, g_new, ok = LBFGS._strong_wolfe(evaluate, x, f, g, gd, d, 1.0, max_evals=ls_max)
-            if not ok:
-                status = _LINE_SEARCH_FAILED
-                break
-            s, y = d * t, g_new - g
-            x, f, g = x + s, f_new, g_new
-            ys = _qb.dot(y, s).item()
-            if ys > 1e-300:
-                rho = 1.0 / ys
-                left = eye - rho * _qb.outer(s, y)
-                h = left @ h @ left.T + rho * _qb.outer(s, s)
-            if _norm(g, order) <= gtol:
-                status = _CONVERGED
-                break
-    return OptimizeResults(x.astype(dtype), status == _CONVERGED, status, _qb.asarray(f).astype(dtype),
-                           g.astype(dtype), h.astype(dtype), counter["n"], counter["n"], it)
-
-
-def _lbfgs(fun, x, args, gtol, maxiter, history, dtype):
-    evaluate, counter = _compiled(fun, args)
-    solver = LBFGS(history=history, max_iterations=maxiter, tolerance_grad=gtol, tolerance_change=0.0)
-    x_opt, info = solver.minimize(lambda v, *a: fun(v, *a), x, *args)
-    f, g = evaluate(x_opt)
-    converged = info.grad_norm <= gtol
-    status = _CONVERGED if converged else (_MAX_ITER if "max" in info.status else _LINE_SEARCH_FAILED)
-    evals = info.function_evaluations + counter["n"]
-    return OptimizeResults(x_opt.astype(dtype), bool(converged), status, _qb.asarray(f).astype(dtype),
-                           g.astype(dtype), None, evals, evals, info.iterations)
+def _objective(fun, w, args):
+    f = _qb.asarray(fun(w, *args))
+    if f.shape != ():
+        raise TypeError(f"minimize: fun must return a scalar, got shape {tuple(f.shape)}")
+    return f
