@@ -103,20 +103,24 @@ std::vector<C> direct_dft(const std::vector<C>& x, bool inverse) {
   return out;
 }
 
+// Six rows: a group of four transformed in SIMD lanes, then two one at a time.
+constexpr int kRows = 6;
+
 TEST(Fft, MatchesTheDirectTransformForAnyLength) {
-  for (std::int64_t n : {1, 2, 3, 5, 7, 8, 12, 31, 37, 64, 74, 100, 1000}) {  // radix 2, mixed radix, Bluestein
+  for (std::int64_t n : {1, 2, 3, 5, 7, 8, 12, 31, 37, 64, 74, 100, 1000, 1024}) {  // radix 2, mixed radix, Bluestein
     for (bool inverse : {false, true}) {
       std::vector<C> x;
-      for (std::int64_t j = 0; j < 2 * n; ++j) x.emplace_back(std::sin(0.7 * j + 1.0), std::cos(1.3 * j) - 0.2);
+      for (std::int64_t j = 0; j < kRows * n; ++j) x.emplace_back(std::sin(0.7 * j + 1.0), std::cos(1.3 * j) - 0.2);
       std::vector<double> in;  // planar: the real parts of both rows, then the imaginary parts
       for (const C& c : x) in.push_back(c.real());
       for (const C& c : x) in.push_back(c.imag());
       std::vector<double> out(in.size());
-      cpu::fft(DType::f64, reinterpret_cast<const std::byte*>(in.data()), 2, n, inverse,
+      cpu::fft(DType::f64, reinterpret_cast<const std::byte*>(in.data()), kRows, n, inverse,
                reinterpret_cast<std::byte*>(out.data()));
       std::vector<C> got;
-      for (std::int64_t k = 0; k < 2 * n; ++k) got.emplace_back(out[static_cast<std::size_t>(k)], out[static_cast<std::size_t>(2 * n + k)]);
-      for (int row = 0; row < 2; ++row) {
+      for (std::int64_t k = 0; k < kRows * n; ++k)
+        got.emplace_back(out[static_cast<std::size_t>(k)], out[static_cast<std::size_t>(kRows * n + k)]);
+      for (int row = 0; row < kRows; ++row) {
         const std::vector<C> part(x.begin() + row * n, x.begin() + (row + 1) * n);
         const auto want = direct_dft(part, inverse);
         for (std::int64_t k = 0; k < n; ++k) {
@@ -130,21 +134,21 @@ TEST(Fft, MatchesTheDirectTransformForAnyLength) {
 }
 
 TEST(Fft, RealRowsMatchTheDirectTransformWholeAndHalf) {
-  for (std::int64_t n : {1, 2, 5, 8, 12, 37}) {
+  for (std::int64_t n : {1, 2, 5, 8, 12, 37, 64, 75}) {
     for (bool inverse : {false, true}) {
       for (bool half : {false, true}) {
         std::vector<double> x;
-        for (std::int64_t j = 0; j < 3 * n; ++j) x.push_back(std::sin(0.9 * j) + 0.1 * j);
+        for (std::int64_t j = 0; j < kRows * n; ++j) x.push_back(std::sin(0.9 * j) + 0.1 * j);
         const std::int64_t width = half ? n / 2 + 1 : n;
-        std::vector<double> out(static_cast<std::size_t>(2 * 3 * width));
-        cpu::fft_real(DType::f64, reinterpret_cast<const std::byte*>(x.data()), 3, n, inverse, half,
+        std::vector<double> out(static_cast<std::size_t>(2 * kRows * width));
+        cpu::fft_real(DType::f64, reinterpret_cast<const std::byte*>(x.data()), kRows, n, inverse, half,
                       reinterpret_cast<std::byte*>(out.data()));
-        for (std::int64_t row = 0; row < 3; ++row) {
+        for (std::int64_t row = 0; row < kRows; ++row) {
           std::vector<C> part;
           for (std::int64_t j = 0; j < n; ++j) part.emplace_back(x[static_cast<std::size_t>(row * n + j)], 0.0);
           const auto want = direct_dft(part, inverse);
           for (std::int64_t k = 0; k < width; ++k) {
-            const C got(out[static_cast<std::size_t>(row * width + k)], out[static_cast<std::size_t>((3 + row) * width + k)]);
+            const C got(out[static_cast<std::size_t>(row * width + k)], out[static_cast<std::size_t>((kRows + row) * width + k)]);
             EXPECT_NEAR(std::abs(got - want[static_cast<std::size_t>(k)]), 0.0, 1e-12 * static_cast<double>(n))
                 << "n=" << n << " inverse=" << inverse << " half=" << half << " k=" << k;
           }

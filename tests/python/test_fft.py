@@ -147,6 +147,26 @@ def test_vmap_and_batches():
     close(g, gj)
 
 
+@pytest.mark.parametrize("n", [8, 12, 37, 64, 75, 1000])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_row_has_the_same_bits_alone_and_in_a_batch(n, dtype):
+    # batches run four rows at once in SIMD lanes: the same arithmetic as one row alone
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=(7, n)).astype(dtype)
+    z = x + 1j * rng.normal(size=(7, n)).astype(dtype)
+    for fn, a in ((qb.fft.fft, z), (qb.fft.ifft, z), (qb.fft.rfft, x), (lambda v: qb.fft.irfft(v, n=n), np.fft.rfft(x))):
+        a = a.astype(np.complex64) if a.dtype.kind == "c" and dtype == np.float32 else a
+        batched = np.asarray(fn(qb.asarray(a)))
+        rows = np.stack([np.asarray(fn(qb.asarray(a[i]))) for i in range(len(a))])
+        np.testing.assert_array_equal(batched, rows)
+        np.testing.assert_array_equal(np.asarray(qb.vmap(fn)(qb.asarray(a))), rows)
+        want = {qb.fft.fft: np.fft.fft, qb.fft.ifft: np.fft.ifft, qb.fft.rfft: np.fft.rfft}.get(fn)
+        if want is not None:
+            ref = want(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64))
+            tol = 1e-5 if dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(batched, ref, rtol=tol, atol=tol * np.max(np.abs(ref)))
+
+
 def test_spectral_derivative():
     # d/dx sin(3x) on a periodic grid, by multiplying the spectrum with i k
     n = 32
