@@ -130,15 +130,50 @@ def irfft(a, n: Optional[int] = None, axis: int = -1, norm: Optional[str] = None
         n = 2 * (m - 1)
         if n < 1:
             raise ValueError(f"irfft: invalid number of data points ({n}) from {m} frequencies; pass n")
+    elif not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"irfft: n must be an int, got {type(n).__name__}")
+    elif n < 1:
+        raise ValueError(f"irfft: n must be at least 1, got {n}")
     x = _resize(x, n // 2 + 1, axis, "irfft")
     x = qb.moveaxis(x, axis, -1)
     if x.dtype not in _COMPLEX:
         x = _core._complex(x, qb.zeros_like(x))
-    tail = qb.flip(qb.conj(x[..., 1:n - n // 2]), axis=-1)
-    full = qb.concatenate([x, tail], axis=-1)
-    y = qb.real(_core._fft_last(full, True))
+    if n % 2 == 0 and n >= 4:
+        y = _irfft_even(x, n)
+    else:
+        tail = qb.flip(qb.conj(x[..., 1:n - n // 2]), axis=-1)
+        full = qb.concatenate([x, tail], axis=-1)
+        y = qb.real(_core._fft_last(full, True))
     y = _scale(y, n, norm, True)
     return qb.moveaxis(y, -1, axis)
+
+
+def _irfft_even(x, n):
+    """irfft of the h + 1 = n / 2 + 1 frequencies x (last axis) by one complex transform of
+    length h: with E, O the spectra of the even and odd samples, X_k = E_k + w^k O_k and
+    X_k+h = E_k - w^k O_k (w = exp(-2 pi i / n), X_k+h = conj X_h-k), so
+    Z_k = E_k + i O_k = ((X_k + conj X_h-k) + i w^-k (X_k - conj X_h-k)) / 2 is the spectrum
+    of z_j = x_2j + i x_2j+1, and x interleaves the parts of ifft(Z). The imaginary parts of
+    X_0 and X_h are ignored, as numpy.fft.irfft ignores them."""
+    import numpy as np
+    qb = _qb()
+    h = n // 2
+    part = qb.real(x[..., :1]).dtype
+    # X_0 is a_0's, X_h is b_0's: the mask drops their imaginary parts
+    keep = qb.asarray((np.arange(h) > 0).astype(np.float64)).astype(part)
+    a = x[..., :h]                               # X_k, k < h
+    b = qb.flip(x[..., 1:], axis=-1)             # X_h-k
+    ar, ai = qb.real(a), qb.imag(a) * keep
+    br, bi = qb.real(b), -(qb.imag(b) * keep)    # conj X_h-k
+    k = np.arange(h)
+    wr = qb.asarray(-np.sin(2 * np.pi * k / n)).astype(part)  # i w^-k = i exp(2 pi i k / n)
+    wi = qb.asarray(np.cos(2 * np.pi * k / n)).astype(part)
+    dr, di = ar - br, ai - bi
+    zr = (ar + br + (wr * dr - wi * di)) * 0.5
+    zi = (ai + bi + (wr * di + wi * dr)) * 0.5
+    z = _core._fft_last(_core._complex(zr, zi), True)
+    parts = qb.stack([qb.real(z), qb.imag(z)], axis=-1)
+    return qb.reshape(parts, parts.shape[:-2] + (n,))
 
 
 def _swap(norm):
@@ -160,6 +195,9 @@ def ihfft(a, n: Optional[int] = None, axis: int = -1, norm: Optional[str] = None
 
 def _axes_and_sizes(x, s, axes, fname):
     if axes is None:
+        if s is not None and len(s) > x.ndim:
+            raise ValueError(f"{fname}: s has {len(s)} entries but the array has only {x.ndim} "
+                             f"dimensions; pass at most one size per axis")
         axes = list(range(x.ndim)) if s is None else list(range(x.ndim - len(s), x.ndim))
     else:
         if isinstance(axes, int):
@@ -206,6 +244,8 @@ def rfftn(a, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = 
     (numpy.fft.rfftn)."""
     x = _real_input(a, "rfftn")
     axes, s = _axes_and_sizes(x, s, axes, "rfftn")
+    if not axes:
+        raise ValueError("rfftn: needs at least one axis to transform, got axes=()")
     x = rfft(x, None if s is None else s[-1], axes[-1], norm)
     for k, ax in enumerate(axes[:-1]):
         x = _transform(x, None if s is None else s[k], ax, norm, False, "rfftn")
@@ -218,6 +258,8 @@ def irfftn(a, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] =
     qb = _qb()
     x = qb.asarray(a)
     axes, s = _axes_and_sizes(x, s, axes, "irfftn")
+    if not axes:
+        raise ValueError("irfftn: needs at least one axis to transform, got axes=()")
     for k, ax in enumerate(axes[:-1]):
         x = _transform(x, None if s is None else s[k], ax, norm, True, "irfftn")
     return irfft(x, None if s is None else s[-1], axes[-1], norm)

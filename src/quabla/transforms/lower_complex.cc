@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 #include <unordered_set>
 #include <string>
@@ -93,12 +94,11 @@ class Lowering {
         planes_[p] = b_.param(ValueType{part, with_planes_axis(t.shape), false});
         continue;
       }
-      // [..., 2] -> [2, ...]: the pair axis to the front.
+      // [..., 2]: its parts are every other element (strided slices, which fused kernels
+      // read in place); the planar form [2, ...] (a transpose) only if an op needs it.
       const V x = b_.param(ValueType{part, with_pair_axis(t.shape), false});
-      const auto r = static_cast<std::int64_t>(t.shape.size());
-      std::vector<std::int64_t> perm{r};
-      for (std::int64_t i = 0; i < r; ++i) perm.push_back(i);
-      planes_[p] = r ? e_.transpose(x, std::move(perm)) : x;
+      interleaved_param_[p] = x;
+      if (num_elements(t.shape) > 0) parts_[p] = interleaved_parts(x, t.shape);  // else from planes()
     }
     uses_.assign(g_.values.size(), 0);
     for (const Node& n : g_.nodes) {
@@ -115,16 +115,23 @@ class Lowering {
         results.push_back(real_[v]);
         continue;
       }
-      const V pl = planes(v);
       const auto r = static_cast<std::int64_t>(g_.type(v).shape.size());
       if (!interleaved_ || r == 0) {
-        results.push_back(pl);
+        results.push_back(planes(v));
+        continue;
+      }
+      if (interleaved_param_.count(v)) {  // a parameter returned as it is
+        results.push_back(interleaved_param_.at(v));
+        continue;
+      }
+      if (planes_[v] == kNone && num_elements(g_.type(v).shape) > 0) {  // computed as parts: one pass
+        results.push_back(interleave(parts_[v]));
         continue;
       }
       std::vector<std::int64_t> perm;
       for (std::int64_t i = 1; i <= r; ++i) perm.push_back(i);
       perm.push_back(0);
-      results.push_back(e_.transpose(pl, std::move(perm)));
+      results.push_back(e_.transpose(planes(v), std::move(perm)));
     }
     b_.set_results(std::move(results));
   }
@@ -178,8 +185,44 @@ class Lowering {
   }
 
   V planes(ValueId v) {
-    if (planes_[v] == kNone) planes_[v] = pack(parts_[v]);
-    return planes_[v];
+    if (planes_[v] != kNone) return planes_[v];
+    if (interleaved_param_.count(v)) {  // [..., 2] -> [2, ...]: the pair axis to the front
+      const V x = interleaved_param_.at(v);
+      const auto r = static_cast<std::int64_t>(g_.type(v).shape.size());
+      std::vector<std::int64_t> perm{r};
+      for (std::int64_t i = 0; i < r; ++i) perm.push_back(i);
+      return planes_[v] = r ? e_.transpose(x, std::move(perm)) : x;
+    }
+    return planes_[v] = pack(parts_[v]);
+  }
+
+  // The parts of an interleaved [..., 2] value of complex shape `shape`: with its last two
+  // axes merged (a view), the even and the odd elements of the last axis.
+  Parts interleaved_parts(V x, const Shape& shape) {
+    if (shape.empty()) return unpack(x, shape);
+    Shape merged = shape;
+    merged.back() *= 2;
+    const V flat = e_.reshape(x, merged);
+    auto every_other = [&](std::int64_t first) {
+      Attrs a;
+      a.starts.assign(merged.size(), 0);
+      a.limits = merged;
+      a.strides.assign(merged.size(), 1);
+      a.starts.back() = first;
+      a.strides.back() = 2;
+      return e_.op(Op::Slice, {flat}, std::move(a));
+    };
+    return {every_other(0), every_other(1)};
+  }
+
+  // [..., 2] from the parts: a concatenation of [..., 1] slabs along the last axis, which
+  // the backends run as one interleaving pass.
+  V interleave(const Parts& p) {
+    Shape one = e_.type(p.re).shape;
+    one.push_back(1);
+    Attrs cat;
+    cat.axis = static_cast<std::int64_t>(one.size()) - 1;
+    return b_.emit(Op::Concat, std::vector<V>{e_.reshape(p.re, one), e_.reshape(p.im, one)}, std::move(cat))[0];
   }
   // A lowered operand as it crosses a boundary: real values as they are, complex planar.
   V boundary(ValueId v) { return is_c(v) ? planes(v) : real_[v]; }
@@ -188,7 +231,7 @@ class Lowering {
   // a zero imaginary part.
   Parts parts(ValueId v) {
     if (is_c(v)) {
-      if (parts_[v].re == kNone) parts_[v] = unpack(planes_[v], g_.type(v).shape);
+      if (parts_[v].re == kNone) parts_[v] = unpack(planes(v), g_.type(v).shape);
       return parts_[v];
     }
     return {real_[v], real_zero(real_[v])};
@@ -723,6 +766,7 @@ class Lowering {
   Builder b_;
   Emit e_;
   bool interleaved_;          // parameters and results interleaved (else planar)
+  std::map<ValueId, V> interleaved_param_;  // a complex parameter's [..., 2] value
   std::vector<V> real_;       // lowered real values
   std::vector<Parts> parts_;  // complex values: their parts
   std::vector<V> planes_;     // complex values: their planar form, once built

@@ -32,7 +32,7 @@ Executable::Executable(std::shared_ptr<const Graph> graph)
     : graph_(fold_svd_values_only(fold_symmetrized_cholesky(lower_narrow(lower_complex(graph))))),
       interface_(has_complex(*graph) ? graph : graph_) {
   const Graph& g = *graph_;
-  const FusionPlan fusion = plan_fusion(g);
+  const FusionPlan fusion = plan_fusion(g, /*slice_views=*/true);
   std::vector<std::vector<std::uint32_t>> users(g.values.size());
   for (std::uint32_t i = 0; i < g.nodes.size(); ++i)
     for (auto v : g.nodes[i].inputs) users[v].push_back(i);
@@ -186,9 +186,9 @@ void Executable::schedule_host_calls() {
 
 const std::byte* Executable::locate(const Location& l, std::span<const std::byte* const> params, const std::byte* arena) {
   switch (l.kind) {
-    case Location::Param: return params[l.index];
+    case Location::Param: return params[l.index] + l.offset;
     case Location::Arena: return arena + l.offset;
-    case Location::Const: return l.data;
+    case Location::Const: return l.data + l.offset;
   }
   return nullptr;
 }
@@ -217,6 +217,7 @@ Executable::Step Executable::plain_step(const Graph& g, const Users& users, std:
     s.virtual_transpose = true;
     is_trans_view[n.outputs[0]] = true;
   }
+  if (contiguous_slice_offset(g, n) >= 0) s.virtual_slice = true;
   if (n.op == Op::MatMul) {
     s.trans_a = is_trans_view[n.inputs[0]];
     s.trans_b = is_trans_view[n.inputs[1]];
@@ -255,6 +256,9 @@ void Executable::plan_small(const Users& users) {
     Step s = plain_step(g, users, i, is_scalar_value, is_trans_view);
     if (n.op == Op::Reshape || s.virtual_broadcast || s.virtual_transpose) {
       loc[n.outputs[0]] = loc[n.inputs[0]];
+    } else if (s.virtual_slice) {
+      loc[n.outputs[0]] = loc[n.inputs[0]];
+      loc[n.outputs[0]].offset += static_cast<std::size_t>(contiguous_slice_offset(g, n)) * itemsize(g.type(n.outputs[0]).dtype);
     } else {
       const ValueType& t = g.type(n.outputs[0]);
       const auto bytes = static_cast<std::size_t>(num_elements(t.shape)) * itemsize(t.dtype);
@@ -309,7 +313,8 @@ std::string Executable::plan_text() const {
       continue;
     }
     const Node& n = g.nodes[st.node];
-    const bool view = n.op == Op::Constant || n.op == Op::Reshape || st.virtual_broadcast || st.virtual_transpose;
+    const bool view = n.op == Op::Constant || n.op == Op::Reshape || st.virtual_broadcast || st.virtual_transpose ||
+                      st.virtual_slice;
     s += view ? "  view:     " : "  kernel " + std::to_string(kernel++) + ": ";
     s += print_node(g, n) + "\n";
   }
@@ -345,7 +350,8 @@ void Executable::compute_stats() {
       }
       // One tile set of scratch per fused kernel while it runs.
       stats_.peak_bytes = std::max(stats_.peak_bytes, live + s.fused->num_slots * FusedKernel::kSlotBytes);
-    } else if (!(n.op == Op::Constant || n.op == Op::Reshape || s.virtual_broadcast || s.virtual_transpose)) {
+    } else if (!(n.op == Op::Constant || n.op == Op::Reshape || s.virtual_broadcast || s.virtual_transpose ||
+                 s.virtual_slice)) {
       ++stats_.kernels;
       // A region runs its own plan on top of what is live here: its peak, less its
       // parameters (this plan's values, already counted).
@@ -420,6 +426,11 @@ struct EnvFrame {
   }
   void constant(ValueId v, const BufferPtr& data) { env[v] = data; }
   void alias(ValueId out, ValueId in) { env[out] = env[in]; }
+  // bytes [offset, offset + nbytes) of in's storage, which the view keeps alive
+  void alias_range(ValueId out, ValueId in, std::size_t offset, std::size_t nbytes) {
+    const BufferPtr& whole = env[in];
+    env[out] = Buffer::wrap(whole->data() + offset, nbytes, whole);
+  }
   void region() { run_region(); }
   void host_call_started(ValueId v, HostCallFinish finish) { started->add(v, std::move(finish)); }
   // An operand of the output's size that dies here and that nothing else holds (no array,
@@ -450,6 +461,7 @@ struct ArenaFrame {
   std::byte* out(ValueId v, std::size_t) { return arena + loc[v].offset; }
   void constant(ValueId, const BufferPtr&) {}
   void alias(ValueId, ValueId) {}  // locations were resolved when the plan was built
+  void alias_range(ValueId, ValueId, std::size_t, std::size_t) {}
   void region() { throw InternalError("cpu::Executable: a small plan holds no regions"); }
   void host_call_started(ValueId, const HostCallFinish& finish) {
     if (finish) finish();
@@ -495,7 +507,7 @@ AxisInts row_major(std::span<const std::int64_t> shape) {
 
 struct NodeFlags {
   const std::vector<bool>& scalar_operand;
-  bool view;              // the output is the operand's storage (virtual broadcast/transpose)
+  bool view;              // the output is (in) the operand's storage (virtual broadcast/transpose/slice)
   bool trans_a, trans_b;  // matmul operands stored transposed
 };
 
@@ -600,6 +612,12 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
       return;
     }
     case Op::Slice: {
+      if (flags.view) {
+        const std::size_t elem = itemsize(ot.dtype);
+        f.alias_range(n.outputs[0], n.inputs[0], static_cast<std::size_t>(contiguous_slice_offset(g, n)) * elem,
+                      static_cast<std::size_t>(num_elements(ot.shape)) * elem);
+        return;
+      }
       auto x_strides = row_major(in_type(0).shape);
       std::int64_t offset = 0;
       AxisInts strides(x_strides.size());
@@ -649,6 +667,17 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
       const std::size_t elem = itemsize(ot.dtype);
       const std::size_t out_row = static_cast<std::size_t>(num_elements(ot.shape) / std::max<std::int64_t>(outer, 1)) * elem;
       std::byte* out = alloc();
+      const bool one_each = out_row == n.inputs.size() * elem && outer >= 64 &&
+                            std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) {
+                              return num_elements(g.type(v).shape) == outer;
+                            });
+      if (one_each) {
+        // One element from each input per row (interleaving complex parts): one pass.
+        std::vector<const std::byte*> ins;
+        for (std::size_t k = 0; k < n.inputs.size(); ++k) ins.push_back(in(k));
+        interleave(elem, ins, outer, out);
+        return;
+      }
       std::size_t col = 0;
       for (std::size_t k = 0; k < n.inputs.size(); ++k) {
         const std::size_t row = static_cast<std::size_t>(num_elements(in_type(k).shape) / std::max<std::int64_t>(outer, 1)) * elem;
@@ -773,6 +802,7 @@ struct PackedFrame {
   }
   void constant(ValueId, const BufferPtr&) { throw InternalError("run_node_packed: a constant"); }
   void alias(ValueId, ValueId) { throw InternalError("run_node_packed: a view"); }
+  void alias_range(ValueId, ValueId, std::size_t, std::size_t) { throw InternalError("run_node_packed: a view"); }
   void region() { throw InternalError("run_node_packed: a region op"); }
   void host_call_started(ValueId, const HostCallFinish& finish) {
     if (finish) finish();
@@ -793,7 +823,7 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env, StartedHos
   const Graph& g = *graph_;
   const auto region = [&] { run_region(s, env); };
   EnvFrame<decltype(region)> f{g, env, s.release, region, started};
-  run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose, s.trans_a, s.trans_b}, f);
+  run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose || s.virtual_slice, s.trans_a, s.trans_b}, f);
 }
 
 void Executable::run_small(std::span<const std::byte* const> params, std::byte* arena) const {
@@ -808,7 +838,7 @@ void Executable::run_small(std::span<const std::byte* const> params, std::byte* 
       continue;
     }
     const Step& s = small_steps_[i];
-    run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose, s.trans_a, s.trans_b}, f);
+    run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose || s.virtual_slice, s.trans_a, s.trans_b}, f);
   }
 }
 

@@ -80,6 +80,8 @@ class Executable {
     // transpose flag for that operand (trans_a / trans_b) instead of copying.
     bool virtual_transpose = false;
     bool trans_a = false, trans_b = false;
+    // A contiguous, aligned slice (fusion.h: contiguous_slice_offset): a view of its operand.
+    bool virtual_slice = false;
     // Scan and while: per region, its scalar form when it has one (null otherwise).
     std::vector<std::shared_ptr<const ScalarBody>> scalar{};
     // Results of host calls started earlier that this step is the first to read: they are

@@ -8,6 +8,7 @@
 
 #include "quabla/backends/cpu/kernels.h"
 #include "quabla/backends/cpu/summation.h"
+#include "quabla/runtime/buffer.h"
 #include "quabla/runtime/thread_pool.h"
 
 namespace qb::cpu {
@@ -359,7 +360,28 @@ void FusedKernel::run(std::vector<BufferPtr>& env, const Graph& g) const {
   for (std::int64_t r = 0; r < rows; ++r) sum_tile(partial.data() + r * blocks * elem, 1, blocks, out + r * elem);
 }
 
-FusionPlan plan_fusion(const Graph& g) {
+std::int64_t contiguous_slice_offset(const Graph& g, const Node& n) {
+  if (n.op != Op::Slice) return -1;
+  const Shape& xs = g.type(n.inputs[0]).shape;
+  const auto& a = n.attrs;
+  // Leading axes of extent one, then one partial axis, then whole axes.
+  std::size_t axis = 0;
+  while (axis < xs.size() && a.limits[axis] - a.starts[axis] == 1) ++axis;
+  const std::size_t partial = axis;
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    if (a.strides[i] != 1 && a.limits[i] - a.starts[i] > 1) return -1;
+  for (std::size_t i = partial + 1; i < xs.size(); ++i)
+    if (a.starts[i] != 0 || a.limits[i] != xs[i]) return -1;
+  std::int64_t offset = 0, stride = 1;
+  for (std::size_t i = xs.size(); i-- > 0;) {
+    offset += a.starts[i] * stride;
+    stride *= xs[i];
+  }
+  const std::size_t bytes = static_cast<std::size_t>(offset) * itemsize(g.type(n.inputs[0]).dtype);
+  return bytes % Buffer::kAlignment == 0 ? offset : -1;
+}
+
+FusionPlan plan_fusion(const Graph& g, bool slice_views) {
   const std::size_t N = g.nodes.size();
   FusionPlan plan;
   plan.group.assign(N, -1);
@@ -376,7 +398,8 @@ FusionPlan plan_fusion(const Graph& g) {
     // views of one array feeding one expression), so that operand must not be a member of
     // the group, nor a broadcast scalar the executor never materialises.
     const bool slice_load = n.op == Op::Slice && !is_scalar_broadcast(g, g.producer_of(n.inputs[0])) &&
-                            num_elements(g.type(n.inputs[0]).shape) > 1;
+                            num_elements(g.type(n.inputs[0]).shape) > 1 &&
+                            !(slice_views && contiguous_slice_offset(g, n) >= 0);
     const bool fusible = (is_elementwise(n.op) && n.outputs.size() == 1) || n.op == Op::BroadcastInDim || slice_load;
     if (!fusible) continue;
     const Shape& shape = g.type(n.outputs[0]).shape;

@@ -78,6 +78,13 @@ struct FusionPlan {
   std::vector<std::shared_ptr<const FusedKernel>> kernels;
 };
 
-FusionPlan plan_fusion(const Graph& g);
+// With slice_views, slices that contiguous_slice_offset accepts are left out of kernels
+// (the CPU executor makes them views of their operand).
+FusionPlan plan_fusion(const Graph& g, bool slice_views = false);
+
+// A unit-stride slice that is one contiguous range of its operand starting on a
+// Buffer::kAlignment boundary (the leading rows of an array, a plane of a planar complex
+// value): its offset in elements; -1 for any other node.
+std::int64_t contiguous_slice_offset(const Graph& g, const Node& n);
 
 }  // namespace qb::cpu

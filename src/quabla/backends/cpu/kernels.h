@@ -35,6 +35,8 @@ void strided_copy(std::size_t elem_size, const std::byte* in, std::int64_t offse
 
 // out = pad value everywhere, then out[offset + sum_k idx_k * out_strides[k]] = in[idx] over
 // in_shape (the store-side twin of strided_copy).
+// out[r k + j] = ins[j][r] for r < rows, j < k = ins.size() (elements of elem_size bytes).
+void interleave(std::size_t elem_size, std::span<const std::byte* const> ins, std::int64_t rows, std::byte* out);
 void strided_store(std::size_t elem_size, const std::byte* in, std::span<const std::int64_t> in_shape,
                    std::int64_t offset, std::span<const std::int64_t> out_strides, std::byte* out);
 

@@ -1,5 +1,6 @@
 // Data movement: one strided copy covers broadcast (stride 0), transpose (permuted
 // strides), slice (offset and scaled strides) and reverse (negative strides).
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -33,6 +34,33 @@ void copy_rows(const T* in, std::int64_t offset, std::span<const std::int64_t> s
   }
   const std::span<const std::int64_t> shape(shape_v), strides(strides_v);
   const std::size_t rank = shape.size();
+  if (rank == 2 && shape[1] == 2 && shape[0] >= 64 && strides[0] == 1) {
+    // Interleaving two planes (a complex result's parts): one pass, both planes at once.
+    const std::int64_t rows = shape[0];
+    const T* re = in + offset;
+    const T* im = in + offset + strides[1];
+    parallel_for(rows, 1 << 15, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        out[2 * r] = re[r];
+        out[2 * r + 1] = im[r];
+      }
+    });
+    return;
+  }
+  if (rank == 2 && shape[0] == 2 && shape[1] >= 64 && strides[1] == 2 && strides[0] == 1) {
+    // Splitting interleaved pairs into two planes (a complex operand's parts): one pass.
+    const std::int64_t inner = shape[1];
+    const T* src = in + offset;
+    T* re = out;
+    T* im = out + inner;
+    parallel_for(inner, 1 << 15, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i) {
+        re[i] = src[2 * i];
+        im[i] = src[2 * i + 1];
+      }
+    });
+    return;
+  }
   if (rank == 2 && shape[1] <= 4 && shape[0] >= 64) {
     // Many short rows (interleaving the planes of complex values): column by column, each a
     // strided write of a contiguous (or evenly strided) read, instead of a loop per row;
@@ -87,6 +115,42 @@ void copy_rows(const T* in, std::int64_t offset, std::span<const std::int64_t> s
 }
 
 }  // namespace
+
+namespace {
+template <class T>
+void interleave_as(std::span<const std::byte* const> ins, std::int64_t rows, std::byte* out) {
+  const std::size_t k = ins.size();
+  T* o = reinterpret_cast<T*>(out);
+  parallel_for(rows, 1 << 15, [&](std::int64_t r0, std::int64_t r1) {
+    if (k == 2) {
+      const T* a = reinterpret_cast<const T*>(ins[0]);
+      const T* b = reinterpret_cast<const T*>(ins[1]);
+      for (std::int64_t r = r0; r < r1; ++r) {
+        o[2 * r] = a[r];
+        o[2 * r + 1] = b[r];
+      }
+      return;
+    }
+    for (std::size_t j = 0; j < k; ++j) {
+      const T* a = reinterpret_cast<const T*>(ins[j]);
+      for (std::int64_t r = r0; r < r1; ++r) o[static_cast<std::size_t>(r) * k + j] = a[r];
+    }
+  });
+}
+}  // namespace
+
+void interleave(std::size_t elem, std::span<const std::byte* const> ins, std::int64_t rows, std::byte* out) {
+  switch (elem) {
+    case 1: return interleave_as<std::uint8_t>(ins, rows, out);
+    case 2: return interleave_as<std::uint16_t>(ins, rows, out);
+    case 4: return interleave_as<std::uint32_t>(ins, rows, out);
+    case 8: return interleave_as<std::uint64_t>(ins, rows, out);
+    default:
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::size_t j = 0; j < ins.size(); ++j)
+          std::memcpy(out + (static_cast<std::size_t>(r) * ins.size() + j) * elem, ins[j] + static_cast<std::size_t>(r) * elem, elem);
+  }
+}
 
 void strided_store(std::size_t elem, const std::byte* in, std::span<const std::int64_t> in_shape,
                    std::int64_t offset, std::span<const std::int64_t> out_strides, std::byte* out) {
