@@ -186,7 +186,7 @@ def _value_and_grad(fun: Callable, argnums, has_aux: bool, transform: str, holom
                     raise TypeError(f"{transform}({name}) requires float inputs, but argument leaf "
                                     f"{staged.input_leaf[k]} is the Python int {leaf!r} (as in JAX, integers carry "
                                     f"no derivative); pass a float such as {float(leaf)!r} or leave it out of argnums")
-                if staged.input_leaf[k] in diff and a.dtype in (_core.int32, _core.int64):
+                if staged.input_leaf[k] in diff and a.dtype.kind in "iu":  # (bool leaves get None gradients)
                     raise TypeError(f"{transform}({name}) requires float inputs, but argument leaf "
                                     f"{staged.input_leaf[k]} is {a.dtype.name} (as in JAX, integers carry no "
                                     f"derivative); convert it with .astype(qb.float64) or leave it out of argnums")

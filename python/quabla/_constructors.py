@@ -129,7 +129,22 @@ def _native(obj):
     return obj
 
 
+def _check_not_text_or_time(obj):
+    """bytes (np.bytes_ too) and NumPy datetime64 / timedelta64 values expose a buffer of raw
+    bytes, which the C++ reader would take for uint8 data; NumPy and JAX do not treat them as
+    numbers. (bytearray and memoryview are uint8 buffers there, and stay so.)"""
+    import numpy as np
+    kind = obj.dtype.kind if isinstance(obj, (np.ndarray, np.generic)) else None
+    if isinstance(obj, bytes) or kind in ("M", "m", "S", "U", "V", "O"):
+        name = getattr(getattr(obj, "dtype", None), "name", None)
+        what = type(obj).__name__ + (f" of dtype {name}" if name else "")
+        hint = (" (for dates and durations convert first, e.g. x.astype('int64'))" if kind in ("M", "m") else
+                " (for raw bytes pass np.frombuffer(b, dtype=np.uint8))")
+        raise TypeError(f"cannot convert {what} to a quabla array: only numbers and bools are array data{hint}")
+
+
 def _convert(core_fn, obj, dtype):
+    _check_not_text_or_time(obj)
     try:
         return core_fn(obj, dtype)
     except (TypeError, ValueError):  # the C++ reader takes numbers only

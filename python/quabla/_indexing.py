@@ -23,6 +23,16 @@ def _is_int_dtype(dtype):
     return dtype in (_core.int32, _core.int64)
 
 
+def _widen_index(arr):
+    """A narrow-integer index array (int8, int16, uint8, uint16, uint32) as int32 or int64,
+    the dtypes the gather and scatter primitives take; NumPy and JAX index with any integer."""
+    if arr.dtype in (_core.int8, _core.int16, _core.uint8, _core.uint16):
+        return _core.astype(arr, _core.int32)
+    if arr.dtype == _core.uint32:
+        return _core.astype(arr, _core.int64)
+    return arr
+
+
 def _as_index_array(item):
     """An index item as an integer qb.Array, or None for slices, None and Ellipsis."""
     if item is None or item is Ellipsis or isinstance(item, slice):
@@ -44,6 +54,7 @@ def _as_index_array(item):
         if arr.ndim == 0:
             raise IndexError("a 0-d boolean index is not supported; use qb.where for masks")
         return _Mask(arr)
+    arr = _widen_index(arr)
     if not _is_int_dtype(arr.dtype):
         raise IndexError(f"array indices must be integers, got {arr.dtype.name}; convert with .astype(qb.int32)")
     return arr
@@ -226,6 +237,13 @@ def _default_fill(dtype):
         return -(2 ** 31)
     if dtype == _core.int64:
         return -(2 ** 63)
+    # JAX's: the most negative value of a signed integer, the largest of an unsigned one
+    signed = {_core.int8: -(2 ** 7), _core.int16: -(2 ** 15)}
+    if dtype in signed:
+        return signed[dtype]
+    unsigned = {_core.uint8: 2 ** 8 - 1, _core.uint16: 2 ** 16 - 1, _core.uint32: 2 ** 32 - 1}
+    if dtype in unsigned:
+        return unsigned[dtype]
     return True
 
 
@@ -296,6 +314,8 @@ class _IndexUpdateRef:
         self._index = index
 
     def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
+        if mode not in (None, "clip", "fill", "promise_in_bounds"):
+            raise ValueError(f"unknown gather mode {mode!r}; use 'clip', 'fill' or 'promise_in_bounds'")
         if _needs_dynamic(self._index) or mode in ("fill", "clip"):
             return dynamic_getitem(self._x, _ints_as_arrays(self._index), mode=mode, fill_value=fill_value)
         try:
@@ -374,7 +394,7 @@ def _at(self):
 # ---- take, take_along_axis, dynamic slices
 
 def _int_array(x, fname):
-    a = x if isinstance(x, Array) else _core.asarray(x)
+    a = _widen_index(x if isinstance(x, Array) else _core.asarray(x))
     if not _is_int_dtype(a.dtype):
         raise TypeError(f"{fname}: indices must be integers, got {a.dtype.name}")
     return a
@@ -438,7 +458,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 def _start(st, n, k):
     """A block start as XLA takes it: negative counts from the end (JAX's
     allow_negative_indices), then clamped so a block of k fits in n."""
-    st = st if isinstance(st, Array) else _core.asarray(st, dtype=_core.int64)
+    st = _widen_index(st if isinstance(st, Array) else _core.asarray(st, dtype=_core.int64))
     if not _is_int_dtype(st.dtype):  # (a float or complex start is refused, as JAX does, never truncated)
         raise TypeError(f"dynamic slicing: start indices must be integers, got {st.dtype.name}")
     st = _core.astype(st, _core.int64)
@@ -619,7 +639,15 @@ def _check_size(size, fname):
     if size is None:
         raise ValueError(f"{fname}: size= is required: the number of results must be static under jit "
                          "(as JAX); pass the number to keep (extra slots take fill_value)")
-    return operator.index(size)
+    if isinstance(size, bool):
+        raise TypeError(f"{fname}: size must be a non-negative int, got {size!r}")
+    try:
+        size = operator.index(size)
+    except TypeError:
+        raise TypeError(f"{fname}: size must be a non-negative int, got {type(size).__name__}") from None
+    if size < 0:
+        raise ValueError(f"{fname}: size must be non-negative, got {size}")
+    return size
 
 
 def _default_int():

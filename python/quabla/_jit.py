@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import numbers
 import re
 import struct
 import threading
@@ -219,7 +220,14 @@ class JittedFunction:
             raise ValueError(f"jit: max_traces must be a positive int, got {max_traces!r}")
         self._fun = fun
         self._static_argnums = self._normalize_argnums(static_argnums)
-        self._static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        names = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
+        try:
+            names = tuple(names)
+        except TypeError:
+            names = None
+        if names is None or not all(isinstance(k, str) for k in names):
+            raise TypeError(f"jit: static_argnames must be a str or a sequence of str, got {static_argnames!r}")
+        self._static_argnames = names
         self._max_traces = max_traces
         self._cache: "collections.OrderedDict[Any, Compiled]" = collections.OrderedDict()
         # Calls whose arguments are all concrete Arrays, keyed by their types alone.
@@ -230,7 +238,12 @@ class JittedFunction:
         functools.update_wrapper(self, fun)
 
     def _normalize_argnums(self, argnums) -> Tuple[int, ...]:
-        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        try:
+            nums = (argnums,) if isinstance(argnums, numbers.Integral) else tuple(argnums)
+        except TypeError:
+            nums = None
+        if nums is None or not all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in nums):
+            raise TypeError(f"jit: static_argnums must be an int or a sequence of ints, got {argnums!r}")
         try:
             params = list(inspect.signature(self._fun).parameters.values())
         except (TypeError, ValueError):

@@ -274,20 +274,27 @@ def repeat(x, repeats, axis=None, *, total_repeat_length=None):
         import itertools
         ends = list(itertools.accumulate(counts))
         return _core.gather(x, [min(bisect.bisect_right(ends, k), n - 1) for k in range(total)], axis=axis)
+    if isinstance(repeats, _core.Array) and repeats._is_tracer:
+        raise ValueError("repeat: traced repeats (inside jit or a transform) need total_repeat_length=, the "
+                         "static length of the result (as jax.numpy)")
     if _isint(repeats) and not isinstance(repeats, bool):
-        if repeats < 1:
-            raise ValueError(f"repeat: repeats must be positive (zero-extent arrays are not supported), got {repeats}")
+        if repeats < 0:
+            raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
         shape = list(x.shape)
         e = _core.expand_dims(x, axis + 1)
         full = shape[:axis + 1] + [repeats] + shape[axis + 1:]
         shape[axis] *= repeats
         return _core.reshape(_core.broadcast_to(e, tuple(full)), tuple(shape))
+    try:
+        repeats = list(repeats)
+    except TypeError:
+        raise TypeError(f"repeat: repeats must be an int or a sequence of ints, got {type(repeats).__name__}") from None
     counts = [_static_int(r, "repeat", "repeats") for r in repeats]
     if len(counts) != n:
         raise ValueError(f"repeat: {len(counts)} repeats for an axis of length {n}")
+    if any(c < 0 for c in counts):
+        raise ValueError(f"repeat: repeats must be non-negative, got {counts}")
     index = [i for i, c in enumerate(counts) for _ in range(c)]
-    if not index:
-        raise ValueError("repeat: every repeat is 0, which would give a zero-extent array")
     return _core.gather(x, index, axis=axis)
 
 
@@ -595,6 +602,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
                 "be complex)")
     if xp.ndim != 1 or fp.ndim != 1 or xp.shape != fp.shape:
         raise ValueError(f"interp: xp and fp must be 1-D of the same length, got {xp.shape} and {fp.shape}")
+    if xp.shape[0] == 0:
+        raise ValueError("interp: xp and fp are empty; interpolation needs at least one sample point")
     if period is not None:
         if left is not None or right is not None:
             raise ValueError("interp: left and right cannot be given with period")
@@ -755,6 +764,9 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0.0, end_values=0.
                          "constant_values" if mode == "constant" else "end_values")
     for ax, (before, after) in enumerate(widths):
         n = x.shape[ax]
+        if n == 0 and max(before, after) > 0 and mode != "constant":
+            raise ValueError(f"pad: axis {ax} is empty, and only mode 'constant' can pad an empty axis (as NumPy), "
+                             f"got mode {mode!r}")
         limit = n - 1 if mode == "reflect" else n
         if mode in ("reflect", "symmetric", "wrap") and max(before, after) > limit:
             raise ValueError(f"pad: mode {mode!r} pads at most {limit} elements on an axis of length {n}, "
@@ -872,6 +884,9 @@ def _einsum_reduce(x, letters, keep):
             break
         i = letters.index(rep)
         j = letters.index(rep, i + 1)
+        if x.shape[i] != x.shape[j]:
+            raise ValueError(f"einsum: subscript {rep!r} repeats in one operand over axes of sizes {x.shape[i]} and "
+                             f"{x.shape[j]}; a repeated subscript takes a diagonal and needs equal sizes")
         x = diagonal(x, 0, i, j)
         letters = [ch for k, ch in enumerate(letters) if k not in (i, j)] + [rep]
     drop = [k for k, ch in enumerate(letters) if ch not in keep]

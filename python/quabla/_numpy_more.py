@@ -1298,9 +1298,21 @@ def histogram(a, bins=10, range=None, weights=None, density: bool = False):  # n
     if _isint(bins) and not isinstance(bins, bool):
         if bins <= 0:
             raise ValueError(f"histogram: bins must be positive, got {bins}")
-        lo, hi = (_qb.min(a), _qb.max(a)) if range is None else (_qb.asarray(float(range[0])), _qb.asarray(float(range[1])))
-        hi = _qb.where(hi == lo, hi + 0.5, hi)
-        lo = _qb.where(hi - 0.5 == lo, lo - 0.5, lo)
+        if range is None:
+            lo, hi = _qb.min(a), _qb.max(a)
+        else:
+            try:
+                r0, r1 = (float(v) for v in range)
+            except (TypeError, ValueError):
+                raise TypeError(f"histogram: range must be a (min, max) pair of numbers, got {range!r}") from None
+            if not (math.isfinite(r0) and math.isfinite(r1)):
+                raise ValueError(f"histogram: range must be finite, got {range!r}")
+            if r0 > r1:
+                raise ValueError(f"histogram: range must be (min, max) with min <= max, got {range!r}")
+            lo, hi = _qb.asarray(r0), _qb.asarray(r1)
+        same = hi == lo  # NumPy widens an empty range by 0.5 each side
+        hi = _qb.where(same, hi + 0.5, hi)
+        lo = _qb.where(same, lo - 0.5, lo)
         edges = _qb.linspace(lo, hi, bins + 1)
     else:
         edges = _float(bins)
@@ -1309,6 +1321,8 @@ def histogram(a, bins=10, range=None, weights=None, density: bool = False):  # n
         bins = edges.shape[0] - 1
         if bins < 1:
             raise ValueError("histogram: bins as edges needs at least two of them")
+        if not edges._is_tracer and bool(_qb.any(edges[1:] < edges[:-1])):
+            raise ValueError("histogram: bins must increase monotonically")
     idx = _qb.searchsorted(edges, a, side="right") - 1
     idx = _qb.where(a == edges[-1], _qb.full_like(idx, bins - 1), idx)  # the last edge belongs to the last bin
     inside = (a >= edges[0]) & (a <= edges[-1])

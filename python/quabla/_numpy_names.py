@@ -782,6 +782,8 @@ def full(shape, fill_value, dtype=None, *, _name="full"):
     """An array of shape filled with fill_value (the core's full, and complex fill values:
     their dtype, or a complex dtype given; a real dtype for a complex value raises). An
     array fill value (traced too) broadcasts to shape, as in jax.numpy."""
+    if fill_value is None:
+        raise TypeError(f"{_name}: fill_value must be a number, a bool or an array, got None")
     if isinstance(fill_value, _core.Array) and (fill_value._is_tracer or fill_value.ndim) and \
             not _is_complex(fill_value):
         return _array_fill(shape, fill_value, dtype, _name)

@@ -48,6 +48,12 @@ def reduce(name, x, axis, keepdims, dtype, out, where, initial, ddof):
         else:
             raise ValueError(f"{name}: a where= mask needs initial= (the reduction has no identity), as in jax.numpy")
         x = _core.where(w, x, _core.full_like(x, fill))
+    if initial is not None and name in ("max", "min") and 0 in tuple(x.shape):
+        # An empty array reduces to initial alone (NumPy's and jax.numpy's); the plain max and
+        # min refuse it, as they have no identity. sum gives the result's shape.
+        shape = tuple(_core.sum(x, axis=axis, keepdims=keepdims).shape)
+        from ._numpy_extra import _cast
+        return _core.broadcast_to(_cast(name, _core.asarray(initial), x.dtype, "initial="), shape)
     result = getattr(_core, name)(x, axis=axis, keepdims=keepdims)
     if dtype is not None and result.dtype != x.dtype:  # integer sums widen unless dtype= says
         result = result.astype(x.dtype)

@@ -3,6 +3,7 @@ between resolutions in operator learning and multigrid-style training)."""
 from __future__ import annotations
 
 import math
+import operator
 
 from . import _core
 from ._package import qb
@@ -30,6 +31,36 @@ def _method(method, name):
     if m is None:
         raise ValueError(f"{name}: unknown method {method!r}; expected one of {sorted(set(_ALIASES))}")
     return m
+
+
+def _shape(shape, x, name):
+    """shape as a tuple of non-negative ints of the image's rank (a float or traced entry is
+    refused, as jax.image does, never truncated), and no empty input axis resized to a
+    non-empty one (there is nothing to interpolate from)."""
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{name}: shape must be a sequence of ints, got {shape!r}") from None
+    out = []
+    for s in shape:
+        if isinstance(s, bool) or (isinstance(s, float) or getattr(s, "dtype", None) is not None
+                                   and getattr(s.dtype, "kind", "i") not in "iu"):
+            raise TypeError(f"{name}: shape must be a sequence of ints, got {shape!r}")
+        try:
+            out.append(operator.index(s))
+        except TypeError:
+            raise TypeError(f"{name}: shape must be a sequence of ints, got {shape!r}") from None
+    shape = tuple(out)
+    if len(shape) != x.ndim:
+        raise ValueError(f"{name}: shape {shape} must have the image's rank {x.ndim} (got shape "
+                         f"{tuple(x.shape)})")
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{name}: negative output size in {shape}")
+    for axis, (n_in, n_out) in enumerate(zip(x.shape, shape)):
+        if n_in == 0 and n_out > 0:
+            raise ValueError(f"{name}: axis {axis} of the image is empty (shape {tuple(x.shape)}) and cannot be "
+                             f"resized to {n_out} entries")
+    return shape
 
 
 def _kernel(method):
@@ -82,15 +113,25 @@ def scale_and_translate(image, shape, spatial_dims, scale, translation, method, 
     m = _method(method, "image.scale_and_translate")
     if m == "nearest":
         raise ValueError("image.scale_and_translate: the nearest method is not supported (as in JAX); use resize")
-    dims = [int(d) % x.ndim for d in spatial_dims]
-    shape = tuple(int(s) for s in shape)
-    if len(shape) != x.ndim:
-        raise ValueError(f"image.scale_and_translate: shape {shape} must have the image's rank {x.ndim}")
+    shape = _shape(shape, x, "image.scale_and_translate")
+    dims = []
+    for d in spatial_dims:
+        d = operator.index(d)
+        if not -x.ndim <= d < x.ndim:
+            raise ValueError(f"image.scale_and_translate: spatial dimension {d} is out of bounds for an image of "
+                             f"{x.ndim} dimensions")
+        dims.append(d % x.ndim)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"image.scale_and_translate: spatial_dims must be distinct, got {tuple(spatial_dims)}")
     if x.dtype.kind not in "fc":
         x = x.astype(qb.default_dtype())
     sizes = [shape[d] for d in dims]
     scale = qb.asarray(scale)
     translation = qb.asarray(translation)
+    for what, v in (("scale", scale), ("translation", translation)):
+        if v.ndim > 1 or (v.ndim == 1 and v.shape[0] != len(dims)):
+            raise ValueError(f"image.scale_and_translate: {what} must be a scalar or hold one entry per spatial "
+                             f"dimension ({len(dims)}), got shape {tuple(v.shape)}")
     scales = [scale[i] for i in range(len(dims))] if scale.ndim else [scale] * len(dims)
     trans = [translation[i] for i in range(len(dims))] if translation.ndim else [translation] * len(dims)
     return _apply_axes(x, dims, sizes, scales, trans, m, antialias)
@@ -104,12 +145,7 @@ def resize(image, shape, method, antialias: bool = True, precision=None):
     image (every method but nearest is a linear map per axis)."""
     x = image if isinstance(image, _core.Array) else qb.asarray(image)
     m = _method(method, "image.resize")
-    shape = tuple(int(s) for s in shape)
-    if len(shape) != x.ndim:
-        raise ValueError(f"image.resize: shape {shape} must have the image's rank {x.ndim} (got shape "
-                         f"{tuple(x.shape)})")
-    if any(s < 0 for s in shape):
-        raise ValueError(f"image.resize: negative output size in {shape}")
+    shape = _shape(shape, x, "image.resize")
     if m == "nearest":
         for axis, (n_in, n_out) in enumerate(zip(x.shape, shape)):
             if n_in != n_out:

@@ -70,11 +70,13 @@ def switch(index, branches: Sequence[Callable], *operands):
     branches = list(branches)
     if not branches:
         raise ValueError("switch: needs at least one branch")
+    index = _qb.asarray(index)
+    if index.dtype.kind not in "iub":  # a float index is refused, as jax.lax.switch does, never truncated
+        raise TypeError(f"switch: the branch index must be an integer, got {index.dtype.name}")
+    if index.ndim != 0:
+        raise TypeError(f"switch: the branch index must be a scalar, got shape {tuple(index.shape)}")
     if len(branches) == 1:
         return branches[0](*operands)
-    index = _qb.asarray(index)
-    if index.dtype in (_qb.complex64, _qb.complex128):
-        raise TypeError(f"switch: the branch index must be an integer, got {index.dtype.name}")
     idx = _qb.clip(index.astype(_qb.int32), 0, len(branches) - 1)
 
     def pick(lo: int, hi: int):  # branches[lo:hi] by bisection
@@ -369,6 +371,11 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
     if not leaves:
         raise ValueError("associative_scan: elems holds no arrays")
     leaves = [_qb.asarray(x) for x in leaves]
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise TypeError(f"associative_scan: axis must be an int, got {type(axis).__name__}")
+    for x in leaves:
+        if not -x.ndim <= axis < x.ndim:
+            raise ValueError(f"associative_scan: axis {axis} is out of range for a leaf of shape {tuple(x.shape)}")
     ax = axis % leaves[0].ndim
     n = leaves[0].shape[ax]
     if any(x.shape[ax] != n for x in leaves):

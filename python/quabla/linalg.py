@@ -7,6 +7,7 @@ NaN results as in JAX (no exception); shapes and dtypes are checked before anyth
 """
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple, Sequence
 
 from . import _core
@@ -565,9 +566,17 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         axis = tuple(range(x.ndim)) if x.ndim <= 2 else None
         if axis is None:
             raise ValueError("norm: an ord needs axis for arrays of more than two dimensions")
-    if isinstance(axis, int):
-        axis = (axis,)
+    try:
+        axes = (operator.index(axis),) if hasattr(axis, "__index__") else tuple(operator.index(a) for a in axis)
+    except TypeError:
+        raise TypeError(f"norm: axis must be None, an int or a pair of ints, got {axis!r}") from None
+    axis = axes
+    for a in axis:
+        if not -x.ndim <= a < x.ndim:
+            raise ValueError(f"norm: axis {a} is out of range for an array of rank {x.ndim}")
     axis = tuple(a % x.ndim for a in axis)
+    if len(set(axis)) != len(axis):
+        raise ValueError(f"norm: axis names one axis twice, got {axis}")
     if len(axis) == 1:
         ax = axis[0]
         a = _core.abs(x)

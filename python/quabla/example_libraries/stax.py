@@ -90,6 +90,9 @@ def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):
         input_shape = _shape_tuple(input_shape, "Dense")
         if not input_shape:
             raise ValueError("Dense: the input must have at least one dimension (its features)")
+        if input_shape[-1] < 1:
+            raise ValueError(f"Dense: the feature dimension (the last of input_shape) must be a positive integer, "
+                             f"got input_shape {input_shape}")
         output_shape = input_shape[:-1] + (out_dim,)
         k1, k2 = _random.split(rng)
         W = W_init(k1, (input_shape[-1], out_dim))
@@ -120,6 +123,8 @@ def _check_dimension_numbers(dimension_numbers, filter_shape, who):
     if len(filter_shape) != len(rhs_spec) - 2:
         raise ValueError(f"{who}: filter_shape {filter_shape} must have {len(rhs_spec) - 2} entries (one per "
                          f"spatial dimension of {rhs_spec!r})")
+    if any(d < 1 for d in filter_shape):
+        raise ValueError(f"{who}: filter_shape entries must be positive integers, got {filter_shape}")
     return lhs_spec, rhs_spec, out_spec, filter_shape
 
 

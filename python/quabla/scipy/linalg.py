@@ -43,6 +43,10 @@ def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, **kwargs):
     (or upper) triangle; (w, v), or w with eigvals_only=True."""
     if b is not None:
         raise NotImplementedError("scipy.linalg.eigh: the generalized problem (b) is not available")
+    for name in ("eigvals", "subset_by_index", "subset_by_value"):
+        if kwargs.get(name) is not None:  # a subset would otherwise be ignored, all eigenpairs returned
+            raise NotImplementedError(f"scipy.linalg.eigh: only {name}=None is supported (as in jax.scipy); "
+                                      f"slice the result for a subset")
     w, v = _eigh(a, UPLO="L" if lower else "U")
     return w if eigvals_only else (w, v)
 

@@ -38,7 +38,12 @@ def map_coordinates(input, coordinates, order: int, mode: str = "constant", cval
     grid-wrap) or 'reflect', as jax.scipy.ndimage.map_coordinates. Differentiable in input
     and (order 1) in the coordinates."""
     x = input if isinstance(input, _core.Array) else qb.asarray(input)
+    if x.ndim == 0:
+        raise ValueError("map_coordinates: input must have at least one dimension, got a 0-d array")
     if isinstance(coordinates, _core.Array):
+        if coordinates.ndim == 0:
+            raise ValueError("map_coordinates: coordinates must be a sequence of arrays, one per input axis, "
+                             "got a 0-d array")
         coordinates = [coordinates[i] for i in range(coordinates.shape[0])]
     coords = [c if isinstance(c, _core.Array) else qb.asarray(c) for c in coordinates]
     if len(coords) != x.ndim:

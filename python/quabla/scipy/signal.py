@@ -24,6 +24,8 @@ def correlate(in1, in2, mode: str = "full", method: str = "auto"):
     if method not in ("auto", "direct", "fft"):
         raise ValueError(f"correlate: method must be 'auto', 'direct' or 'fft', got {method!r}")
     _no_complex("qb.scipy.signal.correlate", a, b)
+    if a.size == 0 or b.size == 0:
+        raise ValueError(f"correlate: inputs cannot be empty, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     if a.ndim == 0:
         return a * b
     dtype = _qb.result_type(a, b)
@@ -187,6 +189,9 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=Non
         raise ValueError("detrend: data must have at least one dimension")
     if not isinstance(axis, int) or isinstance(axis, bool) or not -x.ndim <= axis < x.ndim:
         raise ValueError(f"detrend: axis must be an int in [-{x.ndim}, {x.ndim}), got {axis!r}")
+    if x.shape[axis] == 0:
+        raise ValueError(f"detrend: data is empty along axis {axis} (shape {tuple(x.shape)}); there is no trend "
+                         f"to remove")
     x = x.astype(common_inexact(x))
     if type == "constant":
         return x - _qb.mean(x, axis=axis, keepdims=True)
