@@ -123,6 +123,7 @@ V floor_divide(Builder& b, V x, V y) {
   const bool weak = b.type(x).weak && b.type(y).weak;
   V zero = like(b, v[0], 0.0);
   V rem = b.emit1(Op::Rem, {v[0], v[1]});
+  if (is_unsigned(b.type(v[0]).dtype)) return keep_weak(b, b.emit1(Op::Div, {v[0], v[1]}), weak);  // JAX's: x // 0 all ones
   if (is_int(b.type(v[0]).dtype)) {
     // Truncated quotient, one less where the signs differ and the division was inexact
     // (JAX's formula, so x // 0 matches it too).

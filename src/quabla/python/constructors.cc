@@ -15,6 +15,7 @@ namespace qb::py {
 namespace {
 
 Shape checked_shape(nb::handle shape, const char* fname) {
+  if (shape.is_none()) throw TypeError(std::string(fname) + ": shape must be an int or a tuple of ints, got None");
   Shape s = parse_shape(shape, fname);
   check_shape(s, fname, /*allow_zero=*/true);
   return s;
@@ -77,13 +78,13 @@ void bind_constructors(nb::module_& m) {
   }, nb::arg("obj").none(), nb::arg("dtype") = nb::none());
   m.def("zeros", [](nb::handle shape, nb::handle dtype) {
     return generate(parse_dtype(dtype).value_or(default_float_dtype()), checked_shape(shape, "zeros"), [](std::int64_t) { return 0.0; });
-  }, nb::arg("shape"), nb::arg("dtype") = nb::none());
+  }, nb::arg("shape").none(), nb::arg("dtype") = nb::none());
   m.def("ones", [](nb::handle shape, nb::handle dtype) {
     return generate(parse_dtype(dtype).value_or(default_float_dtype()), checked_shape(shape, "ones"), [](std::int64_t) { return 1.0; });
-  }, nb::arg("shape"), nb::arg("dtype") = nb::none());
+  }, nb::arg("shape").none(), nb::arg("dtype") = nb::none());
   m.def("full", [](nb::handle shape, nb::handle fill, nb::handle dtype) {
     return full_array(checked_shape(shape, "full"), fill, parse_dtype(dtype), "full");
-  }, nb::arg("shape"), nb::arg("fill_value"), nb::arg("dtype") = nb::none());
+  }, nb::arg("shape").none(), nb::arg("fill_value").none(), nb::arg("dtype") = nb::none());
   for (auto [name, value] : {std::pair{"zeros_like", 0.0}, std::pair{"ones_like", 1.0}}) {
     m.def(name, device_aware(name, [value](nb::handle x, nb::handle dtype) {
       Array a = to_array(x);
@@ -93,7 +94,7 @@ void bind_constructors(nb::module_& m) {
   m.def("full_like", device_aware("full_like", [](nb::handle x, nb::handle fill, nb::handle dtype) {
     Array a = to_array(x);
     return full_array(a.shape(), fill, parse_dtype(dtype).value_or(a.dtype()), "full_like");
-  }), nb::arg("x"), nb::arg("fill_value"), nb::arg("dtype") = nb::none());
+  }), nb::arg("x"), nb::arg("fill_value").none(), nb::arg("dtype") = nb::none());
   m.def("arange", [](nb::handle start_h, nb::handle stop_h, nb::handle step_h, nb::handle dtype) {
     double start = scalar_arg(start_h, "arange", "start"), stop = 0, step = scalar_arg(step_h, "arange", "step");
     if (stop_h.is_none()) std::swap(start, stop);
@@ -115,8 +116,15 @@ void bind_constructors(nb::module_& m) {
       return nb::isinstance<Array>(h) && is_int(nb::cast<const Array&>(h).dtype());
     };
     const bool ints = is_integer(start_h) && is_integer(stop_h) && is_integer(step_h);
-    return generate(parse_dtype(dtype).value_or(ints ? default_int_dtype() : default_float_dtype()),
-                    {static_cast<std::int64_t>(count)},
+    const DType d = parse_dtype(dtype).value_or(ints ? default_int_dtype() : default_float_dtype());
+    if (is_int(d) && start == std::trunc(start) && step == std::trunc(step)) {
+      // Integer values wrap into a narrow dtype as NumPy's and JAX's (uint8 250..259 ends 0 1 2 3).
+      Array a = Array::empty(d, {static_cast<std::int64_t>(count)});
+      const auto first = static_cast<std::int64_t>(start), delta = static_cast<std::int64_t>(step);
+      for (std::int64_t i = 0; i < a.size(); ++i) store_int64(d, a.storage->data() + i * itemsize(d), first + i * delta);
+      return a;
+    }
+    return generate(d, {static_cast<std::int64_t>(count)},
                     [start, step](std::int64_t i) { return start + static_cast<double>(i) * step; });
   }, nb::arg("start"), nb::arg("stop") = nb::none(), nb::arg("step") = 1, nb::arg("dtype") = nb::none());
   m.def("linspace", [](nb::handle start_h, nb::handle stop_h, nb::handle num_h, bool endpoint, nb::handle dtype) {

@@ -439,6 +439,16 @@ Array to_array(nb::handle obj, std::optional<DType> dtype) {
     if (r.all_int && !r.ints.empty() && is_int(d)) return from_ints(r.ints, shape, d);
     return from_doubles(r.values, shape, d, r.imags);
   }
+  {
+    // bytes and NumPy's dates, times, byte strings and strings expose their raw bytes as a
+    // buffer of uint8: numbers they are not (JAX refuses them too).
+    const std::string_view name = Py_TYPE(obj.ptr())->tp_name;
+    if (PyBytes_Check(obj.ptr()) || name == "numpy.datetime64" || name == "numpy.timedelta64" ||
+        name == "numpy.bytes_" || name == "numpy.str_" || name == "numpy.void") {
+      throw TypeError("cannot convert " + py_type_name(obj) + " to a quabla array: bytes, dates, times and strings "
+                      "are not numbers; convert them first (for a date, e.g. .astype('int64'))");
+    }
+  }
   if (auto a = from_buffer(obj, dtype)) return *a;
   if (nb::hasattr(obj, "__array__")) {
     nb::object converted = obj.attr("__array__")();

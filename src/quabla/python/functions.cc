@@ -562,6 +562,17 @@ void bind_functions(nb::module_& m, nb::class_<Array>& cls) {
     }, nb::arg("other").none());
   }
 
+  // x + None and the like: NotImplemented (Python then raises its own "unsupported operand
+  // type(s)" TypeError, as for JAX's arrays) where nanobind would report a signature
+  // mismatch. Registered after the operators, so only an operand they refuse (None) gets here.
+  for (const char* dunder :
+       {"__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+        "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__",
+        "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__lshift__", "__rlshift__", "__rshift__",
+        "__rrshift__"}) {
+    cls.def(dunder, [](nb::handle, nb::handle) { return nb::borrow(Py_NotImplemented); }, nb::arg("other").none());
+  }
+
   m.def("_eager_cache_size", &eager_cache_size);
 }
 
