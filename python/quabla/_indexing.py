@@ -281,6 +281,17 @@ def _scatter(x, index, updates, how, unique=False, mode=None):
     if x.dtype == _core.bool_ and how in ("min", "max"):  # and / or, through int32 (as JAX accepts them)
         as_int = _core.astype(updates, _core.int32) if isinstance(updates, Array) else int(bool(updates))
         return _core.astype(_scatter(_core.astype(x, _core.int32), index, as_int, how, unique, mode), _core.bool_)
+    region = _static_region(x, index)
+    if region is not None:
+        unique = True  # in-bounds ints and slices never select a position twice
+        size = 1
+        for r in region:
+            size *= r[1]
+        # Covering half of x or more: no scatter, the updates padded to x's shape and one
+        # elementwise pass; a smaller block costs less as a copy of x and a scatter.
+        if 2 * size >= x.size and how in ("set", "add", "multiply", "min", "max") and not (
+                x.dtype == _core.bool_ and how != "set"):
+            return _update_region(x, region, updates, how)
     plan = _resolve(x, _ints_as_arrays(index))
     if plan is None:
         # Static index: scatter through the positions x[index] selects.
@@ -304,6 +315,85 @@ def _scatter(x, index, updates, how, unique=False, mode=None):
     r = _core._scatter(_core.reshape(x, (-1,)), _core.reshape(pos, (-1,)), _core.reshape(u, (-1,)), 0,
                        _SCATTER_MODES[how], unique)
     return _core.reshape(r, x.shape)
+
+
+def _static_region(x, index):
+    """For an index of in-bounds ints, slices and one Ellipsis (the common .at[] of boundary
+    conditions and blocks): per axis of x (first, count, step, dropped), the positions
+    first, first + step, ... it selects (step > 0; `dropped` for an int). None otherwise
+    (arrays, masks, None, out-of-bounds ints: the scatter below handles those)."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if any(it is None or isinstance(it, (bool, Array, list)) or
+           (hasattr(it, "__array__") and not _is_int_scalar(it)) for it in items):
+        return None
+    if sum(it is Ellipsis for it in items) > 1:
+        return None
+    if Ellipsis in items:
+        k = items.index(Ellipsis)
+        items[k:k + 1] = [slice(None)] * (x.ndim - (len(items) - 1))
+    if len(items) > x.ndim:
+        return None
+    items += [slice(None)] * (x.ndim - len(items))
+    region = []
+    for it, n in zip(items, x.shape):
+        if _is_int_scalar(it):
+            i = operator.index(it)
+            if not -n <= i < n:
+                return None  # dropped (JAX's scatter): the general path
+            region.append((i % n, 1, 1, True, False))
+        elif isinstance(it, slice):
+            start, stop, step = it.indices(n)
+            count = len(range(start, stop, step))
+            flipped = step < 0
+            if flipped and count:
+                start, step = start + (count - 1) * step, -step
+            region.append((start, count, abs(step), False, flipped))
+        else:
+            return None
+    return region
+
+
+def _update_region(x, region, updates, how):
+    """x.at[region].how(updates) without a scatter: the updates padded to x's shape (their
+    positions spread by interior padding), then one elementwise pass (a select for set, min
+    and max; x + u or x * u, with 0 or 1 elsewhere, for add and multiply)."""
+    import numpy as np
+    from .lax import pad
+    if any(r[1] == 0 for r in region):
+        return x
+    sel_shape = tuple(r[1] for r in region if not r[3])
+    if isinstance(updates, int) and not isinstance(updates, bool) and x.dtype.kind in "iu":
+        info = np.iinfo(np.dtype(x.dtype.name))
+        if not info.min <= updates <= info.max:  # the scatter's check, for the same message
+            raise ValueError(f"scatter: the Python int {updates} does not fit in {x.dtype.name}; convert the array "
+                             f"with .astype(qb.int64) first")
+    u = _core.asarray(updates, dtype=x.dtype) if not isinstance(updates, Array) else updates
+    u = _core.reshape(_core.broadcast_to(u, sel_shape), tuple(r[1] for r in region))
+    flipped = [axis for axis, r in enumerate(region) if r[4] and r[1] > 1]
+    if flipped:
+        u = _core.flip(u, axis=tuple(flipped))
+    config = [(first, n - (first + (count - 1) * step + 1), step - 1)
+              for (first, count, step, _, _), n in zip(region, x.shape)]
+    fill = {"set": 0, "add": 0, "multiply": 1, "min": 0, "max": 0}[how]
+    padded = pad(u, _core.asarray(fill, dtype=x.dtype), config)
+    if how == "add":
+        return x + padded
+    if how == "multiply":
+        return x * padded
+    mask = None  # positions updated: per partial axis a constant bool vector, broadcast
+    for axis, ((first, count, step, _, _), n) in enumerate(zip(region, x.shape)):
+        if first == 0 and count == n and step == 1:
+            continue
+        m = np.zeros(n, bool)
+        m[first:first + (count - 1) * step + 1:step] = True
+        shape = [1] * x.ndim
+        shape[axis] = n
+        m = _core.asarray(m.reshape(shape))
+        mask = m if mask is None else mask & m
+    new = padded if how == "set" else (_core.minimum(x, padded) if how == "min" else _core.maximum(x, padded))
+    if mask is None:
+        return _core.broadcast_to(new, x.shape) if new.shape != x.shape else new
+    return _core.where(mask, new, x)
 
 
 class _IndexUpdateRef:

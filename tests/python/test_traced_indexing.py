@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import quabla as qb
-from conftest import check
+from conftest import check, jax_x64_mode
+import jax
+import jax.numpy as jnp
 
 RNG = np.random.default_rng(7)
 X34 = RNG.uniform(-2, 2, (3, 4))
@@ -377,3 +379,68 @@ def test_clip_mode_clamps_single_index_arrays_in_scatters_and_gets():
     np.testing.assert_array_equal(np.asarray(x.at[qb.array([9])].set(1.0)), [0, 1, 2, 3, 4])  # default: dropped
     with pytest.raises(IndexError):
         x[9]  # plain indexing raises, as NumPy
+
+
+def _random_basic_index(rng, shape):
+    items = []
+    for n in shape:
+        r = rng.random()
+        if r < 0.25:
+            items.append(int(rng.integers(-n, n)))
+        elif r < 0.45:
+            items.append(slice(None))
+        else:
+            bounds = [None] + list(range(-n - 1, n + 2))
+            items.append(slice(bounds[rng.integers(len(bounds))], bounds[rng.integers(len(bounds))],
+                               [None, 1, 2, 3, -1, -2][rng.integers(6)]))
+    if rng.random() < 0.3:
+        k = int(rng.integers(len(items) + 1))
+        items = items[:k] + [Ellipsis] + items[k + 1:]
+    return tuple(items)
+
+
+@pytest.mark.parametrize("how", ["set", "add", "multiply", "min", "max"])
+def test_at_updates_of_static_slices_match_numpy(how):
+    # blocks covering half the array or more take the padded path (no scatter), smaller ones
+    # the scatter: both against NumPy's in-place updates, eagerly and jitted
+    rng = np.random.default_rng(["set", "add", "multiply", "min", "max"].index(how))
+    done = 0
+    while done < 120:
+        shape = tuple(int(n) for n in rng.integers(1, 6, size=rng.integers(1, 4)))
+        x = rng.normal(size=shape)
+        index = _random_basic_index(rng, shape)
+        try:
+            region = x[index]
+        except IndexError:
+            continue
+        u = rng.normal(size=region.shape)
+        want = x.copy()
+        op = {"set": lambda a, b: b, "add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[how]
+        want[index] = op(want[index], u)
+        got = getattr(qb.asarray(x).at[index], how)(qb.asarray(u))
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-15, err_msg=f"{shape} {index}")
+        jitted = qb.jit(lambda a, b: getattr(a.at[index], how)(b))(qb.asarray(x), qb.asarray(u))
+        np.testing.assert_allclose(np.asarray(jitted), want, rtol=1e-15, err_msg=f"{shape} {index}")
+        done += 1
+
+
+def test_large_static_block_updates_are_pads_and_differentiate_as_jax():
+    with jax_x64_mode():
+        _large_block_checks()
+
+
+def _large_block_checks():
+    x = qb.asarray(np.random.default_rng(1).normal(size=(6, 8)))
+    u = qb.asarray(np.random.default_rng(2).normal(size=(5, 7)))
+    f = lambda a, b: a.at[:0:-1, 1:].set(b * a[0, 0])
+    plan = qb.jit(f).lower(x, u).compile().plan_text()
+    assert "scatter" not in plan and "pad(" in plan
+    loss = lambda a, b: qb.sum(qb.sin(f(a, b)) ** 2)
+    jloss = lambda a, b: jnp.sum(jnp.sin(a.at[:0:-1, 1:].set(b * a[0, 0])) ** 2)
+    got = qb.grad(loss, argnums=(0, 1))(x, u)
+    want = jax.grad(jloss, argnums=(0, 1))(np.asarray(x), np.asarray(u))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13, atol=1e-15)
+    # a Python int that the dtype cannot hold raises as the scatter does
+    with pytest.raises(ValueError, match="does not fit in int32"):
+        qb.array([1, 2], dtype=qb.int32).at[:].set(2 ** 40)

@@ -383,7 +383,8 @@ T jvp_rule(Emit& e, const Node& n, const std::vector<V>& x, const std::vector<T>
         case kScatterAdd: return e.op(Op::Scatter, {tz(0), x[1], tz(2)}, a);
         case kScatterSet: {
           V tu = tz(2);
-          if (t[2]) tu = e.select(scatter_set_winners(e, x[0], x[1], a.axis), tu, e.zeros(e.type(tu)));
+          // With repeated indices only the update that lands counts; unique ones all land.
+          if (t[2] && !a.reverse) tu = e.select(scatter_set_winners(e, x[0], x[1], a.axis), tu, e.zeros(e.type(tu)));
           return e.op(Op::Scatter, {tz(0), x[1], tu}, a);
         }
         case kScatterMul: {
