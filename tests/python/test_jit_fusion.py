@@ -482,3 +482,16 @@ def test_slices_fuse_as_strided_loads_and_match_op_by_op(dtype):
     def looped(u):
         return qb.fori_loop(0, 3, lambda i, v: qb.pad(v, 1)[2:, 1:-1] * 0.5 + v, u)
     assert_bitwise(qb.jit(looped)(u), looped(u))
+
+
+def test_reverses_and_strided_views_fuse_as_loads():
+    # a reverse is a load with negative strides; a slice of a slice is one slice
+    x = np.random.default_rng(3).normal(size=(6, 40))
+    g = lambda a: qb.flip(a, -1)[:, :39] * 2.0 + a[:, ::2][:, 1::3].sum() + qb.flip(a[:, 1:], -1)[:, :39] * a[:, :39].sum()
+    expect = np.flip(x, -1)[:, :39] * 2.0 + x[:, ::2][:, 1::3].sum() + np.flip(x[:, 1:], -1)[:, :39] * x[:, :39].sum()
+    np.testing.assert_allclose(np.asarray(qb.jit(g)(qb.asarray(x))), expect, rtol=1e-13)
+    plan = qb.jit(lambda a: qb.flip(a, -1) * 2.0 + a).lower(qb.asarray(x)).compile().plan_text()
+    assert "reverse" not in "".join(line for line in plan.splitlines() if line.lstrip().startswith("kernel")), plan
+    nested = qb.jit(lambda a: a[:, ::2][:, 1::3]).lower(qb.asarray(x)).compile().plan_text()
+    assert nested.count("slice(") == 1, nested
+    np.testing.assert_array_equal(np.asarray(qb.jit(lambda a: a[:, ::2][:, 1::3])(qb.asarray(x))), x[:, ::2][:, 1::3])

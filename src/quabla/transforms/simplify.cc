@@ -276,6 +276,23 @@ Graph simplify(const Graph& input) {
       ins[0] = inner.inputs[0];
       attrs.dims = std::move(dims);
     }
+    // slice(slice(x)) -> one slice of x: index j of the outer one is s1 + (s2 + j t2) t1
+    // (so a strided view of a strided view reads x directly, as one fused load).
+    if (op == Op::Slice && out.producer_of(ins[0]).op == Op::Slice &&
+        num_elements(g.type(n.outputs[0]).shape) > 0) {
+      const Node& inner = out.producer_of(ins[0]);
+      const Shape& os = g.type(n.outputs[0]).shape;
+      Attrs a = attrs;
+      for (std::size_t d = 0; d < os.size(); ++d) {
+        const std::int64_t start = inner.attrs.starts[d] + attrs.starts[d] * inner.attrs.strides[d];
+        const std::int64_t stride = inner.attrs.strides[d] * attrs.strides[d];
+        a.starts[d] = start;
+        a.strides[d] = stride;
+        a.limits[d] = start + (os[d] - 1) * stride + 1;
+      }
+      ins[0] = inner.inputs[0];
+      attrs = std::move(a);
+    }
     // reshape(reshape(x)) -> reshape(x), and nothing at all when that is x's own shape.
     if (op == Op::Reshape && out.producer_of(ins[0]).op == Op::Reshape) {
       ins[0] = out.producer_of(ins[0]).inputs[0];

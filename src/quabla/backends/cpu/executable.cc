@@ -28,14 +28,90 @@ bool all_uses_elementwise(const Graph& g, const std::vector<std::vector<std::uin
 
 }  // namespace
 
+namespace {
+
+// Moves axis k to the end, the others in order ([0..k-1, k+1..r-1, k]): k, or -1.
+std::int64_t moved_to_end(const Node& n) {
+  if (n.op != Op::Transpose) return -1;
+  const auto& p = n.attrs.dims;
+  const auto r = static_cast<std::int64_t>(p.size());
+  if (r < 2 || p.back() == r - 1) return -1;
+  const std::int64_t k = p.back();
+  for (std::int64_t i = 0; i < r - 1; ++i)
+    if (p[static_cast<std::size_t>(i)] != (i < k ? i : i + 1)) return -1;
+  return k;
+}
+
+// Moves the last axis to position k, the others in order ([0..k-1, r-1, k..r-2]): k, or -1.
+std::int64_t moved_from_end(const Node& n) {
+  if (n.op != Op::Transpose) return -1;
+  const auto& p = n.attrs.dims;
+  const auto r = static_cast<std::int64_t>(p.size());
+  if (r < 2) return -1;
+  std::int64_t k = -1;
+  for (std::int64_t i = 0; i < r; ++i)
+    if (p[static_cast<std::size_t>(i)] == r - 1) k = i;
+  if (k < 0 || k == r - 1) return -1;
+  for (std::int64_t i = 0; i < r; ++i) {
+    const std::int64_t want = i < k ? i : i == k ? r - 1 : i - 1;
+    if (p[static_cast<std::size_t>(i)] != want) return -1;
+  }
+  return k;
+}
+
+std::int64_t product_after(const Shape& s, std::int64_t k) {
+  std::int64_t p = 1;
+  for (std::size_t i = static_cast<std::size_t>(k) + 1; i < s.size(); ++i) p *= s[i];
+  return p;
+}
+
+}  // namespace
+
+// A transform along a non-last axis is moveaxis, fft along the last axis, moveaxis back
+// (python/quabla/fft.py): the fft reads the first transpose's operand and writes the
+// second's layout directly (kernels.h: fft's in_inner and out_inner), the transposes being
+// views. Only where the transposed values have no other reader and are not results.
+Executable::StridedFfts Executable::strided_ffts(const Graph& g, const Users& users) {
+  StridedFfts s;
+  s.view.assign(g.nodes.size(), false);
+  s.in_inner.assign(g.nodes.size(), 1);
+  s.out_inner.assign(g.nodes.size(), 1);
+  auto is_result = [&](ValueId v) { return std::find(g.results.begin(), g.results.end(), v) != g.results.end(); };
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.op != Op::Fft) continue;
+    const bool planar = (n.attrs.mode & 2) == 0;
+    const ValueId x = n.inputs[0];
+    const std::uint32_t p = g.producer[x];
+    const std::int64_t k = moved_to_end(g.nodes[p]);
+    // (not a transpose an earlier fft already writes through: its value is then laid out as its type says)
+    if (k >= (planar ? 1 : 0) && users[x].size() == 1 && !is_result(x) && !s.view[p]) {
+      s.view[p] = true;
+      s.in_inner[i] = product_after(g.type(g.nodes[p].inputs[0]).shape, k);
+    }
+    const ValueId y = n.outputs[0];
+    if (users[y].size() == 1 && !is_result(y)) {
+      const std::uint32_t q = users[y][0];
+      const std::int64_t kq = moved_from_end(g.nodes[q]);
+      if (kq >= 1 && !is_result(g.nodes[q].outputs[0])) {
+        s.view[q] = true;
+        s.out_inner[i] = product_after(g.type(g.nodes[q].outputs[0]).shape, kq);
+      }
+    }
+  }
+  return s;
+}
+
 Executable::Executable(std::shared_ptr<const Graph> graph)
     : graph_(fold_svd_values_only(fold_symmetrized_cholesky(lower_narrow(lower_complex(graph))))),
       interface_(has_complex(*graph) ? graph : graph_) {
   const Graph& g = *graph_;
-  const FusionPlan fusion = plan_fusion(g, /*slice_views=*/true);
+  const FusionPlan fusion = plan_fusion(g, /*for_cpu=*/true);
   std::vector<std::vector<std::uint32_t>> users(g.values.size());
   for (std::uint32_t i = 0; i < g.nodes.size(); ++i)
     for (auto v : g.nodes[i].inputs) users[v].push_back(i);
+
+  const StridedFfts strided = strided_ffts(g, users);
 
   // Steps: constants first (fused kernels may read a constant defined after their first
   // member), then nodes in order, each fused kernel where its first member stands.
@@ -50,6 +126,9 @@ Executable::Executable(std::shared_ptr<const Graph> graph)
       continue;
     }
     Step s = plain_step(g, users, i, is_scalar_value, is_trans_view);
+    s.fft_view = strided.view[i];
+    s.fft_in_inner = strided.in_inner[i];
+    s.fft_out_inner = strided.out_inner[i];
     if (n.op == Op::CustomVjpLin) {
       throw ValueError("can't apply forward-mode differentiation (jvp, jacfwd, hessian's inner jacfwd) to a "
                        "qb.custom_vjp function; use reverse mode (grad, vjp, jacrev), or give the function a "
@@ -314,7 +393,7 @@ std::string Executable::plan_text() const {
     }
     const Node& n = g.nodes[st.node];
     const bool view = n.op == Op::Constant || n.op == Op::Reshape || st.virtual_broadcast || st.virtual_transpose ||
-                      st.virtual_slice;
+                      st.virtual_slice || st.fft_view;
     s += view ? "  view:     " : "  kernel " + std::to_string(kernel++) + ": ";
     s += print_node(g, n) + "\n";
   }
@@ -351,7 +430,7 @@ void Executable::compute_stats() {
       // One tile set of scratch per fused kernel while it runs.
       stats_.peak_bytes = std::max(stats_.peak_bytes, live + s.fused->num_slots * FusedKernel::kSlotBytes);
     } else if (!(n.op == Op::Constant || n.op == Op::Reshape || s.virtual_broadcast || s.virtual_transpose ||
-                 s.virtual_slice)) {
+                 s.virtual_slice || s.fft_view)) {
       ++stats_.kernels;
       // A region runs its own plan on top of what is live here: its peak, less its
       // parameters (this plan's values, already counted).
@@ -509,6 +588,7 @@ struct NodeFlags {
   const std::vector<bool>& scalar_operand;
   bool view;              // the output is (in) the operand's storage (virtual broadcast/transpose/slice)
   bool trans_a, trans_b;  // matmul operands stored transposed
+  std::int64_t fft_in_inner = 1, fft_out_inner = 1;  // fft rows read/written strided (strided_ffts)
 };
 
 template <class Frame>
@@ -765,8 +845,8 @@ void run_node(const Graph& g, const Node& n, const NodeFlags& flags, Frame& f) {
       const bool real = (n.attrs.mode & 2) != 0, inverse = (n.attrs.mode & 1) != 0, half = (n.attrs.mode & 4) != 0;
       const std::int64_t len = xs.back();
       const std::int64_t rows = len ? num_elements(xs) / (real ? len : 2 * len) : 0;
-      if (real) fft_real(ot.dtype, in(0), rows, len, inverse, half, alloc());
-      else fft(ot.dtype, in(0), rows, len, inverse, alloc());
+      if (real) fft_real(ot.dtype, in(0), rows, len, inverse, half, alloc(), flags.fft_in_inner, flags.fft_out_inner);
+      else fft(ot.dtype, in(0), rows, len, inverse, alloc(), flags.fft_in_inner, flags.fft_out_inner);
       return;
     }
     case Op::Real: case Op::Imag: case Op::Conj: case Op::Complex:
@@ -823,7 +903,8 @@ void Executable::run_step(const Step& s, std::vector<BufferPtr>& env, StartedHos
   const Graph& g = *graph_;
   const auto region = [&] { run_region(s, env); };
   EnvFrame<decltype(region)> f{g, env, s.release, region, started};
-  run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose || s.virtual_slice, s.trans_a, s.trans_b}, f);
+  run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose || s.virtual_slice || s.fft_view, s.trans_a,
+                s.trans_b, s.fft_in_inner, s.fft_out_inner}, f);
 }
 
 void Executable::run_small(std::span<const std::byte* const> params, std::byte* arena) const {
@@ -838,7 +919,8 @@ void Executable::run_small(std::span<const std::byte* const> params, std::byte* 
       continue;
     }
     const Step& s = small_steps_[i];
-    run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose || s.virtual_slice, s.trans_a, s.trans_b}, f);
+    run_node(g, g.nodes[s.node], NodeFlags{s.scalar_operand, s.virtual_broadcast || s.virtual_transpose || s.virtual_slice || s.fft_view, s.trans_a,
+                s.trans_b, s.fft_in_inner, s.fft_out_inner}, f);
   }
 }
 

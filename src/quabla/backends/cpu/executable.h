@@ -82,6 +82,10 @@ class Executable {
     bool trans_a = false, trans_b = false;
     // A contiguous, aligned slice (fusion.h: contiguous_slice_offset): a view of its operand.
     bool virtual_slice = false;
+    // A transpose around an fft that reads or writes it strided instead (strided_ffts): a
+    // view; and the fft's row layouts (kernels.h: fft).
+    bool fft_view = false;
+    std::int64_t fft_in_inner = 1, fft_out_inner = 1;
     // Scan and while: per region, its scalar form when it has one (null otherwise).
     std::vector<std::shared_ptr<const ScalarBody>> scalar{};
     // Results of host calls started earlier that this step is the first to read: they are
@@ -89,6 +93,11 @@ class Executable {
     std::vector<ValueId> waits{};
   };
   using Users = std::vector<std::vector<std::uint32_t>>;
+  struct StridedFfts {
+    std::vector<bool> view;                         // by node: a transpose the fft reads or writes through
+    std::vector<std::int64_t> in_inner, out_inner;  // by node: an fft's row layouts
+  };
+  static StridedFfts strided_ffts(const Graph& g, const Users& users);
   // The step of node i outside fused kernels (views, scalar operands, transposed operands).
   static Step plain_step(const Graph& g, const Users& users, std::uint32_t i, std::vector<bool>& is_scalar_value,
                          std::vector<bool>& is_trans_view);

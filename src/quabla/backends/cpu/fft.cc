@@ -493,10 +493,21 @@ void store4(T* p, Lanes v) {
 }
 
 // out[k] = index `stride k` of the lanes_of<V>() rows, k < count (a Lanes: four rows).
+// Whether four rows start at consecutive elements (columns of a transform along a
+// non-last axis: their values at each index are one vector).
+template <class T>
+bool consecutive(const T* const* rows) {
+  return rows[1] == rows[0] + 1 && rows[2] == rows[0] + 2 && rows[3] == rows[0] + 3;
+}
+
 template <class V, class T>
 void load_rows(const T* const* rows, std::int64_t count, std::int64_t stride, V* out) {
   std::int64_t k = 0;
   if constexpr (std::is_same_v<V, Lanes>) {
+    if (stride >= kLanes && consecutive(rows)) {
+      for (; k < count; ++k) out[k] = load4(rows[0] + stride * k);
+      return;
+    }
     if (stride == 1) {
       for (; k + kLanes <= count; k += kLanes) {
         Lanes a = load4(rows[0] + k), b = load4(rows[1] + k), c = load4(rows[2] + k), d = load4(rows[3] + k);
@@ -528,9 +539,20 @@ void load_rows(const T* const* rows, std::int64_t count, std::int64_t stride, V*
 
 // Index k of the lanes_of<V>() rows = in[k] * scale, k < count.
 template <class V, class T>
-void store_rows(T* const* rows, std::int64_t count, const V* in, double scale) {
+void store_rows(T* const* rows, std::int64_t count, std::int64_t stride, const V* in, double scale) {
   std::int64_t k = 0;
   if constexpr (std::is_same_v<V, Lanes>) {
+    if (stride >= kLanes && consecutive(rows)) {
+      for (; k < count; ++k) store4(rows[0] + stride * k, in[k] * scale);
+      return;
+    }
+    if (stride != 1) {
+      for (; k < count; ++k) {
+        const Lanes v = in[k] * scale;
+        for (std::int64_t l = 0; l < kLanes; ++l) rows[l][stride * k] = static_cast<T>(v[l]);
+      }
+      return;
+    }
     for (; k + kLanes <= count; k += kLanes) {
       Lanes a = in[k] * scale, b = in[k + 1] * scale, c = in[k + 2] * scale, d = in[k + 3] * scale;
       transpose4(a, b, c, d);
@@ -544,7 +566,7 @@ void store_rows(T* const* rows, std::int64_t count, const V* in, double scale) {
       for (std::int64_t l = 0; l < kLanes; ++l) rows[l][k] = static_cast<T>(v[l]);
     }
   } else {
-    for (; k < count; ++k) rows[0][k] = static_cast<T>(in[k] * scale);
+    for (; k < count; ++k) rows[0][stride * k] = static_cast<T>(in[k] * scale);
   }
 }
 
@@ -554,8 +576,15 @@ std::int64_t row_grain(std::int64_t n) {
   return (g + kLanes - 1) / kLanes * kLanes;
 }
 
+// Where row r of `len` values starts in a layout of blocks of len x inner values (row
+// (o, c) = r's quotient and remainder by inner holds o len inner + c + k inner, k < len).
+std::int64_t row_start(std::int64_t r, std::int64_t len, std::int64_t inner) {
+  return (r / inner) * len * inner + r % inner;
+}
+
 template <class T>
-void fft_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse, T* out) {
+void fft_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse, T* out, std::int64_t in_inner,
+              std::int64_t out_inner) {
   const auto shared = plan_for(n, inverse ? 1.0 : -1.0);
   const Plan& plan = *shared;
   const double scale = inverse ? 1.0 / static_cast<double>(n) : 1.0;
@@ -565,22 +594,22 @@ void fft_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse, T* 
       const T* src_re[kLanes];
       const T* src_im[kLanes];
       for (std::int64_t l = 0; l < lanes_of<V>(); ++l) {
-        src_re[l] = in + (b + l) * n;
-        src_im[l] = in + (batch + b + l) * n;
+        src_re[l] = in + row_start(b + l, n, in_inner);
+        src_im[l] = in + batch * n + row_start(b + l, n, in_inner);
       }
-      load_rows(src_re, n, 1, re);
-      load_rows(src_im, n, 1, im);
+      load_rows(src_re, n, in_inner, re);
+      load_rows(src_im, n, in_inner, im);
     };
     auto store = [&](std::int64_t b, auto* re, auto* im) {
       using V = std::remove_pointer_t<decltype(re)>;
       T* dst_re[kLanes];
       T* dst_im[kLanes];
       for (std::int64_t l = 0; l < lanes_of<V>(); ++l) {
-        dst_re[l] = out + (b + l) * n;
-        dst_im[l] = out + (batch + b + l) * n;
+        dst_re[l] = out + row_start(b + l, n, out_inner);
+        dst_im[l] = out + batch * n + row_start(b + l, n, out_inner);
       }
-      store_rows(dst_re, n, re, scale);
-      store_rows(dst_im, n, im, scale);
+      store_rows(dst_re, n, out_inner, re, scale);
+      store_rows(dst_im, n, out_inner, im, scale);
     };
     for_rows(b0, b1, n, plan.scratch(), load, store, [&](auto* re, auto* im, auto* work) { plan.run(re, im, work); });
   });
@@ -592,7 +621,8 @@ void fft_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse, T* 
 // An odd length runs the complex transform with zero imaginary parts. The inverse of a real
 // row is the conjugate of its forward transform, over n.
 template <class T>
-void fft_real_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse, bool half_out, T* out) {
+void fft_real_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse, bool half_out, T* out,
+                   std::int64_t in_inner, std::int64_t out_inner) {
   const bool half = n % 2 == 0 && n >= 2;
   const std::int64_t width = half_out ? n / 2 + 1 : n;  // output entries per row
   const std::int64_t h = half ? n / 2 : n;
@@ -618,15 +648,15 @@ void fft_real_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse
     auto load = [&](std::int64_t b, auto* re, auto* im) {
       using V = std::remove_pointer_t<decltype(re)>;
       const T* src[kLanes];
-      for (std::int64_t l = 0; l < lanes_of<V>(); ++l) src[l] = in + (b + l) * n;
+      for (std::int64_t l = 0; l < lanes_of<V>(); ++l) src[l] = in + row_start(b + l, n, in_inner);
       if (half) {
         // z_j = x_2j + i x_2j+1: the even and odd samples, read as two strided rows
         const T* odd[kLanes];
-        for (std::int64_t l = 0; l < lanes_of<V>(); ++l) odd[l] = src[l] + 1;
-        load_rows(src, h, 2, re);
-        load_rows(odd, h, 2, im);
+        for (std::int64_t l = 0; l < lanes_of<V>(); ++l) odd[l] = src[l] + in_inner;
+        load_rows(src, h, 2 * in_inner, re);
+        load_rows(odd, h, 2 * in_inner, im);
       } else {
-        load_rows(src, n, 1, re);
+        load_rows(src, n, in_inner, re);
         std::fill(im, im + n, V{});
       }
     };
@@ -635,8 +665,8 @@ void fft_real_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse
       T* dst_re[kLanes];
       T* dst_im[kLanes];
       for (std::int64_t l = 0; l < lanes_of<V>(); ++l) {
-        dst_re[l] = out + (b + l) * width;
-        dst_im[l] = out + (batch + b + l) * width;
+        dst_re[l] = out + row_start(b + l, width, out_inner);
+        dst_im[l] = out + batch * width + row_start(b + l, width, out_inner);
       }
       // The spectrum staged in lane form (the imaginary parts already conjugated for an
       // inverse; multiplying by +-1 is exact), then stored row by row.
@@ -667,8 +697,8 @@ void fft_real_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse
           }
         }
       }
-      store_rows(dst_re, width, sr, scale);
-      store_rows(dst_im, width, si, scale);
+      store_rows(dst_re, width, out_inner, sr, scale);
+      store_rows(dst_im, width, out_inner, si, scale);
     };
     for_rows(b0, b1, h, plan.scratch(), load, store, [&](auto* re, auto* im, auto* work) { plan.run(re, im, work); });
   });
@@ -676,26 +706,31 @@ void fft_real_rows(const T* in, std::int64_t batch, std::int64_t n, bool inverse
 
 }  // namespace
 
-void fft(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, std::byte* out) {
+void fft(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, std::byte* out,
+         std::int64_t in_inner, std::int64_t out_inner) {
   if (batch == 0 || n == 0) return;
   switch (part) {
     case DType::f32:
-      return fft_rows(reinterpret_cast<const float*>(in), batch, n, inverse, reinterpret_cast<float*>(out));
+      return fft_rows(reinterpret_cast<const float*>(in), batch, n, inverse, reinterpret_cast<float*>(out), in_inner,
+                      out_inner);
     case DType::f64:
-      return fft_rows(reinterpret_cast<const double*>(in), batch, n, inverse, reinterpret_cast<double*>(out));
+      return fft_rows(reinterpret_cast<const double*>(in), batch, n, inverse, reinterpret_cast<double*>(out), in_inner,
+                      out_inner);
     case DType::bool_: case DType::i32: case DType::i64: case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;
   }
   throw InternalError("cpu::fft: needs the lowered float form");
 }
 
 void fft_real(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, bool half,
-              std::byte* out) {
+              std::byte* out, std::int64_t in_inner, std::int64_t out_inner) {
   if (batch == 0 || n == 0) return;
   switch (part) {
     case DType::f32:
-      return fft_real_rows(reinterpret_cast<const float*>(in), batch, n, inverse, half, reinterpret_cast<float*>(out));
+      return fft_real_rows(reinterpret_cast<const float*>(in), batch, n, inverse, half, reinterpret_cast<float*>(out),
+                           in_inner, out_inner);
     case DType::f64:
-      return fft_real_rows(reinterpret_cast<const double*>(in), batch, n, inverse, half, reinterpret_cast<double*>(out));
+      return fft_real_rows(reinterpret_cast<const double*>(in), batch, n, inverse, half, reinterpret_cast<double*>(out),
+                           in_inner, out_inner);
     case DType::bool_: case DType::i32: case DType::i64: case DType::c64: case DType::c128: QB_NARROW_INT_CASES: break;
   }
   throw InternalError("cpu::fft_real: needs a float operand");

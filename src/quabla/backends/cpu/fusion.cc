@@ -58,6 +58,23 @@ void fill_or_gather(std::size_t elem, std::byte* out, const std::byte* in, std::
   for (std::int64_t r = 0; r < run; ++r) std::memcpy(out + r * e, in + r * stride * e, elem);
 }
 
+// dst[k] = src[r s0 + c s1] for the flat index begin + k = r cols + c, k < len.
+template <class T>
+void gather_rows(const std::byte* src_bytes, std::int64_t cols, std::int64_t s0, std::int64_t s1, std::int64_t begin,
+                 std::int64_t len, std::byte* dst_bytes) {
+  const T* src = reinterpret_cast<const T*>(src_bytes);
+  T* dst = reinterpret_cast<T*>(dst_bytes);
+  std::int64_t r = begin / cols, c = begin - r * cols, k = 0;
+  while (k < len) {
+    const std::int64_t run = std::min(len - k, cols - c);
+    const T* row = src + r * s0 + c * s1;
+    for (std::int64_t i = 0; i < run; ++i) dst[k + i] = row[i * s1];
+    k += run;
+    c = 0;
+    ++r;
+  }
+}
+
 // The period of a load that repeats one contiguous block of the source: the leading axes
 // broadcast (stride 0) and the trailing ones row-major contiguous (x[None, :] against
 // [n, d] reads the d values of x again and again). 0 when the load is not of that form.
@@ -150,6 +167,13 @@ void strided_range_copy(std::size_t elem, const std::byte* src, const Shape& sha
       return;
     }
   }
+  if (rank == 2 && shape[1] < 256 && strides[1] != 1 && strides[1] != 0 && (elem == 8 || elem == 4)) {
+    // Short strided rows (every other element, a reversed row): one typed loop over the
+    // range, not a gather call per row.
+    (elem == 8 ? gather_rows<std::uint64_t> : gather_rows<std::uint32_t>)(src, shape[1], strides[0], strides[1],
+                                                                         begin, len, dst);
+    return;
+  }
   // The multi-index of `begin`: one division per axis but the outermost (this runs once
   // per load per tile, and a 64-bit division costs as much as copying a short row), in 32
   // bits where the sizes allow.
@@ -202,7 +226,7 @@ void FusedKernel::run_range(std::int64_t b, std::int64_t len, const std::vector<
   for (const MicroOp& m : ops) {
     std::byte* dst = m.slot >= 0 ? slots + m.slot * slot_bytes
                                  : const_cast<std::byte*>(base[m.out]) + b * static_cast<std::int64_t>(itemsize(m.out_dtype));
-    if (m.op == Op::BroadcastInDim || m.op == Op::Slice) {
+    if (m.op == Op::BroadcastInDim || m.op == Op::Slice || m.op == Op::Reverse) {
       const auto elem = static_cast<std::int64_t>(itemsize(m.out_dtype));
       strided_range_copy(itemsize(m.out_dtype), base[m.srcs[0].value] + m.load_offset * elem, m.copy_shape,
                          m.copy_strides, b, len, dst);
@@ -381,7 +405,7 @@ std::int64_t contiguous_slice_offset(const Graph& g, const Node& n) {
   return bytes % Buffer::kAlignment == 0 ? offset : -1;
 }
 
-FusionPlan plan_fusion(const Graph& g, bool slice_views) {
+FusionPlan plan_fusion(const Graph& g, bool for_cpu) {
   const std::size_t N = g.nodes.size();
   FusionPlan plan;
   plan.group.assign(N, -1);
@@ -397,9 +421,10 @@ FusionPlan plan_fusion(const Graph& g, bool slice_views) {
     // A slice is a strided load from its operand's full buffer (stencils: the shifted
     // views of one array feeding one expression), so that operand must not be a member of
     // the group, nor a broadcast scalar the executor never materialises.
-    const bool slice_load = n.op == Op::Slice && !is_scalar_broadcast(g, g.producer_of(n.inputs[0])) &&
+    const bool slice_load = (n.op == Op::Slice || (for_cpu && n.op == Op::Reverse)) &&
+                            !is_scalar_broadcast(g, g.producer_of(n.inputs[0])) &&
                             num_elements(g.type(n.inputs[0]).shape) > 1 &&
-                            !(slice_views && contiguous_slice_offset(g, n) >= 0);
+                            !(for_cpu && contiguous_slice_offset(g, n) >= 0);
     const bool fusible = (is_elementwise(n.op) && n.outputs.size() == 1) || n.op == Op::BroadcastInDim || slice_load;
     if (!fusible) continue;
     const Shape& shape = g.type(n.outputs[0]).shape;
@@ -440,7 +465,7 @@ FusionPlan plan_fusion(const Graph& g, bool slice_views) {
         bool movable = n.op == Op::BroadcastInDim && !is_result[out] && !users[out].empty();
         for (auto u : users[out]) {
           const int gu = plan.group[u];
-          if (g.nodes[u].op == Op::Slice) movable = false;  // a slice loads from a full buffer
+          if (g.nodes[u].op == Op::Slice || g.nodes[u].op == Op::Reverse) movable = false;  // loads from a full buffer
           if (gu < 0 || gu == static_cast<int>(k) || (target >= 0 && gu != target)) movable = false;
           target = gu;
         }
@@ -595,8 +620,19 @@ FusionPlan plan_fusion(const Graph& g, bool slice_views) {
           op.load_offset += n.attrs.starts[a] * src_strides[a];
         }
         op.srcs.back().kind = FusedKernel::Source::Full;  // the whole operand, never its scalar
+      } else if (n.op == Op::Reverse) {  // from the far end of each reversed axis, stepping back
+        const Shape& xs = g.type(n.inputs[0]).shape;
+        const auto src_strides = row_major_strides(xs);
+        op.load_strides.assign(src_strides.begin(), src_strides.end());
+        for (auto a : n.attrs.dims) {
+          const auto ax = static_cast<std::size_t>(a);
+          op.load_offset += (xs[ax] - 1) * src_strides[ax];
+          op.load_strides[ax] = -src_strides[ax];
+        }
+        op.srcs.back().kind = FusedKernel::Source::Full;
       }
-      if (n.op == Op::BroadcastInDim || n.op == Op::Slice) merge_axes(kernel->shape, op.load_strides, op.copy_shape, op.copy_strides);
+      if (n.op == Op::BroadcastInDim || n.op == Op::Slice || n.op == Op::Reverse)
+        merge_axes(kernel->shape, op.load_strides, op.copy_shape, op.copy_strides);
       // Release the slots of operands whose last use in the group is this op.
       for (ValueId v : n.inputs) {
         if (known[v] && where[v].kind == FusedKernel::Source::Slot && last_use_in_group[v] == static_cast<int>(m)) {

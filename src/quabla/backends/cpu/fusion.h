@@ -78,9 +78,10 @@ struct FusionPlan {
   std::vector<std::shared_ptr<const FusedKernel>> kernels;
 };
 
-// With slice_views, slices that contiguous_slice_offset accepts are left out of kernels
-// (the CPU executor makes them views of their operand).
-FusionPlan plan_fusion(const Graph& g, bool slice_views = false);
+// for_cpu: the CPU executor's extras, which the CUDA generator (sharing this plan) lacks:
+// slices that contiguous_slice_offset accepts stay out of kernels (the executor makes them
+// views of their operand), and reverses are loads like slices (negative strides).
+FusionPlan plan_fusion(const Graph& g, bool for_cpu = false);
 
 // A unit-stride slice that is one contiguous range of its operand starting on a
 // Buffer::kAlignment boundary (the leading rows of an array, a plane of a planar complex

@@ -113,11 +113,14 @@ void eig(DType part, const std::byte* a, std::int64_t batch, std::int64_t n, boo
 // The discrete Fourier transform of `batch` rows of n complex numbers in planar form (the
 // batch x n real parts of `part`, f32 or f64, then the imaginary parts: the lowered form of
 // ops.def's fft, fft.cc): unscaled with exponent -2 pi i jk/n, or with `inverse` +2 pi i
-// jk/n and scaled by 1/n. Computed in double.
-void fft(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, std::byte* out);
+// jk/n and scaled by 1/n. Computed in double. With in_inner (out_inner) > 1 the rows of a
+// plane are the columns of blocks of n x inner values (a transform along a non-last axis,
+// read or written without a transpose): row r = o inner + c holds o n inner + c + k inner.
+void fft(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, std::byte* out,
+         std::int64_t in_inner = 1, std::int64_t out_inner = 1);
 // The same for real rows (`batch` rows of n reals in, planar complex rows out: all n
-// frequencies, or with `half` the first n / 2 + 1).
+// frequencies, or with `half` the first n / 2 + 1; out_inner lays out those rows).
 void fft_real(DType part, const std::byte* in, std::int64_t batch, std::int64_t n, bool inverse, bool half,
-              std::byte* out);
+              std::byte* out, std::int64_t in_inner = 1, std::int64_t out_inner = 1);
 
 }  // namespace qb::cpu
