@@ -11,9 +11,11 @@ normals are sqrt(2) erfinv(u) for u uniform in (-1, 1); integers, permutations, 
 the distributions built on them follow jax.random's formulas. Equal to JAX: keys and every
 integer and uniform draw bit for bit; float32 normals to the last bit or two (log1p's
 implementations differ), float64 ones within a few ulp (erfinv's do). The rejection
-samplers (gamma and the distributions built on it, f included; poisson; binomial and
-multinomial) use their own algorithms, so their samples are not JAX's; rayleigh, wald and
-geometric are JAX's formulas on the same bits.
+samplers (gamma, loggamma and the distributions built on them: beta, dirichlet, chisquare,
+t, f, generalized_normal, ball; poisson; binomial and multinomial) run jax.random's
+algorithms with its key splits and arithmetic, so they give JAX's numbers to the last bits
+of the libm functions inside (an accept/reject decision on such a tie may rarely go the
+other way); rayleigh, wald and geometric are JAX's formulas on the same bits.
 
 Keys are values, as in JAX: a `Key` holds its words as an int32 array of shape
 (*batch, 2) (the bits of JAX's uint32 words; we have no unsigned dtype) and is a pytree
@@ -33,6 +35,7 @@ shape[-2] x receptive field, fan_out = shape[-1] x receptive field).
 from __future__ import annotations
 
 import math
+import operator
 from typing import Sequence, Tuple
 
 from . import _core
@@ -414,7 +417,7 @@ def _num_shape(num, fname):
             raise ValueError(f"qb.random.{fname}: num must be a non-negative int, got {num!r}")
         return (n,)
     try:
-        shape = tuple(int(d) for d in num)
+        shape = tuple(operator.index(d) for d in num)
     except TypeError:
         raise ValueError(f"qb.random.{fname}: num must be a positive int or a shape, got {num!r}") from None
     if any(d < 0 for d in shape):
@@ -471,10 +474,11 @@ def fold_in(k, data) -> Key:
 def _shape(shape) -> Tuple[int, ...]:
     if shape is None:
         return ()
-    if isinstance(shape, int) or hasattr(shape, "__index__"):
-        shape = (int(shape),)
-    else:
-        shape = tuple(int(d) for d in shape)
+    try:
+        # operator.index: a float entry is refused, as in JAX, never truncated
+        shape = (operator.index(shape),) if hasattr(shape, "__index__") else tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"qb.random: shape must be an int or a sequence of ints, got {shape!r}") from None
     if any(d < 0 for d in shape):
         raise ValueError(f"qb.random: the shape {shape} has a negative dimension")
     return shape
@@ -920,12 +924,15 @@ def orthogonal(k, n, shape=(), dtype=None, m=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# Rejection samplers: every element draws until it is accepted, in rounds over the whole
-# array (a while_loop, so traced keys, jit and vmap work); round i draws from fold_in(key, i),
-# so the result depends on the key and the shape only.
+# Rejection samplers, by jax.random's algorithms with its key splits and its arithmetic (in
+# the sample dtype), so the same key gives JAX's numbers. gamma (and everything built on it)
+# gives every element its own key, split(key, size)[i], and runs JAX's per-element chain of
+# splits on it, for all elements at once; poisson and binomial draw the whole array each
+# round from one chain of splits, as JAX's. Each is a while_loop over rounds (traced keys,
+# jit and vmap work), and the result depends on the key, the shape and the parameters only.
 # ---------------------------------------------------------------------------------------------
 
-_MAX_ROUNDS = 10000  # a cap that valid parameters never reach (acceptance is at least 0.95 a round)
+_MAX_ROUNDS = 10000  # a cap that valid parameters never reach (JAX's loops have none)
 
 
 def _param_shape(fname, shape, *params):
@@ -946,60 +953,92 @@ def _broadcasts_to(shape, target) -> bool:
     return all(s in (1, t) for s, t in zip(shape[::-1], target[::-1]))
 
 
-def _rounds(key_, init, done, step):
-    """The accepted proposals, in rounds until every element not done is accepted;
-    step(key, value) -> (proposal, accepted)."""
+def _stack_blocks(k0, k1, shape):
+    """Both words of blocks 0 .. n-1 (n = shape's size) of every key of a stack (the int32
+    words k0, k1, of one shape K): (first, second), each of shape K + shape."""
+    b = _core.random_threefry(k0, k1, tuple(shape))
+    lead = (slice(None),) * k0.ndim
+    return b[lead + (0,)], b[lead + (1,)]
+
+
+def _stack_split(k0, k1, num):
+    """split(key, num) of every key of a stack: num (k0, k1) pairs of word arrays."""
+    first, second = _stack_blocks(k0, k1, (num,))
+    return [(first[..., j], second[..., j]) for j in range(num)]
+
+
+def _stack_normal(k0, k1, d):
+    """normal(key, (), d) of every key of a stack: u in (-1, 1) from block 0, then
+    sqrt(2) erfinv(u), as normal's traced draw computes it."""
+    u = _unit(*_stack_blocks(k0, k1, ()), d)
+    lo, hi = qb.asarray(_above_minus_one(d)).astype(d), qb.asarray(1.0).astype(d)
+    r = qb.maximum(lo, u * (hi - lo) + lo)
+    return _sqrt2_erfinv(qb.where(r >= hi, qb.nextafter(hi, lo), r))
+
+
+def _gamma_draws(key_, a, shape, log_space):
+    """Gamma(a, 1) samples of a's dtype (or their logs), jax.random's: element i takes key
+    split(key, size)[i] = (k, sub) = split of it, and Marsaglia and Tsang's method runs on
+    alpha = a (a + 1 where a < 1) with d = alpha - 1/3, c = (1/3) / sqrt(d): every round
+    (k, x_key, u_key) = split(k, 3), normals x from the chain (x_key, s) = split(x_key)
+    until v = 1 + c x > 0, u = uniform(u_key), accepting where u < 1 - 0.0331 x^4 or
+    log u < x^2 / 2 + d (1 - v^3 + log v^3); the sample is d v^3, times (1 - uniform(sub))^(1/a)
+    where a < 1 (log space: log d + log v^3 + log1p(-uniform(sub)) / a). All elements step
+    together; an accepted one stops changing. NaN where a < 0 or is NaN."""
+    d = a.dtype
+    n = math.prod(shape)
+    if n == 0:
+        return qb.zeros(shape, d)
+    a = qb.broadcast_to(a, shape).reshape((n,))
+    (l0, l1), (s0, s1) = _stack_split(*_blocks(key_, (n,)), 2)
+    boost_mask = a >= 1.0
+    alpha = qb.where(boost_mask, a, a + 1.0)
+    dd = alpha - 1.0 / 3.0
+    c = (1.0 / 3.0) / qb.sqrt(dd)
+
     def body(carry):
-        i, value, done = carry
-        proposal, ok = step(fold_in(key_, i), value)
-        take = ok & ~done
-        return i + 1, qb.where(take, proposal, value), done | ok
+        i, l0, l1, x0, x1, inner, u, cube, done = carry
+        fresh = ~inner  # a new round (else: a normal draw again, the last v was <= 0)
+        (n0, n1), (y0, y1), (w0, w1) = _stack_split(l0, l1, 3)
+        l0, l1 = qb.where(fresh, n0, l0), qb.where(fresh, n1, l1)
+        x0, x1 = qb.where(fresh, y0, x0), qb.where(fresh, y1, x1)
+        u = qb.where(fresh, _unit(*_stack_blocks(w0, w1, ()), d), u)
+        (x0, x1), (z0, z1) = _stack_split(x0, x1, 2)
+        x = _stack_normal(z0, z1, d)
+        v = 1.0 + x * c
+        inner = v <= 0.0
+        xx, vvv = x * x, v * v * v
+        reject = (u >= 1.0 - 0.0331 * (xx * xx)) & (qb.log(u) >= xx * 0.5 + dd * ((1.0 - vvv) + qb.log(vvv)))
+        accepted = ~done & ~inner & ~reject
+        return i + 1, l0, l1, x0, x1, inner, u, qb.where(accepted, vvv, cube), done | accepted
 
     def more(carry):
-        return (carry[0] < _MAX_ROUNDS) & ~qb.all(carry[2])
-    return qb.while_loop(more, body, (qb.asarray(0, dtype=_core.int32), init, done))[1]
-
-
-def _standard_gamma(key_, a, shape, log_space: bool = False):
-    """Gamma(a, 1) samples in float64 (Marsaglia and Tsang's squeeze; for a < 1 a Gamma(a + 1)
-    sample times U^(1/a)); NaN where a <= 0 or is NaN. With log_space, their logs, the boost
-    added as log(U) / a (so tiny a gives finite logs where the samples underflow)."""
-    a = qb.broadcast_to(a, shape)
-    valid = a > 0  # a = 0 gives 0 (the limit), below it NaN
-    boost = a < 1
-    alpha = qb.where(valid, qb.where(boost, a + 1.0, a), qb.ones_like(a))
-    d = alpha - 1.0 / 3.0
-    c = 1.0 / qb.sqrt(9.0 * d)
-    k_draw, k_boost = split(key_)
-
-    def step(k, _):
-        kz, ku = split(k)
-        z = normal(kz, shape, _core.float64)
-        u = uniform(ku, shape, _core.float64)
-        v = (1.0 + c * z) ** 3
-        positive = v > 0
-        safe_v = qb.where(positive, v, qb.ones_like(v))
-        ok = positive & (qb.log(u) < 0.5 * z * z + d - d * safe_v + d * qb.log(safe_v))
-        return d * safe_v, ok
-    x = _rounds(k_draw, qb.zeros_like(a), ~valid, step)
-    u = 1.0 - uniform(k_boost, shape, _core.float64)  # (0, 1]
-    safe_a = qb.where(valid, a, qb.ones_like(a))
+        return (carry[0] < _MAX_ROUNDS) & ~qb.all(carry[-1])
+    zero = qb.zeros_like(a)
+    start = (qb.asarray(0, dtype=_core.int32), l0, l1, l0, l1, qb.zeros(a.shape, _core.bool_), zero, zero,
+             (a < 0) | qb.isnan(a))
+    cube = qb.while_loop(more, body, start)[7]
+    u = _unit(*_stack_blocks(s0, s1, ()), d)
     if log_space:
-        lx = qb.log(qb.where(valid, x, qb.ones_like(x)))
-        lx = qb.where(boost & valid, lx + qb.log(u) / safe_a, lx)
-        return qb.where(valid, lx, qb.where(a == 0, qb.full_like(a, -math.inf), qb.full_like(a, math.nan)))
-    x = qb.where(boost & valid, x * u ** (1.0 / safe_a), x)
-    return qb.where(valid, x, qb.where(a == 0, qb.zeros_like(a), qb.full_like(a, math.nan)))
+        lu = qb.log1p(-u)  # -exponential(sub)
+        boost = qb.where(boost_mask | (lu == 0.0), qb.zeros_like(lu), lu * (1.0 / a))
+        out = qb.log(dd) + qb.log(cube) + boost
+    else:
+        out = dd * cube * qb.where(boost_mask, qb.ones_like(u), qb.power(1.0 - u, 1.0 / a))
+    return qb.where(a < 0, qb.full_like(out, math.nan), out).reshape(shape)
 
 
 _IMPLICIT = {}
+_TINY = {"float32": 1.1754943508222875e-38, "float64": 2.2250738585072014e-308}
 
 
-def _implicit_gamma_rule():
+def _implicit_gamma_rule(log_space: bool):
     """x itself, with the implicit reparameterisation gradient dx/da = -(dF/da)(x) / pdf(x)
-    (F the Gamma(a) CDF): the derivative of the sample at a fixed quantile, as JAX's. The
-    rule runs only when a is differentiated; plain sampling never evaluates it."""
-    if "gamma" not in _IMPLICIT:
+    (F the Gamma(a) CDF): the derivative of the sample at a fixed quantile, as JAX's. In log
+    space (x = log of the sample) d log s / da = (ds/da) / s with s = exp(x), at least the
+    dtype's tiny (as JAX's). The rule runs only when a is differentiated; plain sampling
+    never evaluates it."""
+    if log_space not in _IMPLICIT:
         from ._special import gammaln
         from ._special_incomplete import gammainc
 
@@ -1011,150 +1050,108 @@ def _implicit_gamma_rule():
         def _rule(primals, tangents):
             a, x = primals
             da, _ = tangents
-            dF = qb.jvp(lambda s: gammainc(s, x), (a,), (qb.ones_like(a),))[1]
-            log_pdf = (a - 1.0) * qb.log(x) - x - gammaln(a)
+            s = qb.maximum(qb.exp(x), _TINY[x.dtype.name]) if log_space else x
+            dF = qb.jvp(lambda b: gammainc(b, s), (a,), (qb.ones_like(a),))[1]
+            log_pdf = (a - 1.0) * qb.log(s) - s - gammaln(a)  # log_space: of log s, pdf(s) s
+            if log_space:
+                log_pdf = log_pdf + qb.log(s)
             return x, -dF * qb.exp(-log_pdf) * da
-        _IMPLICIT["gamma"] = implicit
-    return _IMPLICIT["gamma"]
+        _IMPLICIT[log_space] = implicit
+    return _IMPLICIT[log_space]
 
 
-def _gamma_reparameterized(key_, a, shape):
-    """Gamma(a) samples differentiable in a (the sampler's loop sees a constant a)."""
+def _gamma_sample(key_, a, shape, log_space: bool = False):
+    """Gamma(a) samples (their logs with log_space) of a's dtype, differentiable in a (the
+    sampler's loop sees a constant a)."""
     a = qb.broadcast_to(a, shape)
-    x = _standard_gamma(key_, qb.stop_gradient(a), shape)
+    x = _gamma_draws(key_, qb.stop_gradient(a), shape, log_space)
     if not _traced(a):
         return x
-    return _implicit_gamma_rule()(a, x)
+    return _implicit_gamma_rule(log_space)(a, x)
 
 
 def gamma(k, a, shape=None, dtype=None):
-    """Gamma(a, 1) samples (a > 0, broadcast to shape; NaN where a <= 0), differentiable in a
-    by implicit reparameterisation (as JAX's)."""
+    """Gamma(a, 1) samples (a broadcast to shape), jax.random.gamma's numbers: Marsaglia and
+    Tsang's method per element (a < 1 boosted), in the sample dtype; 0 where a = 0, NaN where
+    a < 0 or is NaN (JAX: NaN below about -2/3, meaningless values between); differentiable in
+    a by implicit reparameterisation (as JAX's)."""
     key_, _ = _key_arg(k, "gamma")
     d = _float_dtype(dtype, "gamma")
-    a = qb.asarray(a).astype(_core.float64)
-    return _gamma_reparameterized(key_, a, _param_shape("gamma", shape, a)).astype(d)
+    a = qb.asarray(a).astype(d)
+    return _gamma_sample(key_, a, _param_shape("gamma", shape, a))
 
 
 def loggamma(k, a, shape=None, dtype=None):
     """log of Gamma(a, 1) samples, computed in log space (finite for tiny a, where the samples
-    themselves underflow); the same draws as gamma's."""
+    themselves underflow): jax.random.loggamma's numbers, the same draws as gamma's; -inf at
+    a = 0; differentiable in a."""
     key_, _ = _key_arg(k, "loggamma")
     d = _float_dtype(dtype, "loggamma")
-    a = qb.asarray(a).astype(_core.float64)
-    return _standard_gamma(key_, a, _param_shape("loggamma", shape, a), log_space=True).astype(d)
+    a = qb.asarray(a).astype(d)
+    return _gamma_sample(key_, a, _param_shape("loggamma", shape, a), log_space=True)
 
 
 def beta(k, a, b, shape=None, dtype=None):
-    """Beta(a, b) samples: X / (X + Y) with X ~ Gamma(a), Y ~ Gamma(b)."""
+    """Beta(a, b) samples X / (X + Y), X ~ Gamma(a) from the first half of split(key) and Y ~
+    Gamma(b) from the second, from their logs (exp(log X - m) / (exp(log X - m) + exp(log Y -
+    m)), m the larger), as jax.random.beta."""
     key_, _ = _key_arg(k, "beta")
     d = _float_dtype(dtype, "beta")
-    a, b = qb.asarray(a).astype(_core.float64), qb.asarray(b).astype(_core.float64)
+    a, b = qb.asarray(a).astype(d), qb.asarray(b).astype(d)
     shape = _param_shape("beta", shape, a, b)
     ka, kb = split(key_)
-    x, y = _gamma_reparameterized(ka, a, shape), _gamma_reparameterized(kb, b, shape)
-    return (x / (x + y)).astype(d)
+    log_x, log_y = _gamma_sample(ka, a, shape, log_space=True), _gamma_sample(kb, b, shape, log_space=True)
+    m = qb.maximum(log_x, log_y)
+    x, y = qb.exp(log_x - m), qb.exp(log_y - m)
+    return x / (x + y)
 
 
 def dirichlet(k, alpha, shape=None, dtype=None):
     """Dirichlet(alpha) samples of shape (*shape, len(alpha)) (alpha's last axis holds the
-    concentrations): normalised Gamma(alpha_i) samples."""
+    concentrations): the softmax of loggamma(key, alpha) draws along it, as jax.random's."""
     key_, _ = _key_arg(k, "dirichlet")
     d = _float_dtype(dtype, "dirichlet")
-    alpha = qb.asarray(alpha).astype(_core.float64)
+    alpha = qb.asarray(alpha).astype(d)
     if alpha.ndim < 1:
         raise ValueError("qb.random.dirichlet: alpha must have at least one dimension")
     batch = _param_shape("dirichlet", shape, alpha[..., 0])
-    g = _gamma_reparameterized(key_, alpha, batch + (alpha.shape[-1],))
-    return (g / qb.sum(g, axis=-1, keepdims=True)).astype(d)
+    log_g = _gamma_sample(key_, alpha, batch + (alpha.shape[-1],), log_space=True)
+    e = qb.exp(log_g - qb.max(log_g, axis=-1, keepdims=True))
+    return e / qb.sum(e, axis=-1, keepdims=True)
 
 
 def chisquare(k, df, shape=None, dtype=None):
-    """Chi-square samples with df degrees of freedom: 2 Gamma(df / 2)."""
+    """Chi-square samples with df degrees of freedom: 2 exp(loggamma(key, df / 2)), as
+    jax.random's."""
     key_, _ = _key_arg(k, "chisquare")
     d = _float_dtype(dtype, "chisquare")
-    df = qb.asarray(df).astype(_core.float64)
-    return (2.0 * _gamma_reparameterized(key_, 0.5 * df, _param_shape("chisquare", shape, df))).astype(d)
+    df = qb.asarray(df).astype(d)
+    shape = _param_shape("chisquare", shape, df)
+    return qb.exp(_gamma_sample(key_, df / 2.0, shape, log_space=True)) * 2.0
 
 
-def t(k, df, shape=(), dtype=None):
-    """Student's t samples: N(0, 1) / sqrt(chi2(df) / df)."""
+def t(k, df, shape=None, dtype=None):
+    """Student's t samples n sqrt((df / 2) / g), n ~ N(0, 1) from the first half of split(key)
+    and g ~ Gamma(df / 2) from the second, as jax.random.t; shape defaults to df's."""
     key_, _ = _key_arg(k, "t")
     d = _float_dtype(dtype, "t")
-    df = qb.asarray(df).astype(_core.float64)
+    df = qb.asarray(df).astype(d)
     shape = _param_shape("t", shape, df)
     kn, kg = split(key_)
-    z = normal(kn, shape, _core.float64)
-    g = 2.0 * _gamma_reparameterized(kg, 0.5 * df, shape)
-    return (z * qb.sqrt(df / g)).astype(d)
+    z = normal(kn, shape, d)
+    half_df = df / 2.0
+    return z * qb.sqrt(half_df / _gamma_sample(kg, half_df, shape))
 
 
-def binomial(k, n, p, shape=None, dtype=None):
-    """Binomial(n, p) counts as floats (as jax.random.binomial; n >= 0, 0 <= p <= 1, NaN
-    elsewhere): inversion where n min(p, 1 - p) < 10, Hoermann's BTRS above."""
-    key_, _ = _key_arg(k, "binomial")
-    d = _float_dtype(dtype, "binomial")
-    n, p = qb.asarray(n).astype(_core.float64), qb.asarray(p).astype(_core.float64)
-    shape = _param_shape("binomial", shape, n, p)
-    n, p = qb.broadcast_to(n, shape), qb.broadcast_to(p, shape)
-    valid = (n >= 0) & (p >= 0) & (p <= 1) & (n == qb.floor(n))
-    flip = p > 0.5
-    q = qb.where(valid, qb.where(flip, 1.0 - p, p), qb.full_like(p, 0.25))  # the smaller of p, 1 - p
-    n_s = qb.where(valid, n, qb.ones_like(n))
-    small = n_s * q < 10.0
-    k_inv, k_btrs = split(key_)
-    from ._special import gammaln
-
-    # Inversion: walk the CDF from 0 with the pmf recurrence f(x) = f(x - 1) (a / x - s).
-    qq = 1.0 - q
-    s = q / qq
-    a = (n_s + 1.0) * s
-    start_u = uniform(k_inv, shape, _core.float64)
-    active = small & (q > 0)
-
-    def invert(carry):
-        i, x, u, r, done = carry
-        step = ~done & (u > r)
-        u = qb.where(step, u - r, u)
-        x = qb.where(step, x + 1.0, x)
-        r = qb.where(step, r * (a / qb.maximum(x, 1.0) - s), r)
-        return i + 1, x, u, r, done | ~step | (x >= n_s)
-    start = (qb.asarray(0, dtype=_core.int32), qb.zeros_like(n_s), start_u, qq ** n_s, ~active)
-    inverted = qb.while_loop(lambda c: (c[0] < _MAX_ROUNDS) & ~qb.all(c[4]), invert, start)[1]
-
-    # BTRS for the rest (q < 0.5 here, n q >= 10).
-    nb = qb.where(small, qb.full_like(n_s, 100.0), n_s)
-    qb_ = qb.where(small, qb.full_like(q, 0.25), q)
-    spq = qb.sqrt(nb * qb_ * (1.0 - qb_))
-    b = 1.15 + 2.53 * spq
-    aa = -0.0873 + 0.0248 * b + 0.01 * qb_
-    c = nb * qb_ + 0.5
-    v_r = 0.92 - 4.2 / b
-    alpha = (2.83 + 5.1 / b) * spq
-    lpq = qb.log(qb_ / (1.0 - qb_))
-    m = qb.floor((nb + 1.0) * qb_)
-    h = gammaln(m + 1.0) + gammaln(nb - m + 1.0)
-
-    def btrs(kk, _):
-        k1, k2 = split(kk)
-        u = uniform(k1, shape, _core.float64) - 0.5
-        v = uniform(k2, shape, _core.float64)
-        us = 0.5 - qb.abs(u)
-        count = qb.floor((2.0 * aa / us + b) * u + c)
-        inside = (count >= 0) & (count <= nb)
-        quick = (us >= 0.07) & (v <= v_r)
-        safe = qb.clip(count, 0.0, nb)
-        log_v = qb.log(v * alpha / (aa / (us * us) + b))
-        exact = log_v <= h - gammaln(safe + 1.0) - gammaln(nb - safe + 1.0) + (safe - m) * lpq
-        return count, inside & (quick | exact)
-    rejected = _rounds(k_btrs, qb.zeros_like(nb), small, btrs)
-    counts = qb.where(small, inverted, rejected)
-    counts = qb.where(flip, n_s - counts, counts)
-    return qb.where(valid, counts, qb.full_like(counts, math.nan)).astype(d)
+def _reciprocal(p, d):
+    """1 / p computed in the default float dtype (as JAX divides its weakly typed p), then d."""
+    w = qb.default_dtype()
+    return (qb.asarray(1.0).astype(w) / qb.asarray(p).astype(w)).astype(d)
 
 
 def generalized_normal(k, p, shape=(), dtype=None):
-    """Samples with density proportional to exp(-|x|^p): a random sign times Gamma(1/p)^(1/p)."""
+    """Samples with density proportional to exp(-|x|^p): rademacher(k2) * gamma(k1, 1/p)^(1/p),
+    (k1, k2) = split(key), as jax.random's."""
     key_, _ = _key_arg(k, "generalized_normal")
     d = _float_dtype(dtype, "generalized_normal")
     p = float(p)
@@ -1162,74 +1159,175 @@ def generalized_normal(k, p, shape=(), dtype=None):
         raise ValueError(f"qb.random.generalized_normal: p must be positive, got {p}")
     shape = _shape(shape)
     kg, ks = split(key_)
-    g = _standard_gamma(kg, qb.asarray(1.0 / p), shape)
-    sign = rademacher(ks, shape).astype(_core.float64)
-    return (sign * g ** (1.0 / p)).astype(d)
+    inv_p = _reciprocal(p, d)
+    return rademacher(ks, shape, d) * qb.power(_gamma_sample(kg, inv_p, shape), inv_p)
 
 
 def ball(k, d, p=2.0, shape=(), dtype=None):
-    """Points uniform in the d-dimensional unit p-norm ball, of shape (*shape, d)."""
+    """Points uniform in the d-dimensional unit p-norm ball, of shape (*shape, d): g / (sum |g|^p
+    + e)^(1/p), g generalized normal from the first half of split(key), e exponential from the
+    second, as jax.random's."""
     key_, _ = _key_arg(k, "ball")
     if not _isint(d) or int(d) < 1:
         raise ValueError(f"qb.random.ball: d must be a positive int, got {d!r}")
     dt = _float_dtype(dtype, "ball")
     shape = _shape(shape)
     kg, ke = split(key_)
-    g = generalized_normal(kg, p, shape + (int(d),), _core.float64)
-    e = exponential(ke, shape, _core.float64)
-    return (g / ((qb.sum(qb.abs(g) ** float(p), axis=-1) + e) ** (1.0 / float(p)))[..., None]).astype(dt)
+    g = generalized_normal(kg, p, shape + (int(d),), dt)
+    e = exponential(ke, shape, dt)
+    norm = qb.sum(qb.power(qb.abs(g), qb.asarray(float(p)).astype(dt)), axis=-1) + e
+    return g / qb.power(norm, _reciprocal(float(p), dt))[..., None]
+
+
+def _float_to_int(x, out):
+    """x converted to the integer dtype out as XLA converts (JAX's counts): NaN to 0, values
+    beyond the range to its ends."""
+    lo, hi = (-(1 << 31), (1 << 31) - 1) if out == _core.int32 else (-(1 << 63), (1 << 63) - 1)
+    above, below = x >= float(hi), x <= float(lo)
+    r = qb.where(qb.isnan(x) | above | below, qb.zeros_like(x), x).astype(out)
+    return qb.where(above, qb.full_like(r, hi), qb.where(below, qb.full_like(r, lo), r))
 
 
 def poisson(k, lam, shape=None, dtype=None):
-    """Poisson(lam) counts (integers; lam >= 0 broadcast to shape; -1 where lam is negative or
-    NaN): Knuth's product of uniforms below lam = 10, Hoermann's transformed rejection (PTRS)
-    above."""
+    """Poisson(lam) counts (integers of dtype, the default integer dtype by default), by
+    jax.random.poisson's algorithms, keys and float32 arithmetic (lam is float32, as JAX's,
+    even with x64): Knuth's (count uniforms until their log sum reaches -lam, a chain of
+    splits of key) where lam < 10 or is NaN, Hoermann's transformed rejection (PTRS, rounds
+    of split(key, 3) from key again) elsewhere, both over the whole array. 0 where lam = 0, -1
+    where lam < 0 or is NaN (JAX's)."""
     key_, _ = _key_arg(k, "poisson")
     out = qb.asarray(0).dtype if dtype is None else _core.zeros((), dtype).dtype
     if out not in (_core.int32, _core.int64):
         raise TypeError("qb.random.poisson: dtype must be an integer dtype")
-    lam = qb.asarray(lam).astype(_core.float64)
+    f32 = _core.float32
+    lam = qb.asarray(lam).astype(f32)
     shape = _param_shape("poisson", shape, lam)
     lam = qb.broadcast_to(lam, shape)
-    valid = lam >= 0
-    small = lam < 10.0
-    k_small, k_large = split(key_)
-
-    # Knuth: the number of uniforms whose running product stays above exp(-lam).
-    limit = qb.exp(-qb.where(small & valid, lam, qb.zeros_like(lam)))
-
-    def knuth(carry):
-        i, count, prod, done = carry
-        u = uniform(fold_in(k_small, i), shape, _core.float64)
-        prod = qb.where(done, prod, prod * u)
-        stop = prod <= limit
-        return i + 1, qb.where(done | stop, count, count + 1.0), prod, done | stop
-
-    start = (qb.asarray(0, dtype=_core.int32), qb.zeros_like(lam), qb.ones_like(lam), ~(small & valid))
-    knuth_count = qb.while_loop(lambda c: (c[0] < _MAX_ROUNDS) & ~qb.all(c[3]), knuth, start)[1]
-
-    big = qb.where(small | ~valid, qb.full_like(lam, 10.0), lam)
-    slam, loglam = qb.sqrt(big), qb.log(big)
-    b = 0.931 + 2.53 * slam
-    a = -0.059 + 0.02483 * b
-    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
-    vr = 0.9277 - 3.6224 / (b - 2.0)
+    use_knuth = qb.isnan(lam) | (lam < 10.0)
+    lam_knuth = qb.where(use_knuth, lam, qb.zeros_like(lam))
+    lam_ptrs = qb.where(use_knuth, qb.full_like(lam, 1e5), lam)  # JAX's stand-in, which sets the rounds too
     from ._special import gammaln
 
-    def ptrs(kk, _):
-        k1, k2 = split(kk)
-        u = uniform(k1, shape, _core.float64) - 0.5
-        v = uniform(k2, shape, _core.float64)
+    def knuth(carry):
+        i, count, key_i, log_prod = carry
+        key_i, sub = split(key_i)
+        count = qb.where(log_prod > -lam_knuth, count + 1, count)
+        return i + 1, count, key_i, log_prod + qb.log(uniform(sub, shape, f32))
+    start = (qb.asarray(0, dtype=_core.int32), qb.zeros(shape, out), key_, qb.zeros(shape, f32))
+    knuth_count = qb.while_loop(lambda c: (c[0] < _MAX_ROUNDS) & qb.any(c[3] > -lam_knuth), knuth, start)[1] - 1
+
+    log_lam = qb.log(lam_ptrs)
+    b = 0.931 + 2.53 * qb.sqrt(lam_ptrs)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2.0)
+
+    def ptrs(carry):
+        # Every round redraws every element; the last accepted proposal counts (as JAX's).
+        i, count, accepted, key_i = carry
+        key_i, k_u, k_v = split(key_i, 3)
+        u = uniform(k_u, shape, f32) - 0.5
+        v = uniform(k_v, shape, f32)
         us = 0.5 - qb.abs(u)
-        count = qb.floor((2.0 * a / us + b) * u + big + 0.43)
-        quick = (us >= 0.07) & (v <= vr)
-        reject = (count < 0) | ((us < 0.013) & (v > us))
-        safe = qb.maximum(count, 0.0)
-        exact = (qb.log(v) + qb.log(inv_alpha) - qb.log(a / (us * us) + b)) <= (-big + safe * loglam - gammaln(safe + 1.0))
-        return count, quick | (~reject & exact)
-    ptrs_count = _rounds(k_large, qb.zeros_like(lam), small | ~valid, ptrs)
-    counts = qb.where(small, knuth_count, ptrs_count)
-    return qb.where(valid, counts, qb.full_like(counts, -1.0)).astype(out)
+        x = qb.floor((2.0 * a / us + b) * u + lam_ptrs + 0.43)
+        s = qb.log(v * inv_alpha / (a / (us * us) + b))
+        bound = -lam_ptrs + x * log_lam - gammaln(x + 1.0)
+        reject = (x < 0) | ((us < 0.013) & (v > us))
+        accept = ((us >= 0.07) & (v <= v_r)) | (~reject & (s <= bound))
+        return i + 1, qb.where(accept, x, count), accepted | accept, key_i
+    start = (qb.asarray(0, dtype=_core.int32), qb.full(shape, -1.0, f32), qb.zeros(shape, _core.bool_), key_)
+    ptrs_count = qb.while_loop(lambda c: (c[0] < _MAX_ROUNDS) & ~qb.all(c[2]), ptrs, start)[1]
+    counts = qb.where(use_knuth, knuth_count, _float_to_int(ptrs_count, out))
+    return qb.where(lam == 0, qb.zeros_like(counts), counts)
+
+
+# Stirling's series tails log k! - (k + 1/2) log(k + 1) + (k + 1) - log(2 pi) / 2 for k = 0 .. 9
+# (TensorFlow's and JAX's table for BTRS).
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+                  0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+                  0.00925546218271273, 0.00833056343336287)
+
+
+def _stirling_tail(k):
+    """The tail of Stirling's series at k, as JAX's BTRS takes it: the table up to 9; above,
+    the series 1/12 - ... evaluated at min(k, 9) (JAX clamps before evaluating it)."""
+    c = qb.clip(k, 0.0, 9.0)
+    sq = (c + 1.0) * (c + 1.0)
+    series = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / sq) / sq) / (c + 1.0)
+    table = qb.take(qb.asarray(_STIRLING_TAIL).astype(k.dtype), qb.floor(c).astype(_core.int32), mode="clip")
+    return qb.where(k <= 9.0, table, series)
+
+
+def binomial(k, n, p, shape=None, dtype=None):
+    """Binomial(n, p) counts as floats (dtype, the default float by default), by
+    jax.random.binomial's algorithms, keys and arithmetic (in p's float dtype, the default
+    float for Python numbers): with q = min(p, 1 - p), inversion by geometric waiting times (a
+    chain of splits of key) where n q <= 10, Hoermann's BTRS (rounds of split(key, 3) from key
+    again) elsewhere; n - the count where p >= 1/2. n is floored (as JAX's); NaN where n < 0
+    or is NaN, or p is outside [0, 1] or NaN; inf where n is inf."""
+    key_, _ = _key_arg(k, "binomial")
+    d = _float_dtype(dtype, "binomial")
+    p = qb.asarray(p)
+    w = p.dtype if p.dtype in (_core.float32, _core.float64) else qb.default_dtype()
+    p, n = p.astype(w), qb.asarray(n).astype(w)
+    shape = _param_shape("binomial", shape, n, p)
+    count, prob = qb.broadcast_to(n, shape), qb.broadcast_to(p, shape)
+    p_below_half = prob < 0.5
+    q = qb.where(p_below_half, prob, 1.0 - prob)
+    count_nan_or_neg = qb.isnan(count) | (count < 0.0)
+    count_inf = qb.isinf(count)
+    q_nan, q_neg = qb.isnan(q), q < 0.0
+    q = qb.where(q_nan | q_neg, qb.full_like(q, 0.01), q)
+    use_inversion = count_nan_or_neg | (count * q <= 10.0)
+    count = qb.floor(count)
+    count_inv = qb.where(use_inversion, count, qb.zeros_like(count))
+    count_btrs = qb.where(use_inversion, qb.full_like(count, 1e4), count)  # JAX's stand-ins, which set the rounds
+    q_btrs = qb.where(use_inversion, qb.full_like(q, 0.5), q)
+
+    log1m_q = qb.log1p(-q)
+
+    def invert(carry):
+        i, num, total, key_i = carry
+        sub, key_i = split(key_i)
+        num = qb.where(total <= count_inv, num + 1.0, num)
+        return i + 1, num, total + qb.ceil(qb.log(uniform(sub, shape, w)) / log1m_q), key_i
+    start = (qb.asarray(0, dtype=_core.int32), qb.zeros(shape, w), qb.zeros(shape, w), key_)
+    inverted = qb.while_loop(lambda c: (c[0] < _MAX_ROUNDS) & qb.any(c[2] <= count_inv), invert, start)[1] - 1.0
+
+    sd = qb.sqrt(count_btrs * q_btrs * (1.0 - q_btrs))
+    b = 1.15 + 2.53 * sd
+    a = -0.0873 + 0.0248 * b + 0.01 * q_btrs
+    c = count_btrs * q_btrs + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = q_btrs / (1.0 - q_btrs)
+    alpha = (2.83 + 5.1 / b) * sd
+    m = qb.floor((count_btrs + 1.0) * q_btrs)
+    head = (m + 0.5) * qb.log((m + 1.0) / (r * (count_btrs - m + 1.0)))
+
+    def btrs(carry):
+        # Every round redraws every element; the last accepted proposal counts (as JAX's).
+        i, out, accepted, key_i = carry
+        key_i, k_u, k_v = split(key_i, 3)
+        u = uniform(k_u, shape, w) - 0.5
+        v = uniform(k_v, shape, w)
+        us = 0.5 - qb.abs(u)
+        x = qb.floor((2.0 * a / us + b) * u + c)
+        reject = (x < 0.0) | (x > count_btrs)
+        log_v = qb.log(v * alpha / (a / (us * us) + b))
+        bound = (head + (count_btrs + 1.0) * qb.log((count_btrs - m + 1.0) / (count_btrs - x + 1.0))
+                 + (x + 0.5) * qb.log(r * (count_btrs - x + 1.0) / (x + 1.0))
+                 + _stirling_tail(m) + _stirling_tail(count_btrs - m)
+                 - _stirling_tail(x) - _stirling_tail(count_btrs - x))
+        accept = ((us >= 0.07) & (v <= v_r)) | (~reject & (log_v <= bound))
+        return i + 1, qb.where(accept, x, out), accepted | accept, key_i
+    start = (qb.asarray(0, dtype=_core.int32), qb.full(shape, -1.0, w), qb.zeros(shape, _core.bool_), key_)
+    drawn = qb.while_loop(lambda c: (c[0] < _MAX_ROUNDS) & ~qb.all(c[2]), btrs, start)[1]
+
+    samples = qb.where(use_inversion, inverted.astype(d), drawn.astype(d))
+    invalid = q_neg | q_nan | count_nan_or_neg
+    samples = qb.where(invalid, qb.full_like(samples, math.nan), samples)
+    samples = qb.where(count_inf & ~invalid, qb.full_like(samples, math.inf), samples)
+    return qb.where(p_below_half | count_nan_or_neg | q_nan | count_inf, samples, count.astype(d) - samples)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1363,9 +1461,8 @@ __all__ += ["lognormal", "pareto", "weibull_min", "maxwell", "double_sided_maxwe
 
 
 # ---------------------------------------------------------------------------------------------
-# jax.random's rayleigh, wald, geometric (JAX's formulas on the same bits: the same key gives
-# JAX's samples), f and multinomial (built on chisquare and binomial, whose rejection
-# samplers are not JAX's: the same distribution, other samples).
+# jax.random's rayleigh, wald, geometric and f (JAX's formulas on the same bits: the same key
+# gives JAX's samples), and multinomial (built on binomial).
 # ---------------------------------------------------------------------------------------------
 
 def _float_param(v, d, fname, what):
@@ -1436,9 +1533,8 @@ def geometric(k, p, shape=None, dtype=None):
 def f(k, dfnum, dfden, shape=None, dtype=None):
     """F(dfnum, dfden) samples (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden), the numerator
     from the second half of split(key) and the denominator from the first, as jax.random.f
-    arranges them. The chi-square draws come from our Gamma sampler, not JAX's, so the
-    samples follow the F distribution but are not JAX's numbers. shape defaults to the
-    parameters' broadcast shape."""
+    arranges them (so JAX's numbers, as chisquare's). shape defaults to the parameters'
+    broadcast shape."""
     key_, _ = _key_arg(k, "f")
     d = _float_dtype(dtype, "f")
     dfnum = _float_param(dfnum, d, "f", "dfnum")
@@ -1454,15 +1550,21 @@ def multinomial(k, n, p, *, shape=None, dtype=None, unroll=1):
     """Multinomial(n, p) counts (floats, as jax.random.multinomial; categories along p's last
     axis, each row's counts summing to n exactly) by JAX's sequential scheme: category i's
     count is binomial(keys[i], remaining trials, p_i / (p_i + ... + p_last)), keys =
-    split(key, number of categories). The binomial draws are our sampler's, not JAX's, so the
-    counts follow the multinomial distribution but are not JAX's numbers. shape is the whole
-    result shape (its last entry the number of categories, as JAX's code takes it); by default
-    the broadcast of p's shape and n's shape + (categories,). unroll is accepted for JAX's
-    signature (the loop over categories is unrolled in Python)."""
+    split(key, number of categories), computed in the float dtype n and p promote to (the
+    default float for Python numbers and integers), as JAX's: JAX's numbers. shape is the
+    whole result shape (its last entry the number of categories, as JAX's code takes it); by
+    default the broadcast of p's shape and n's shape + (categories,). unroll is accepted for
+    JAX's signature (the loop over categories is unrolled in Python)."""
     key_, _ = _key_arg(k, "multinomial")
     d = _float_dtype(dtype, "multinomial")
-    n = _float_param(n, _core.float64, "multinomial", "n")
-    p = _float_param(p, _core.float64, "multinomial", "p")
+    w = _core.float64
+    for v, what in ((n, "n"), (p, "p")):
+        _float_param(v, w, "multinomial", what)  # the argument checks
+    w = qb.result_type(n, p)
+    if w not in (_core.float32, _core.float64):
+        w = qb.default_dtype()
+    n = _float_param(n, w, "multinomial", "n")
+    p = _float_param(p, w, "multinomial", "p")
     if p.ndim < 1:
         raise ValueError("qb.random.multinomial: p must have at least one dimension (the categories along its last "
                          "axis)")
@@ -1484,7 +1586,7 @@ def multinomial(k, n, p, *, shape=None, dtype=None, unroll=1):
     ratios = qb.clip(p / qb.where(remaining == 0, qb.ones_like(remaining), remaining), 0.0, 1.0)
     counts = []
     for i, ki in enumerate(split(key_, cats)):
-        c = binomial(ki, remainder, ratios[..., i], dtype=_core.float64)
+        c = binomial(ki, remainder, ratios[..., i], dtype=w)
         counts.append(c)
         remainder = remainder - c
     return qb.stack(counts, axis=-1).astype(d)

@@ -391,8 +391,7 @@ def test_rayleigh_wald_geometric_are_jax_draws(seed, dtype, x64):
 
 
 def test_f_and_multinomial_moments():
-    # their chi-square and binomial draws come from our rejection samplers, not JAX's: the
-    # distribution is checked instead of the numbers
+    # the distributions (tests/python/test_random_jax_draws.py compares the numbers with JAX's)
     k = R.key(3)
     x = R.f(k, 5.0, 10.0, (40000,)).numpy()
     d1, d2 = 5.0, 10.0
