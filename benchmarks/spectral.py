@@ -1,7 +1,10 @@
 """Complex numbers and FFTs, side by side with NumPy and JAX (jax.jit, float64): a batched
 rfft of power-of-two rows, a complex FFT of a length Bluestein handles (1000), the jitted
 gradient of a spectral-derivative residual (rfft, multiply by i k, irfft) as a Fourier PINN
-loss has, and a fused complex elementwise chain (the lowering's real-part arithmetic)."""
+loss has, a fused complex elementwise chain (the lowering's real-part arithmetic), the
+2-D transforms a Fourier neural operator takes along two axes, and one training step's
+value and gradient of an FNO spectral layer (rfft2, low modes mixed by complex weights,
+irfft2)."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,7 +36,7 @@ def run(quick: bool = False):
         impls["jax"] = lambda: fj(xj).block_until_ready()
     add("rfft f64[256, 1024]", impls)
 
-    # complex fft of rows of 1000 (Bluestein here; XLA's DUCC handles 1000 = 2^3 5^3 directly)
+    # complex fft of rows of 1000 (mixed radix 4, 2, 5, 5, 5)
     z = rng.normal(size=(64, 1000)) + 1j * rng.normal(size=(64, 1000))
     fq = qb.jit(lambda a: qb.fft.fft(a))
     zq = qb.asarray(z)
@@ -78,4 +81,42 @@ def run(quick: bool = False):
         wj, rj = jnp.asarray(w), jnp.asarray(r)
         impls["jax"] = lambda: cj(wj, rj).block_until_ready()
     add("exp(i r) w + conj(w) r c128[1e6]", impls)
+
+    # 2-D transforms of a batch of fields (an FNO's): along the last axis and the one before
+    v = rng.normal(size=(16, 16, 64, 64))
+    vq = qb.asarray(v)
+    for label, fn in (("rfft2 f64[16, 16, 64, 64]", lambda m: m.fft.rfft2),
+                      ("irfft2 of its spectrum", lambda m: lambda a: m.fft.irfft2(a, s=(64, 64)))):
+        arg = v if label.startswith("rfft2") else np.fft.rfft2(v)
+        fq = qb.jit(fn(qb))
+        aq = qb.asarray(arg)
+        impls = {"quabla": lambda fq=fq, aq=aq: fq(aq)}
+        if jax:
+            fj = jax.jit(fn(jnp))
+            aj = jnp.asarray(arg)
+            impls["jax"] = lambda fj=fj, aj=aj: fj(aj).block_until_ready()
+        add(label, impls)
+
+    # an FNO spectral layer's training step: value and gradient
+    modes, width = 12, 16
+    params = {"wr": rng.normal(size=(width, width, modes, modes)) * 0.1,
+              "wi": rng.normal(size=(width, width, modes, modes)) * 0.1}
+    target = rng.normal(size=v.shape)
+
+    def fno_loss(m, lax):
+        def layer(p, x):
+            xh = m.fft.rfft2(x)[:, :, :modes, :modes]
+            mixed = m.einsum("bixy,ioxy->boxy", xh, lax.complex(p["wr"], p["wi"]))
+            full = m.zeros(x.shape[:2] + (x.shape[2], x.shape[3] // 2 + 1), dtype=mixed.dtype)
+            return m.fft.irfft2(full.at[:, :, :modes, :modes].set(mixed), s=x.shape[2:])
+        return lambda p, x, t: m.mean((m.tanh(layer(p, x)) - t) ** 2)
+
+    sq = qb.jit(qb.value_and_grad(fno_loss(qb, qb.lax)))
+    pq = {k: qb.asarray(a) for k, a in params.items()}
+    tq = qb.asarray(target)
+    impls = {"quabla": lambda: sq(pq, vq, tq)}
+    if jax:
+        sj = jax.jit(jax.value_and_grad(fno_loss(jnp, jax.lax)))
+        impls["jax"] = lambda: jax.block_until_ready(sj(params, v, target))
+    add("FNO-2D layer step (value+grad)", impls)
     return rows

@@ -196,6 +196,20 @@ class Lowering {
     return planes_[v] = pack(parts_[v]);
   }
 
+  // The planar operand of a complex fft. A transposed value read only by the fft (a
+  // transform along a non-last axis) is the transpose of its operand's planar form rather
+  // than the planes packed from its transposed parts: the CPU's fft then reads that operand
+  // in place (executable.cc, strided_ffts), and no part is transposed.
+  V fft_operand(ValueId v) {
+    const Node& src = g_.producer_of(v);
+    if (planes_[v] == kNone && src.op == Op::Transpose && is_c(src.inputs[0]) && uses_[v] == 1) {
+      std::vector<std::int64_t> perm{0};
+      for (auto d : src.attrs.dims) perm.push_back(d + 1);
+      return planes_[v] = e_.transpose(planes(src.inputs[0]), std::move(perm));
+    }
+    return planes(v);
+  }
+
   // The parts of an interleaved [..., 2] value of complex shape `shape`: with its last two
   // axes merged (a view), the even and the odd elements of the last axis.
   Parts interleaved_parts(V x, const Shape& shape) {
@@ -704,7 +718,7 @@ class Lowering {
           planes_[n.outputs[0]] = op(Op::Fft, {real_[src.inputs[0]]}, std::move(a));
           return;
         }
-        planes_[n.outputs[0]] = op(Op::Fft, {planes(n.inputs[0])}, n.attrs);
+        planes_[n.outputs[0]] = op(Op::Fft, {fft_operand(n.inputs[0])}, n.attrs);
         return;
       }
       case Op::NamedAxis: {  // never runs (the executor raises for it); keep it, planar
