@@ -1,8 +1,9 @@
 """quabla.fft: discrete Fourier transforms, as jax.numpy.fft and numpy.fft.
 
 One kernel does the work: the transform of complex rows along the last axis (the fft IR
-op, power-of-two lengths by radix 2, any other length by Bluestein's algorithm, in double
-precision). Everything here composes it: moving the axis last, cropping or zero-padding
+op: lengths with small prime factors by a mixed-radix transform, any other length by
+Bluestein's algorithm, in double precision; the backends read a transform along another
+axis in place). Everything here composes it: moving the axis last, cropping or zero-padding
 to ``n``, the ``norm`` scaling, the Hermitian half-spectra of the real transforms, and
 several axes one after another. Every function is differentiable (grad, jvp, vmap, jit),
 with JAX's conventions for complex derivatives.
