@@ -116,6 +116,18 @@ V Emit::slice_rows(V x, std::int64_t begin, std::int64_t end) {
   return op(Op::Slice, {x}, std::move(a));
 }
 
+V Emit::slice_last(V x, std::int64_t begin, std::int64_t end, std::int64_t stride) {
+  const Shape s = type(x).shape;
+  Attrs a;
+  a.starts.assign(s.size(), 0);
+  a.limits = s;
+  a.strides.assign(s.size(), 1);
+  a.starts.back() = begin;
+  a.limits.back() = end;
+  a.strides.back() = stride;
+  return op(Op::Slice, {x}, std::move(a));
+}
+
 V Emit::mT(V x) {
   const auto r = static_cast<std::int64_t>(type(x).shape.size());
   std::vector<std::int64_t> perm;

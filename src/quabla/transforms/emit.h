@@ -39,6 +39,8 @@ struct Emit {
   V mT(V x);
   // Rows [begin, end) of the leading axis (x itself for all of them).
   V slice_rows(V x, std::int64_t begin, std::int64_t end);
+  // Entries begin, begin + stride, ... below end of the last axis.
+  V slice_last(V x, std::int64_t begin, std::int64_t end, std::int64_t stride = 1);
 
   // A reduction's elements laid along one leading axis: for x of shape xs reduced over
   // `axes`, the permutation putting them first, the count n of reduced elements and the

@@ -217,16 +217,7 @@ class Lowering {
     Shape merged = shape;
     merged.back() *= 2;
     const V flat = e_.reshape(x, merged);
-    auto every_other = [&](std::int64_t first) {
-      Attrs a;
-      a.starts.assign(merged.size(), 0);
-      a.limits = merged;
-      a.strides.assign(merged.size(), 1);
-      a.starts.back() = first;
-      a.strides.back() = 2;
-      return e_.op(Op::Slice, {flat}, std::move(a));
-    };
-    return {every_other(0), every_other(1)};
+    return {e_.slice_last(flat, 0, merged.back(), 2), e_.slice_last(flat, 1, merged.back(), 2)};
   }
 
   // [..., 2] from the parts: a concatenation of [..., 1] slabs along the last axis, which
@@ -376,17 +367,7 @@ class Lowering {
     if (is_zero(a.im)) {
       if (is_zero(b.im)) return {op(Op::Solve, {a.re, b.re}), real_zero(b.re)};
       const V x = op(Op::Solve, {a.re, join({b.re, b.im}, -1)});
-      const Shape s = e_.type(x).shape;
-      auto cols = [&](std::int64_t begin) {
-        Attrs sl;
-        sl.starts.assign(s.size(), 0);
-        sl.limits = s;
-        sl.strides.assign(s.size(), 1);
-        sl.starts.back() = begin;
-        sl.limits.back() = begin + k;
-        return op(Op::Slice, {x}, std::move(sl));
-      };
-      return {cols(0), cols(k)};
+      return {e_.slice_last(x, 0, k), e_.slice_last(x, k, 2 * k)};
     }
     Attrs planar;
     planar.mode = kLinalgPlanar;
