@@ -34,39 +34,22 @@ void copy_rows(const T* in, std::int64_t offset, std::span<const std::int64_t> s
   }
   const std::span<const std::int64_t> shape(shape_v), strides(strides_v);
   const std::size_t rank = shape.size();
-  if (rank == 2 && shape[1] == 2 && shape[0] >= 64 && strides[0] == 1) {
-    // Interleaving two planes (a complex result's parts): one pass, both planes at once.
-    const std::int64_t rows = shape[0];
-    const T* re = in + offset;
-    const T* im = in + offset + strides[1];
-    parallel_for(rows, 1 << 15, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r) {
-        out[2 * r] = re[r];
-        out[2 * r + 1] = im[r];
-      }
-    });
-    return;
-  }
-  if (rank == 2 && shape[0] == 2 && shape[1] >= 64 && strides[1] == 2 && strides[0] == 1) {
-    // Splitting interleaved pairs into two planes (a complex operand's parts): one pass.
-    const std::int64_t inner = shape[1];
-    const T* src = in + offset;
-    T* re = out;
-    T* im = out + inner;
-    parallel_for(inner, 1 << 15, [&](std::int64_t i0, std::int64_t i1) {
-      for (std::int64_t i = i0; i < i1; ++i) {
-        re[i] = src[2 * i];
-        im[i] = src[2 * i + 1];
-      }
-    });
-    return;
-  }
   if (rank == 2 && shape[1] <= 4 && shape[0] >= 64) {
-    // Many short rows (interleaving the planes of complex values): column by column, each a
-    // strided write of a contiguous (or evenly strided) read, instead of a loop per row;
-    // blocks of rows on the pool's threads.
+    // Many short rows (interleaving the planes of complex values): two columns (a complex
+    // value's parts) in one pass; more column by column, each a strided write of a
+    // contiguous (or evenly strided) read, instead of a loop per row; blocks of rows on the
+    // pool's threads.
     const std::int64_t rows = shape[0], cols = shape[1], s0 = strides[0], s1 = strides[1];
     parallel_for(rows, 1 << 15, [&](std::int64_t r0, std::int64_t r1) {
+      if (cols == 2) {
+        const T* a = in + offset;
+        const T* b = in + offset + s1;
+        for (std::int64_t r = r0; r < r1; ++r) {
+          out[2 * r] = a[r * s0];
+          out[2 * r + 1] = b[r * s0];
+        }
+        return;
+      }
       for (std::int64_t c = 0; c < cols; ++c) {
         const T* src = in + offset + c * s1;
         T* dst = out + c;
@@ -75,11 +58,20 @@ void copy_rows(const T* in, std::int64_t offset, std::span<const std::int64_t> s
     });
     return;
   }
-  if (rank == 2 && shape[0] <= 4 && shape[1] >= (1 << 15) && strides[1] != 1) {
-    // A few long strided rows (splitting interleaved complex values into planes): each row
-    // cut into blocks on the pool's threads.
+  if (rank == 2 && shape[0] <= 4 && shape[1] >= 64 && strides[1] != 1) {
+    // A few long strided rows (splitting interleaved complex values into planes): two rows
+    // in one pass, more one after another; each row cut into blocks on the pool's threads.
     const std::int64_t rows = shape[0], inner = shape[1], s0 = strides[0], s1 = strides[1];
     parallel_for(inner, 1 << 15, [&](std::int64_t i0, std::int64_t i1) {
+      if (rows == 2) {
+        const T* a = in + offset;
+        const T* b = in + offset + s0;
+        for (std::int64_t i = i0; i < i1; ++i) {
+          out[i] = a[i * s1];
+          out[inner + i] = b[i * s1];
+        }
+        return;
+      }
       for (std::int64_t r = 0; r < rows; ++r) {
         const T* src = in + offset + r * s0;
         T* dst = out + r * inner;

@@ -76,8 +76,9 @@ class Builder {
     int chirp = -1, filter = -1;
     if (bluestein_) {
       out_.temp_bytes.push_back(static_cast<std::size_t>(work) * sizeof(double));
-      chirp = add_blob(chirp_values());
-      filter = add_blob(filter_spectrum());
+      const std::vector<Complex> c = chirp_values();
+      chirp = add_blob(planar(c));
+      filter = add_blob(filter_spectrum(c));
     }
     const int twiddles = m_ > 1 ? add_blob(twiddle_table()) : -1;
     load(in, chirp);
@@ -107,18 +108,16 @@ class Builder {
     return planar(w);
   }
 
-  // Bluestein's chirp c_k = exp(sign pi i k^2 / n), k < n (planar).
-  std::vector<double> chirp_values() const {
+  // Bluestein's chirp c_k = exp(sign pi i k^2 / n), k < n.
+  std::vector<Complex> chirp_values() const {
     std::vector<Complex> c;
     for (std::int64_t k = 0; k < s_.n; ++k) c.push_back(unit_root((k * k) % (2 * s_.n), 2 * s_.n, sign_));
-    return planar(c);
+    return c;
   }
 
   // The transform (with the plan's sign, unscaled) of the circular filter conj(c_|k|),
   // computed on the host by the CPU's power-of-two transform (planar, m values).
-  std::vector<double> filter_spectrum() const {
-    std::vector<Complex> c;
-    for (std::int64_t k = 0; k < s_.n; ++k) c.push_back(unit_root((k * k) % (2 * s_.n), 2 * s_.n, sign_));
+  std::vector<double> filter_spectrum(const std::vector<Complex>& c) const {
     std::vector<double> f(static_cast<std::size_t>(2 * m_), 0.0), spectrum(static_cast<std::size_t>(2 * m_));
     const auto at = [](std::int64_t k) { return static_cast<std::size_t>(k); };
     f[0] = c[0].re;
